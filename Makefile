@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both install what is missing (scripts/setup.sh), configure and build.
+BUILD ?= build
+JOBS  ?= 2
+MPIRUN := scripts/mpirun.sh
+REDIST := $(BUILD)/apps/redist
+
+.PHONY: all setup configure build demo test test-cpp test-python clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# A real redistribution on 2 ranks, verified: 8000x8000 doubles, a 7000x7000 submatrix
+# at an offset, tiles 400 on grid 1x2 -> tiles 300 on grid 2x1, every executor.
+demo: build
+	$(MPIRUN) -np 2 $(REDIST) run \
+	  "8000x8000 tile=400x400 block_cyclic grid=1x2" \
+	  "8000x8000 tile=300x300 block_cyclic grid=2x1" \
+	  "7000x7000 from=500x300 to=1000x0" --executor all --reps 5
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	.venv/bin/python -m pytest -q tests/python
+
+clean:
+	rm -rf $(BUILD)

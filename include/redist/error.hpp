@@ -1,0 +1,47 @@
+// The one exception type of the library (STYLE.md, "Errors: two tiers").
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace redist {
+
+// Bad user input or a failed collective agreement. The message names the
+// offending values and what is allowed; after collective validation it is the
+// same on every rank.
+class Error : public std::invalid_argument {
+ public:
+  explicit Error(const std::string& what) : std::invalid_argument(what) {}
+};
+
+namespace detail {
+
+// Builds a message from streamable pieces: fail("tile size ", t, " must be > 0").
+template <class... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  throw Error(os.str());
+}
+
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+// Internal invariant (not user input): prints the expression and stays on in release.
+[[noreturn]] void assertion_failed(const char* expr, const char* file, int line,
+                                   const std::string& values);
+
+}  // namespace detail
+}  // namespace redist
+
+#define REDIST_ASSERT(cond, ...)                                                        \
+  do {                                                                                  \
+    if (!(cond))                                                                        \
+      ::redist::detail::assertion_failed(#cond, __FILE__, __LINE__,                     \
+                                         ::redist::detail::cat("" __VA_OPT__(, ) __VA_ARGS__)); \
+  } while (0)

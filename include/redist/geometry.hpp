@@ -1,0 +1,76 @@
+// Layer `geometry`: N-dimensional indices and boxes with 64-bit coordinates.
+// Pure, no MPI. A matrix is the 2-D case; dimension 0 is the fastest-varying
+// (column-major, as in ScaLAPACK and PLASMA/DPLASMA tile storage).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "redist/error.hpp"
+
+namespace redist {
+
+using index_t = std::int64_t;
+
+// Largest number of dimensions a layout may have. Segments carry fixed-size
+// coordinate arrays (no heap per segment), so this bounds their size.
+inline constexpr int kMaxDims = 4;
+
+// A point or extent in N-D (N = ndim() <= kMaxDims), 64-bit per coordinate.
+class Coord {
+ public:
+  Coord() = default;
+  explicit Coord(int ndim, index_t fill = 0);
+  Coord(std::initializer_list<index_t> values);
+
+  int ndim() const { return ndim_; }
+  index_t& operator[](int d) { return v_[d]; }
+  index_t operator[](int d) const { return v_[d]; }
+  const index_t* begin() const { return v_.data(); }
+  const index_t* end() const { return v_.data() + ndim_; }
+
+  // Product of the coordinates (element count of an extent); throws on int64 overflow.
+  index_t volume() const;
+  bool operator==(const Coord& o) const;
+  // "8000x300" (the spec-string form of an extent).
+  std::string str() const;
+
+ private:
+  std::array<index_t, kMaxDims> v_{};
+  int ndim_ = 0;
+};
+
+// Half-open 1-D interval [lo, lo + size).
+struct Interval {
+  index_t lo = 0;
+  index_t size = 0;
+  index_t hi() const { return lo + size; }
+  bool empty() const { return size <= 0; }
+};
+
+// Intersection of two intervals (size 0 when disjoint).
+inline Interval intersect(Interval a, Interval b) {
+  index_t lo = a.lo > b.lo ? a.lo : b.lo;
+  index_t hi = a.hi() < b.hi() ? a.hi() : b.hi();
+  return {lo, hi > lo ? hi - lo : 0};
+}
+
+// N-D box: lower corner and extent.
+struct Box {
+  Coord lo;
+  Coord size;
+  int ndim() const { return lo.ndim(); }
+  bool empty() const;
+  Interval dim(int d) const { return {lo[d], size[d]}; }
+  bool operator==(const Box& o) const = default;
+};
+
+Box intersect(const Box& a, const Box& b);
+
+// Checked 64-bit arithmetic for sizes and offsets: throws redist::Error naming `what`.
+index_t checked_mul(index_t a, index_t b, const char* what);
+index_t checked_add(index_t a, index_t b, const char* what);
+
+}  // namespace redist

@@ -1,0 +1,88 @@
+// Layer `plan`: what one rank sends, receives and copies. Pure, no MPI.
+//
+// Paper 000 sec. 3: each target tile is split by the source tiles it overlaps into
+// up to nine SEGMENTS (NW N NE W I E SW S SE) in 2-D; in N-D a segment is the
+// product of one 1-D overlap piece per dimension. A segment is remote (sent) when
+// its source tile and target tile have different owners, local (copied) otherwise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "redist/layout.hpp"
+
+namespace redist {
+
+// The part of the array to move: `size` elements per dimension, read at
+// `src_offset` in the source, written at `dst_offset` in the target.
+struct Region {
+  Coord size;
+  Coord src_offset;
+  Coord dst_offset;
+
+  // The whole of `shape`, offsets 0.
+  static Region whole(const Coord& shape);
+  // Parses "7000x7000 from=500x300 to=1000x0" (from/to default to 0).
+  static Region parse(const std::string& text);
+  std::string str() const;
+  bool empty() const;
+  // Empty when the region fits both shapes, else what is wrong.
+  std::string check(const Coord& src_shape, const Coord& dst_shape) const;
+};
+
+// One piece of a message: `shape` elements at `at` in this rank's storage.
+struct Segment {
+  Coord shape;
+  Address at;
+  index_t elements() const { return shape.volume(); }
+};
+
+// A local piece: copied from the source storage to the target storage.
+struct LocalCopy {
+  Coord shape;
+  Address from;
+  Address to;
+};
+
+// Everything exchanged with one peer, in message order: the message is the
+// segments packed one after another, each column-major.
+struct PeerPlan {
+  int peer = -1;
+  index_t bytes = 0;
+  std::vector<Segment> segments;
+};
+
+struct PlanStats {
+  index_t bytes_sent = 0, bytes_received = 0, bytes_local = 0;
+  index_t messages_sent = 0, messages_received = 0;
+  index_t segments_sent = 0, segments_received = 0, local_copies = 0;
+  index_t target_tiles = 0;               // target tiles of this rank touched by the region
+  index_t max_segments_per_tile = 0;      // over those tiles (paper 000: at most 9 in 2-D
+                                          // when source tiles are not smaller than target tiles)
+  index_t segments_per_tile_total = 0;    // sum, for the mean
+};
+
+struct RankPlan {
+  int rank = 0;
+  int ndim = 0;
+  index_t elem_size = 0;
+  std::vector<PeerPlan> sends;     // ordered by peer distance (peer - rank) mod P
+  std::vector<PeerPlan> receives;  // same order
+  std::vector<LocalCopy> locals;
+  PlanStats stats;
+};
+
+// Plans `rank`: which segments it sends to and receives from each peer, and
+// which it copies locally. Preconditions: both layouts valid (Layout::check),
+// same element size and dimension, region fits both (Region::check), `nranks`
+// larger than every owner. Cost O(this rank's tiles + segments) for block_cyclic
+// ownerships, O(tiles in the region) for others. Throws redist::Error when an
+// ownership names a rank outside [0, nranks).
+RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, int rank,
+                   int nranks);
+// Same, reusing this rank's storage maps (built for `rank` from `src` and `dst`).
+RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                   const LocalIndex& dst_local, const Region& region, int rank, int nranks);
+
+}  // namespace redist

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# mpirun with the settings this project needs everywhere: running as root is allowed
+# (containers, CI), more ranks than cores are allowed (correctness runs only), and
+# shared memory + self transports on one machine.
+# Usage: scripts/mpirun.sh -np 4 program args...
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Open MPI 4.1 warns when it finds no high-speed network; that is expected here.
+export OMPI_MCA_btl_base_warn_component_unused=0
+exec mpirun --oversubscribe "$@"

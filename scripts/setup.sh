@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything redist needs on Debian 12 (idempotent; quick when all is present).
+# Debian packages: compiler, CMake, Ninja, Open MPI, GoogleTest, ScaLAPACK, OpenBLAS, LAPACKE.
+# Python: a venv in .venv with pytest (and later numpy/matplotlib for plots).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+pkgs=(g++ cmake ninja-build make pkg-config
+      libopenmpi-dev openmpi-bin
+      libgtest-dev googletest
+      libscalapack-openmpi-dev libopenblas-dev liblapacke-dev
+      python3 python3-venv python3-pip)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+venv="$here/.venv"
+pyreq=(pytest numpy matplotlib)
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating Python venv in .venv"
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import pytest, numpy, matplotlib" 2>/dev/null; then
+  echo "setup: installing Python packages: ${pyreq[*]}"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${pyreq[@]}"
+fi

@@ -1,0 +1,278 @@
+#include <algorithm>
+
+#include "redist/layout.hpp"
+
+namespace redist {
+namespace {
+
+// Fills defaulted block_cyclic coordinates (grid 1, src 0, super 1) to `ndim`
+// entries so that equal layouts compare and print equal however they were made.
+Ownership normalized(const Ownership& o, int ndim) {
+  switch (o.kind()) {
+    case Ownership::Kind::block_cyclic: {
+      BlockCyclicParams p = o.bc();
+      if (p.grid.ndim() == 0) p.grid = Coord(ndim, 1);
+      if (p.source.ndim() == 0) p.source = Coord(ndim, 0);
+      if (p.super.ndim() == 0) p.super = Coord(ndim, 1);
+      return Ownership::block_cyclic(p);
+    }
+    case Ownership::Kind::band:
+      return Ownership::band(o.bnd().width, normalized(*o.bnd().near, ndim),
+                             normalized(*o.bnd().far, ndim));
+    default:
+      return o;
+  }
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace
+
+Layout::Layout(Coord shape, std::vector<DimPartition> partition, Ownership ownership,
+               Storage storage, index_t elem_size)
+    : shape_(shape),
+      partition_(std::move(partition)),
+      ownership_(normalized(ownership, shape.ndim())),
+      storage_(storage),
+      elem_size_(elem_size) {}
+
+Coord Layout::ntiles() const {
+  Coord n(ndim());
+  for (int d = 0; d < ndim() && d < static_cast<int>(partition_.size()); ++d)
+    n[d] = partition_[d].ntiles();
+  return n;
+}
+
+Box Layout::tile_box(const Coord& tile) const {
+  Box b{Coord(ndim()), Coord(ndim())};
+  for (int d = 0; d < ndim(); ++d) {
+    b.lo[d] = partition_[d].tile_lo(tile[d]);
+    b.size[d] = partition_[d].tile_size(tile[d]);
+  }
+  return b;
+}
+
+std::uint64_t Layout::hash() const { return fnv1a(spec()); }
+
+bool Layout::operator==(const Layout& o) const {
+  return shape_ == o.shape_ && partition_ == o.partition_ && ownership_ == o.ownership_ &&
+         storage_ == o.storage_ && elem_size_ == o.elem_size_;
+}
+
+std::string Layout::check(int comm_size) const {
+  using detail::cat;
+  const int n = ndim();
+  if (n < 1 || n > kMaxDims) return cat("a layout has 1 to ", kMaxDims, " dimensions, got ", n);
+  if (static_cast<int>(partition_.size()) != n)
+    return cat("the layout has ", n, " dimensions but ", partition_.size(), " tile partitions");
+  for (int d = 0; d < n; ++d) {
+    if (shape_[d] < 0) return cat("extent of dimension ", d, " must be >= 0, got ", shape_[d]);
+    std::string e = partition_[d].check(d);
+    if (!e.empty()) return e;
+    if (partition_[d].extent() != shape_[d])
+      return cat("tile boundaries of dimension ", d, " end at ", partition_[d].extent(),
+                 ", the extent is ", shape_[d]);
+  }
+  if (elem_size_ < 1) return cat("element size must be >= 1 byte, got ", elem_size_);
+  index_t bytes = elem_size_;
+  for (int d = 0; d < n; ++d)
+    if (__builtin_mul_overflow(bytes, shape_[d], &bytes))
+      return cat("array ", shape_.str(), " of ", elem_size_, "-byte elements overflows 64-bit byte counts");
+  std::string e = ownership_.check(n, ntiles());
+  if (!e.empty()) return e;
+  if (ownership_.ranks_needed() > comm_size)
+    return cat("the ownership needs ", ownership_.ranks_needed(), " ranks, the communicator has ",
+               comm_size);
+  if (storage_.kind == StorageKind::local_array && !ownership_.per_dimension())
+    return cat("storage=local_array needs a per-dimension ownership (block_cyclic); this layout uses ",
+               spec());
+  if (storage_.ld < 0) return cat("leading dimension ld=", storage_.ld, " must be >= 0");
+  return {};
+}
+
+Layout block_cyclic_layout(Coord shape, Coord tile, Coord grid, index_t elem_size,
+                           StorageKind storage) {
+  std::vector<DimPartition> parts;
+  for (int d = 0; d < shape.ndim(); ++d) parts.push_back(DimPartition::regular(shape[d], tile[d]));
+  return Layout(shape, std::move(parts), Ownership::block_cyclic({.grid = grid, .source = {}, .super = {}}),
+                Storage{storage, 0}, elem_size);
+}
+
+// ------------------------------------------------------------------ LocalIndex
+
+LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(&layout), rank_(rank) {
+  const int n = layout.ndim();
+  const Coord nt = layout.ntiles();
+  const Ownership& own = layout.ownership();
+  local_extent_ = Coord(n);
+  tile_count_d_ = Coord(n);
+  per_dim_ = own.per_dimension();
+  if (per_dim_) {
+    tiles_d_.assign(n, {});
+    prefix_d_.assign(n, {});
+    Coord c;
+    if (!own.grid_coord(rank, c)) {
+      elements_ = 0;
+      return;
+    }
+    for (int d = 0; d < n; ++d) {
+      const auto& p = own.bc();
+      const index_t G = p.grid[d], k = p.super[d];
+      const index_t nsuper = (nt[d] + k - 1) / k;
+      // super-tiles s with (s + src) % G == c[d]: the first is (c - src) mod G, then every G-th.
+      for (index_t s = ((c[d] - p.source[d]) % G + G) % G; s < nsuper; s += G)
+        for (index_t t = s * k; t < std::min((s + 1) * k, nt[d]); ++t) tiles_d_[d].push_back(t);
+      auto& pre = prefix_d_[d];
+      pre.assign(1, 0);
+      for (index_t t : tiles_d_[d]) pre.push_back(pre.back() + layout.partition(d).tile_size(t));
+      local_extent_[d] = pre.back();
+      tile_count_d_[d] = static_cast<index_t>(tiles_d_[d].size());
+    }
+    index_t vol = 1;
+    for (int d = 0; d < n; ++d) vol = checked_mul(vol, local_extent_[d], "local element count");
+    if (layout.storage().kind == StorageKind::local_array && vol > 0) {
+      ld_ = layout.storage().ld ? layout.storage().ld : std::max<index_t>(1, local_extent_[0]);
+      elements_ = ld_;
+      for (int d = 1; d < n; ++d) elements_ = checked_mul(elements_, local_extent_[d], "local array size");
+    } else {
+      elements_ = vol;
+    }
+    return;
+  }
+  // General ownership: one pass over all tiles (paper 000 sec. 6.1 keeps a global
+  // table; we keep only this rank's tiles).
+  const index_t total = nt.volume();
+  Coord t(n, 0);
+  index_t offset = 0;
+  const int ranks = own.ranks_needed();
+  for (index_t lin = 0; lin < total; ++lin) {
+    const int r = own.owner(t, nt);
+    if (r < 0 || r >= ranks)
+      detail::fail("ownership of ", layout.spec(), " gives tile ", t.str(), " to rank ", r,
+                   ", outside [0, ", ranks, ")");
+    if (r == rank) {
+      linear_.push_back(lin);
+      tile_offset_.push_back(offset);
+      offset = checked_add(offset, layout.tile_box(t).size.volume(), "local element count");
+    }
+    for (int d = 0; d < n && ++t[d] == nt[d]; ++d) t[d] = 0;
+  }
+  tile_offset_.push_back(offset);
+  elements_ = offset;
+}
+
+index_t LocalIndex::ntiles() const {
+  if (!per_dim_) return static_cast<index_t>(linear_.size());
+  index_t v = 1;
+  for (int d = 0; d < layout_->ndim(); ++d) v *= tile_count_d_[d];
+  return v;
+}
+
+Coord LocalIndex::tile(index_t ordinal) const {
+  const int n = layout_->ndim();
+  Coord t(n);
+  if (per_dim_) {
+    for (int d = 0; d < n; ++d) {
+      t[d] = tiles_d_[d][ordinal % tile_count_d_[d]];
+      ordinal /= tile_count_d_[d];
+    }
+    return t;
+  }
+  index_t lin = linear_[ordinal];
+  const Coord nt = layout_->ntiles();
+  for (int d = 0; d < n; ++d) t[d] = lin % nt[d], lin /= nt[d];
+  return t;
+}
+
+index_t LocalIndex::local_tile_index(int d, index_t t) const {
+  const auto& p = layout_->ownership().bc();
+  const index_t k = p.super[d];
+  return (t / k) / p.grid[d] * k + t % k;
+}
+
+index_t LocalIndex::ordinal(const Coord& tile) const {
+  const int n = layout_->ndim();
+  if (per_dim_) {
+    index_t o = 0;
+    for (int d = n - 1; d >= 0; --d) o = o * tile_count_d_[d] + local_tile_index(d, tile[d]);
+    return o;
+  }
+  const Coord nt = layout_->ntiles();
+  index_t lin = 0;
+  for (int d = n - 1; d >= 0; --d) lin = lin * nt[d] + tile[d];
+  auto it = std::lower_bound(linear_.begin(), linear_.end(), lin);
+  REDIST_ASSERT(it != linear_.end() && *it == lin, "tile not owned by rank ", rank_);
+  return it - linear_.begin();
+}
+
+// Offset of local tile lt in `tile` storage: tiles before it in column-major
+// local-tile order. For dimension d, the tiles that precede lt with equal
+// indices above d and a smaller index at d contribute
+// prefix_d(lt_d) * prod_{e<d} total_e * prod_{e>d} size_e(lt_e).
+index_t LocalIndex::per_dim_tile_offset(const Coord& lt) const {
+  const int n = layout_->ndim();
+  index_t off = 0;
+  for (int d = 0; d < n; ++d) {
+    index_t v = prefix_d_[d][lt[d]];
+    for (int e = 0; e < d; ++e) v *= local_extent_[e];
+    for (int e = d + 1; e < n; ++e) v *= prefix_d_[e][lt[e] + 1] - prefix_d_[e][lt[e]];
+    off += v;
+  }
+  return off;
+}
+
+Address LocalIndex::address(const Coord& tile, const Coord& g) const {
+  const int n = layout_->ndim();
+  Address a;
+  a.strides = Coord(n);
+  const Box box = layout_->tile_box(tile);
+  const StorageKind kind = layout_->storage().kind;
+  if (kind == StorageKind::local_array) {
+    index_t off = 0, stride = 1;
+    for (int d = 0; d < n; ++d) {
+      const index_t lt = local_tile_index(d, tile[d]);
+      const index_t l = prefix_d_[d][lt] + (g[d] - box.lo[d]);
+      a.strides[d] = stride;
+      off += l * stride;
+      stride *= d == 0 ? ld_ : local_extent_[d];
+    }
+    a.offset = off;
+    return a;
+  }
+  index_t in_tile = 0, stride = 1;
+  for (int d = 0; d < n; ++d) {
+    a.strides[d] = stride;
+    in_tile += (g[d] - box.lo[d]) * stride;
+    stride *= box.size[d];
+  }
+  if (kind == StorageKind::tile_pointers) {
+    a.block = ordinal(tile);
+    a.offset = in_tile;
+    return a;
+  }
+  index_t tile_off;
+  if (per_dim_) {
+    Coord lt(n);
+    for (int d = 0; d < n; ++d) lt[d] = local_tile_index(d, tile[d]);
+    tile_off = per_dim_tile_offset(lt);
+  } else {
+    tile_off = tile_offset_[ordinal(tile)];
+  }
+  a.offset = tile_off + in_tile;
+  return a;
+}
+
+index_t LocalIndex::nblocks() const {
+  return layout_->storage().kind == StorageKind::tile_pointers ? ntiles() : 1;
+}
+
+index_t LocalIndex::block_elements(index_t b) const {
+  if (layout_->storage().kind != StorageKind::tile_pointers) return elements_;
+  return layout_->tile_box(tile(b)).size.volume();
+}
+
+}  // namespace redist

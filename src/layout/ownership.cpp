@@ -1,0 +1,225 @@
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "redist/layout.hpp"
+
+namespace redist {
+namespace {
+
+// splitmix64 finalizer: a cheap, well-mixed deterministic hash (paper 000 sec. 6.1
+// draws a random owner per tile; we compute it per tile instead of storing a table).
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+index_t linear_tile(const Coord& tile, const Coord& ntiles) {
+  index_t lin = 0;
+  for (int d = tile.ndim() - 1; d >= 0; --d) lin = lin * ntiles[d] + tile[d];
+  return lin;
+}
+
+std::mutex registry_mutex;
+std::map<std::string, OwnerFunction>& registry() {
+  static std::map<std::string, OwnerFunction> r;
+  return r;
+}
+
+}  // namespace
+
+Ownership::Ownership() : v_(BlockCyclicParams{}) {}
+
+Ownership Ownership::block_cyclic(BlockCyclicParams p) {
+  Ownership o;
+  o.v_ = std::move(p);
+  return o;
+}
+
+Ownership Ownership::random(RandomParams p) {
+  Ownership o;
+  o.v_ = p;
+  return o;
+}
+
+Ownership Ownership::band(index_t width, Ownership near, Ownership far) {
+  Ownership o;
+  o.v_ = BandParams{width, std::make_shared<const Ownership>(std::move(near)),
+                    std::make_shared<const Ownership>(std::move(far))};
+  return o;
+}
+
+Ownership Ownership::table(std::vector<int> owners) {
+  Ownership o;
+  o.v_ = TableParams{std::make_shared<const std::vector<int>>(std::move(owners))};
+  return o;
+}
+
+Ownership Ownership::function(std::string name, int ranks, OwnerFunction fn) {
+  Ownership o;
+  o.v_ = FunctionParams{std::move(name), ranks, std::move(fn)};
+  return o;
+}
+
+index_t Ownership::coord_of_tile(int d, index_t t) const {
+  const auto& p = bc();
+  index_t k = d < p.super.ndim() ? p.super[d] : 1;
+  index_t s = d < p.source.ndim() ? p.source[d] : 0;
+  return (t / k + s) % p.grid[d];
+}
+
+int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
+  switch (kind()) {
+    case Kind::block_cyclic: {
+      const auto& p = bc();
+      const int n = tile.ndim();
+      index_t r = 0;
+      if (p.order == GridOrder::row)
+        for (int d = 0; d < n; ++d) r = r * p.grid[d] + coord_of_tile(d, tile[d]);
+      else
+        for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + coord_of_tile(d, tile[d]);
+      return static_cast<int>(r) + p.first_rank;
+    }
+    case Kind::random: {
+      const auto& p = rnd();
+      std::uint64_t h = mix64(p.seed ^ mix64(static_cast<std::uint64_t>(linear_tile(tile, ntiles))));
+      return p.first_rank + static_cast<int>(h % static_cast<std::uint64_t>(p.ranks));
+    }
+    case Kind::band: {
+      const auto& p = bnd();
+      index_t dist = tile[0] > tile[1] ? tile[0] - tile[1] : tile[1] - tile[0];
+      return (dist <= p.width ? *p.near : *p.far).owner(tile, ntiles);
+    }
+    case Kind::table:
+      return (*tbl().owners)[linear_tile(tile, ntiles)];
+    case Kind::function:
+      return fun().fn(tile);
+  }
+  return -1;
+}
+
+int Ownership::ranks_needed() const {
+  switch (kind()) {
+    case Kind::block_cyclic: {
+      index_t n = 1;
+      for (index_t g : bc().grid) n *= g;
+      return static_cast<int>(n) + bc().first_rank;
+    }
+    case Kind::random:
+      return rnd().first_rank + rnd().ranks;
+    case Kind::band:
+      return std::max(bnd().near->ranks_needed(), bnd().far->ranks_needed());
+    case Kind::table: {
+      int m = -1;
+      for (int r : *tbl().owners) m = std::max(m, r);
+      return m + 1;
+    }
+    case Kind::function:
+      return fun().ranks;
+  }
+  return 0;
+}
+
+bool Ownership::grid_coord(int rank, Coord& out) const {
+  const auto& p = bc();
+  const int n = p.grid.ndim();
+  index_t r = rank - p.first_rank;
+  if (r < 0) return false;
+  out = Coord(n);
+  if (p.order == GridOrder::row)
+    for (int d = n - 1; d >= 0; --d) out[d] = r % p.grid[d], r /= p.grid[d];
+  else
+    for (int d = 0; d < n; ++d) out[d] = r % p.grid[d], r /= p.grid[d];
+  return r == 0;
+}
+
+std::string Ownership::check(int ndim, const Coord& ntiles) const {
+  using detail::cat;
+  switch (kind()) {
+    case Kind::block_cyclic: {
+      const auto& p = bc();
+      if (p.grid.ndim() != ndim)
+        return cat("block_cyclic grid has ", p.grid.ndim(), " dimensions, the layout has ", ndim);
+      if (p.source.ndim() != 0 && p.source.ndim() != ndim)
+        return cat("block_cyclic src has ", p.source.ndim(), " dimensions, the layout has ", ndim);
+      if (p.super.ndim() != 0 && p.super.ndim() != ndim)
+        return cat("block_cyclic super has ", p.super.ndim(), " dimensions, the layout has ", ndim);
+      index_t prod = 1;
+      for (int d = 0; d < ndim; ++d) {
+        if (p.grid[d] <= 0) return cat("block_cyclic grid=", p.grid.str(), ": every entry must be >= 1");
+        if (p.source.ndim() && (p.source[d] < 0 || p.source[d] >= p.grid[d]))
+          return cat("block_cyclic src=", p.source.str(), " must lie inside grid=", p.grid.str());
+        if (p.super.ndim() && p.super[d] <= 0)
+          return cat("block_cyclic super=", p.super.str(), ": every entry must be >= 1");
+        if (__builtin_mul_overflow(prod, p.grid[d], &prod) || prod > (1 << 30))
+          return cat("block_cyclic grid=", p.grid.str(), " is too large");
+      }
+      if (p.first_rank < 0) return cat("block_cyclic first=", p.first_rank, " must be >= 0");
+      return {};
+    }
+    case Kind::random:
+      if (rnd().ranks <= 0) return cat("random ranks=", rnd().ranks, " must be >= 1");
+      if (rnd().first_rank < 0) return cat("random first=", rnd().first_rank, " must be >= 0");
+      return {};
+    case Kind::band: {
+      if (ndim < 2) return cat("band ownership needs at least 2 dimensions, the layout has ", ndim);
+      if (bnd().width < 0) return cat("band width=", bnd().width, " must be >= 0");
+      std::string e = bnd().near->check(ndim, ntiles);
+      if (e.empty()) e = bnd().far->check(ndim, ntiles);
+      return e;
+    }
+    case Kind::table: {
+      const auto& o = *tbl().owners;
+      index_t want = ntiles.volume();
+      if (static_cast<index_t>(o.size()) != want)
+        return cat("table ownership lists ", o.size(), " owners, the layout has ", want,
+                   " tiles (", ntiles.str(), ")");
+      for (size_t i = 0; i < o.size(); ++i)
+        if (o[i] < 0) return cat("table owner of tile ", i, " is ", o[i], ", must be >= 0");
+      return {};
+    }
+    case Kind::function:
+      if (!fun().fn) return cat("function ownership '", fun().name, "' has no callable");
+      if (fun().ranks <= 0) return cat("function ranks=", fun().ranks, " must be >= 1");
+      return {};
+  }
+  return {};
+}
+
+bool Ownership::operator==(const Ownership& o) const {
+  if (kind() != o.kind()) return false;
+  switch (kind()) {
+    case Kind::block_cyclic: {
+      const auto &a = bc(), &b = o.bc();
+      auto norm = [](const Coord& c, int n, index_t fill) { return c.ndim() ? c : Coord(n, fill); };
+      int n = a.grid.ndim();
+      return a.grid == b.grid && a.order == b.order && a.first_rank == b.first_rank &&
+             norm(a.source, n, 0) == norm(b.source, n, 0) && norm(a.super, n, 1) == norm(b.super, n, 1);
+    }
+    case Kind::random:
+      return rnd().seed == o.rnd().seed && rnd().ranks == o.rnd().ranks &&
+             rnd().first_rank == o.rnd().first_rank;
+    case Kind::band:
+      return bnd().width == o.bnd().width && *bnd().near == *o.bnd().near && *bnd().far == *o.bnd().far;
+    case Kind::table:
+      return *tbl().owners == *o.tbl().owners;
+    case Kind::function:
+      return fun().name == o.fun().name && fun().ranks == o.fun().ranks;
+  }
+  return false;
+}
+
+void register_owner_function(const std::string& name, OwnerFunction fn) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry()[name] = std::move(fn);
+}
+
+OwnerFunction find_owner_function(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry().find(name);
+  return it == registry().end() ? OwnerFunction{} : it->second;
+}
+
+}  // namespace redist

@@ -1,0 +1,116 @@
+#include "redist/pattern.hpp"
+
+#include <cstring>
+
+namespace redist {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+index_t linear_of(const Coord& g, const Coord& shape) {
+  index_t lin = 0;
+  for (int d = g.ndim() - 1; d >= 0; --d) lin = lin * shape[d] + g[d];
+  return lin;
+}
+
+// Calls f(global index of the run start, pointer, run length) for every run of
+// consecutive dimension-0 elements this rank stores.
+template <class F>
+void for_each_run(const Layout& l, int rank, std::span<void* const> blocks, F&& f) {
+  const LocalIndex li(l, rank);
+  const index_t es = l.elem_size();
+  const int n = l.ndim();
+  for (index_t o = 0; o < li.ntiles(); ++o) {
+    const Coord t = li.tile(o);
+    const Box b = l.tile_box(t);
+    if (b.empty()) continue;
+    Coord g = b.lo;
+    while (true) {
+      const Address a = li.address(t, g);
+      f(g, static_cast<unsigned char*>(blocks[a.block]) + a.offset * es, b.size[0]);
+      int d = 1;
+      for (; d < n; ++d) {
+        if (++g[d] < b.lo[d] + b.size[d]) break;
+        g[d] = b.lo[d];
+      }
+      if (d >= n) break;
+    }
+  }
+}
+
+std::string hex(const unsigned char* p, index_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (index_t i = 0; i < n && i < 16; ++i) s += digits[p[i] >> 4], s += digits[p[i] & 15];
+  return s;
+}
+
+}  // namespace
+
+void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out) {
+  const std::uint64_t base = mix64(id * 0x2545f4914f6cdd1dULL ^ static_cast<std::uint64_t>(linear));
+  for (index_t w = 0; w * 8 < es; ++w) {
+    std::uint64_t h = mix64(base + static_cast<std::uint64_t>(w));
+    if (es == 8) h = (h & 0x800fffffffffffffULL) | 0x3ff0000000000000ULL;  // finite double
+    std::memcpy(out + w * 8, &h, static_cast<size_t>(es - w * 8 < 8 ? es - w * 8 : 8));
+  }
+}
+
+void fill_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id) {
+  const index_t es = l.elem_size();
+  for_each_run(l, rank, blocks, [&](const Coord& g, unsigned char* p, index_t len) {
+    const index_t lin = linear_of(g, l.shape());
+    for (index_t i = 0; i < len; ++i) pattern_element(id, lin + i, es, p + i * es);
+  });
+}
+
+CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* const> blocks,
+                                const Region& region, const Layout& src, std::uint64_t src_id,
+                                std::uint64_t dst_id) {
+  CheckResult r;
+  const index_t es = dst.elem_size();
+  const int n = dst.ndim();
+  const bool any = !region.empty();
+  std::vector<unsigned char> want(static_cast<size_t>(es));
+  Coord sg(n);
+  for_each_run(dst, rank, blocks, [&](const Coord& g0, unsigned char* p, index_t len) {
+    // Is the run's row (dims >= 1) inside the region, and which part of dim 0?
+    bool row_in = any;
+    for (int d = 1; d < n && row_in; ++d)
+      row_in = g0[d] >= region.dst_offset[d] && g0[d] < region.dst_offset[d] + region.size[d];
+    const index_t lin_dst = linear_of(g0, dst.shape());
+    for (index_t i = 0; i < len; ++i) {
+      const index_t x = g0[0] + i;
+      const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
+      if (in) {
+        for (int d = 0; d < n; ++d) sg[d] = (d == 0 ? x : g0[d]) - region.dst_offset[d] + region.src_offset[d];
+        pattern_element(src_id, linear_of(sg, src.shape()), es, want.data());
+      } else {
+        pattern_element(dst_id, lin_dst + i, es, want.data());
+      }
+      ++r.checked;
+      if (std::memcmp(want.data(), p + i * es, static_cast<size_t>(es)) != 0) {
+        if (r.wrong++ == 0) {
+          Coord g = g0;
+          g[0] = x;
+          r.first_error = detail::cat("rank ", rank, ": element ", g.str(), " (", in ? "inside" : "outside",
+                                      " the region) holds ", hex(p + i * es, es), ", expected ",
+                                      hex(want.data(), es));
+        }
+      }
+    }
+  });
+  return r;
+}
+
+CheckResult check_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id) {
+  Region none{Coord(l.ndim(), 0), Coord(l.ndim(), 0), Coord(l.ndim(), 0)};
+  return check_redistributed(l, rank, blocks, none, l, id, id);
+}
+
+}  // namespace redist

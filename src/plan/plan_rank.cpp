@@ -1,0 +1,234 @@
+// plan_rank: paper 000 sec. 3.2 (Algorithm 1), generalised to N dimensions.
+//
+// Receive side: for every target tile this rank owns that meets the region, split
+// the tile's part of the region by the source tiles it overlaps (a product of 1-D
+// overlap lists: the nine SEGMENTS in 2-D); remote pieces are received, local ones
+// copied. Send side: the same from the source tiles this rank owns, split by target
+// tiles; only remote pieces (local ones are the receive side's copies).
+// Both sides order each peer's segments by (target tile, position in the tile), so
+// the sender packs exactly in the order the receiver unpacks, without talking.
+#include <algorithm>
+#include <numeric>
+
+#include "redist/plan.hpp"
+
+namespace redist {
+namespace {
+
+struct Piece {
+  index_t tile;   // tile index along this dimension in the *other* layout
+  Interval part;  // in the other layout's coordinates
+};
+
+// Tiles of `part` overlapping [r.lo, r.hi()), each with its overlap (1-D SEGMENTS).
+void overlap_pieces(const DimPartition& part, Interval r, std::vector<Piece>& out) {
+  out.clear();
+  if (r.empty()) return;
+  const index_t last = part.tile_of(r.hi() - 1);
+  for (index_t t = part.tile_of(r.lo); t <= last; ++t)
+    out.push_back({t, intersect(part.tile_interval(t), r)});
+}
+
+// Calls f(tile) for each tile owned by `rank` that overlaps `box`, in ascending
+// column-major tile order.
+template <class F>
+void for_each_owned_tile(const Layout& l, const LocalIndex& li, int rank, const Box& box, F&& f) {
+  const int n = l.ndim();
+  if (box.empty()) return;
+  std::vector<std::vector<index_t>> lists(n);
+  for (int d = 0; d < n; ++d) {
+    const index_t lo = l.partition(d).tile_of(box.lo[d]);
+    const index_t hi = l.partition(d).tile_of(box.lo[d] + box.size[d] - 1);
+    if (li.per_dimension()) {
+      const auto& own = li.owned_tiles(d);
+      auto b = std::lower_bound(own.begin(), own.end(), lo);
+      auto e = std::upper_bound(b, own.end(), hi);
+      lists[d].assign(b, e);
+    } else {
+      lists[d].resize(hi - lo + 1);
+      std::iota(lists[d].begin(), lists[d].end(), lo);
+    }
+    if (lists[d].empty()) return;
+  }
+  const Coord nt = l.ntiles();
+  std::vector<size_t> idx(n, 0);
+  Coord t(n);
+  while (true) {
+    for (int d = 0; d < n; ++d) t[d] = lists[d][idx[d]];
+    if (li.per_dimension() || l.ownership().owner(t, nt) == rank) f(t);
+    int d = 0;
+    for (; d < n; ++d) {
+      if (++idx[d] < lists[d].size()) break;
+      idx[d] = 0;
+    }
+    if (d == n) return;
+  }
+}
+
+// Walks the product of per-dimension piece lists (dimension 0 fastest), calling
+// f(other_tile, other_box) for each N-D segment.
+template <class F>
+void for_each_segment(const std::vector<std::vector<Piece>>& pieces, F&& f) {
+  const int n = static_cast<int>(pieces.size());
+  for (int d = 0; d < n; ++d)
+    if (pieces[d].empty()) return;
+  std::vector<size_t> idx(n, 0);
+  Coord tile(n);
+  Box box{Coord(n), Coord(n)};
+  while (true) {
+    for (int d = 0; d < n; ++d) {
+      const Piece& p = pieces[d][idx[d]];
+      tile[d] = p.tile;
+      box.lo[d] = p.part.lo;
+      box.size[d] = p.part.size;
+    }
+    f(tile, box);
+    int d = 0;
+    for (; d < n; ++d) {
+      if (++idx[d] < pieces[d].size()) break;
+      idx[d] = 0;
+    }
+    if (d == n) return;
+  }
+}
+
+index_t linear(const Coord& c, const Coord& extent) {
+  index_t lin = 0;
+  for (int d = c.ndim() - 1; d >= 0; --d) lin = lin * extent[d] + c[d];
+  return lin;
+}
+
+int checked_owner(const Layout& l, const Coord& tile, const Coord& nt, int nranks, const char* side) {
+  const int r = l.ownership().owner(tile, nt);
+  if (r < 0 || r >= nranks)
+    detail::fail(side, " ownership gives tile ", tile.str(), " to rank ", r,
+                 ", outside the communicator of ", nranks, " ranks");
+  return r;
+}
+
+// Accumulates segments per peer, then orders peers by distance from `rank`.
+class PeerTable {
+ public:
+  PeerTable(int nranks) : slot_(nranks, -1) {}
+  PeerPlan& at(int peer) {
+    if (slot_[peer] < 0) {
+      slot_[peer] = static_cast<int>(peers_.size());
+      peers_.push_back({peer, 0, {}});
+      keys_.emplace_back();
+    }
+    return peers_[slot_[peer]];
+  }
+  std::vector<std::pair<index_t, index_t>>& keys(int peer) { return keys_[slot_[peer]]; }
+  // sort_by_key: reorder each peer's segments by its keys (send side).
+  std::vector<PeerPlan> finish(int rank, int nranks, bool send_side, bool sort_by_key) {
+    if (sort_by_key)
+      for (size_t i = 0; i < peers_.size(); ++i) {
+        auto& segs = peers_[i].segments;
+        auto& k = keys_[i];
+        std::vector<size_t> order(segs.size());
+        std::iota(order.begin(), order.end(), size_t{0});
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return k[a] < k[b]; });
+        std::vector<Segment> sorted;
+        sorted.reserve(segs.size());
+        for (size_t j : order) sorted.push_back(segs[j]);
+        segs.swap(sorted);
+      }
+    auto dist = [&](int p) { return send_side ? (p - rank + nranks) % nranks : (rank - p + nranks) % nranks; };
+    std::sort(peers_.begin(), peers_.end(),
+              [&](const PeerPlan& a, const PeerPlan& b) { return dist(a.peer) < dist(b.peer); });
+    return std::move(peers_);
+  }
+
+ private:
+  std::vector<int> slot_;
+  std::vector<PeerPlan> peers_;
+  std::vector<std::vector<std::pair<index_t, index_t>>> keys_;
+};
+
+}  // namespace
+
+RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, int rank,
+                   int nranks) {
+  const LocalIndex src_local(src, rank), dst_local(dst, rank);
+  return plan_rank(src, dst, src_local, dst_local, region, rank, nranks);
+}
+
+RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                   const LocalIndex& dst_local, const Region& region, int rank, int nranks) {
+  const int n = src.ndim();
+  RankPlan plan;
+  plan.rank = rank;
+  plan.ndim = n;
+  plan.elem_size = src.elem_size();
+  if (region.empty()) return plan;
+
+  const Coord src_nt = src.ntiles(), dst_nt = dst.ntiles();
+  const index_t es = src.elem_size();
+  const Box src_region{region.src_offset, region.size};
+  const Box dst_region{region.dst_offset, region.size};
+  std::vector<std::vector<Piece>> pieces(n);
+  Coord g(n);
+
+  // Receive side: target tiles of this rank.
+  PeerTable recv(nranks);
+  for_each_owned_tile(dst, dst_local, rank, dst_region, [&](const Coord& t) {
+    const Box tb = intersect(dst.tile_box(t), dst_region);
+    for (int d = 0; d < n; ++d)
+      overlap_pieces(src.partition(d), {tb.lo[d] - region.dst_offset[d] + region.src_offset[d], tb.size[d]},
+                     pieces[d]);
+    index_t count = 0;
+    for_each_segment(pieces, [&](const Coord& s, const Box& sb) {
+      ++count;
+      for (int d = 0; d < n; ++d) g[d] = sb.lo[d] - region.src_offset[d] + region.dst_offset[d];
+      const Address to = dst_local.address(t, g);
+      const int p = checked_owner(src, s, src_nt, nranks, "source");
+      const index_t bytes = sb.size.volume() * es;
+      if (p == rank) {
+        plan.locals.push_back({sb.size, src_local.address(s, sb.lo), to});
+        plan.stats.bytes_local += bytes;
+      } else {
+        PeerPlan& pp = recv.at(p);
+        pp.segments.push_back({sb.size, to});
+        pp.bytes += bytes;
+        plan.stats.bytes_received += bytes;
+        ++plan.stats.segments_received;
+      }
+    });
+    ++plan.stats.target_tiles;
+    plan.stats.segments_per_tile_total += count;
+    plan.stats.max_segments_per_tile = std::max(plan.stats.max_segments_per_tile, count);
+  });
+
+  // Send side: source tiles of this rank, pieces keyed by (target tile, offset in it).
+  PeerTable send(nranks);
+  for_each_owned_tile(src, src_local, rank, src_region, [&](const Coord& s) {
+    const Box sb = intersect(src.tile_box(s), src_region);
+    for (int d = 0; d < n; ++d)
+      overlap_pieces(dst.partition(d), {sb.lo[d] - region.src_offset[d] + region.dst_offset[d], sb.size[d]},
+                     pieces[d]);
+    for_each_segment(pieces, [&](const Coord& t, const Box& tb) {
+      const int q = checked_owner(dst, t, dst_nt, nranks, "target");
+      if (q == rank) return;
+      for (int d = 0; d < n; ++d) g[d] = tb.lo[d] - region.dst_offset[d] + region.src_offset[d];
+      PeerPlan& pp = send.at(q);
+      pp.segments.push_back({tb.size, src_local.address(s, g)});
+      const Box tile = dst.tile_box(t);
+      Coord in_tile(n);
+      for (int d = 0; d < n; ++d) in_tile[d] = tb.lo[d] - tile.lo[d];
+      send.keys(q).emplace_back(linear(t, dst_nt), linear(in_tile, tile.size));
+      const index_t bytes = tb.size.volume() * es;
+      pp.bytes += bytes;
+      plan.stats.bytes_sent += bytes;
+      ++plan.stats.segments_sent;
+    });
+  });
+
+  plan.receives = recv.finish(rank, nranks, false, false);
+  plan.sends = send.finish(rank, nranks, true, true);
+  plan.stats.messages_sent = static_cast<index_t>(plan.sends.size());
+  plan.stats.messages_received = static_cast<index_t>(plan.receives.size());
+  plan.stats.local_copies = static_cast<index_t>(plan.locals.size());
+  return plan;
+}
+
+}  // namespace redist

@@ -1,0 +1,99 @@
+#include <sstream>
+
+#include "redist/plan.hpp"
+
+namespace redist {
+namespace {
+
+Coord parse_dims(const std::string& text, const std::string& what) {
+  Coord c;
+  std::vector<index_t> v;
+  size_t pos = 0;
+  while (true) {
+    size_t used = 0;
+    index_t x;
+    try {
+      x = std::stoll(text.substr(pos), &used);
+    } catch (const std::exception&) {
+      detail::fail("bad region: expected integers joined by 'x' for ", what, ", got '", text, "'");
+    }
+    v.push_back(x);
+    pos += used;
+    if (pos == text.size()) break;
+    if (text[pos] != 'x' || v.size() >= static_cast<size_t>(kMaxDims))
+      detail::fail("bad region: expected integers joined by 'x' for ", what, ", got '", text, "'");
+    ++pos;
+  }
+  c = Coord(static_cast<int>(v.size()));
+  for (size_t d = 0; d < v.size(); ++d) c[static_cast<int>(d)] = v[d];
+  return c;
+}
+
+}  // namespace
+
+Region Region::whole(const Coord& shape) {
+  return {shape, Coord(shape.ndim(), 0), Coord(shape.ndim(), 0)};
+}
+
+Region Region::parse(const std::string& text) {
+  std::istringstream is(text);
+  std::string tok;
+  Region r;
+  bool have_size = false, have_from = false, have_to = false;
+  while (is >> tok) {
+    if (tok.rfind("from=", 0) == 0 && !have_from) {
+      r.src_offset = parse_dims(tok.substr(5), "from=");
+      have_from = true;
+    } else if (tok.rfind("to=", 0) == 0 && !have_to) {
+      r.dst_offset = parse_dims(tok.substr(3), "to=");
+      have_to = true;
+    } else if (!have_size && tok.find('=') == std::string::npos) {
+      r.size = parse_dims(tok, "the size");
+      have_size = true;
+    } else {
+      detail::fail("bad region '", text, "': unexpected '", tok,
+                   "'; expected SIZE [from=OFFSET] [to=OFFSET], e.g. '7000x7000 from=500x300 to=0x0'");
+    }
+  }
+  if (!have_size)
+    detail::fail("bad region '", text, "': missing the size, e.g. '7000x7000 from=500x300 to=0x0'");
+  const int n = r.size.ndim();
+  if (!have_from) r.src_offset = Coord(n, 0);
+  if (!have_to) r.dst_offset = Coord(n, 0);
+  return r;
+}
+
+std::string Region::str() const {
+  return size.str() + " from=" + src_offset.str() + " to=" + dst_offset.str();
+}
+
+bool Region::empty() const {
+  for (index_t s : size)
+    if (s <= 0) return true;
+  return size.ndim() == 0;
+}
+
+std::string Region::check(const Coord& src_shape, const Coord& dst_shape) const {
+  using detail::cat;
+  const int n = src_shape.ndim();
+  if (dst_shape.ndim() != n)
+    return cat("source has ", n, " dimensions, target has ", dst_shape.ndim());
+  if (size.ndim() != n || src_offset.ndim() != n || dst_offset.ndim() != n)
+    return cat("region ", str(), " must have ", n, " dimensions like the arrays");
+  for (int d = 0; d < n; ++d) {
+    if (size[d] < 0) return cat("region size ", size.str(), " must be >= 0 in every dimension");
+    if (src_offset[d] < 0 || dst_offset[d] < 0)
+      return cat("region offsets from=", src_offset.str(), " to=", dst_offset.str(), " must be >= 0");
+  }
+  if (empty()) return {};  // a zero-size region is a valid no-op
+  for (int d = 0; d < n; ++d) {
+    index_t end;
+    if (__builtin_add_overflow(src_offset[d], size[d], &end) || end > src_shape[d])
+      return cat("region ", str(), " leaves the source array ", src_shape.str(), " in dimension ", d);
+    if (__builtin_add_overflow(dst_offset[d], size[d], &end) || end > dst_shape[d])
+      return cat("region ", str(), " leaves the target array ", dst_shape.str(), " in dimension ", d);
+  }
+  return {};
+}
+
+}  // namespace redist

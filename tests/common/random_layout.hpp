@@ -1,0 +1,134 @@
+// Random layouts and regions for the planner and conformance tests: every
+// partition kind, every ownership kind, every storage, ragged edges, 1-4 dims.
+#pragma once
+
+#include <algorithm>
+#include <random>
+
+#include "redist/layout.hpp"
+#include "redist/plan.hpp"
+
+namespace redist::testing {
+
+using Rng = std::mt19937_64;
+
+inline index_t uniform(Rng& rng, index_t lo, index_t hi) {  // inclusive
+  return std::uniform_int_distribution<index_t>(lo, hi)(rng);
+}
+
+inline DimPartition random_partition(Rng& rng, index_t extent) {
+  if (extent > 1 && uniform(rng, 0, 3) == 0) {  // irregular
+    std::vector<index_t> b{0};
+    while (b.back() < extent) b.push_back(std::min(extent, b.back() + uniform(rng, 1, std::max<index_t>(1, extent / 2))));
+    return DimPartition::irregular(b);
+  }
+  const index_t tile = uniform(rng, 1, std::max<index_t>(1, extent + 1));
+  const index_t offset = uniform(rng, 0, 2) == 0 ? uniform(rng, 0, tile - 1) : 0;
+  return DimPartition::regular(extent, tile, offset);
+}
+
+// A block-cyclic grid with prod(grid) + first <= nranks.
+inline Ownership random_block_cyclic(Rng& rng, int ndim, int nranks) {
+  BlockCyclicParams p;
+  p.grid = Coord(ndim, 1);
+  p.source = Coord(ndim, 0);
+  p.super = Coord(ndim, 1);
+  index_t left = nranks;
+  for (int d = 0; d < ndim; ++d) {
+    p.grid[d] = uniform(rng, 1, left);
+    left /= p.grid[d];
+  }
+  std::shuffle(&p.grid[0], &p.grid[0] + ndim, rng);
+  index_t used = p.grid.volume();
+  for (int d = 0; d < ndim; ++d) {
+    p.source[d] = uniform(rng, 0, p.grid[d] - 1);
+    p.super[d] = uniform(rng, 0, 2) == 0 ? uniform(rng, 2, 3) : 1;
+  }
+  p.order = uniform(rng, 0, 1) ? GridOrder::row : GridOrder::col;
+  p.first_rank = static_cast<int>(uniform(rng, 0, nranks - used));
+  return Ownership::block_cyclic(p);
+}
+
+inline Ownership random_ownership(Rng& rng, int ndim, int nranks, const Coord& ntiles, int kind) {
+  switch (kind) {
+    case 0:
+      return random_block_cyclic(rng, ndim, nranks);
+    case 1: {
+      RandomParams p;
+      p.seed = rng();
+      p.ranks = static_cast<int>(uniform(rng, 1, nranks));
+      p.first_rank = static_cast<int>(uniform(rng, 0, nranks - p.ranks));
+      return Ownership::random(p);
+    }
+    case 2:
+      if (ndim >= 2)
+        return Ownership::band(uniform(rng, 0, 2), random_block_cyclic(rng, ndim, nranks),
+                               random_ownership(rng, ndim, nranks, ntiles, 1));
+      [[fallthrough]];
+    case 3: {
+      std::vector<int> owners(static_cast<size_t>(ntiles.volume()));
+      for (int& o : owners) o = static_cast<int>(uniform(rng, 0, nranks - 1));
+      return Ownership::table(owners);
+    }
+    default: {
+      const int r = nranks;
+      return Ownership::function("sum_mod", r, [r](const Coord& t) {
+        index_t s = 0;
+        for (index_t x : t) s += x * (x + 1);
+        return static_cast<int>(s % r);
+      });
+    }
+  }
+}
+
+// A random valid layout of `shape` for `nranks` ranks.
+inline Layout random_layout(Rng& rng, const Coord& shape, int nranks, index_t esize) {
+  const int n = shape.ndim();
+  std::vector<DimPartition> parts;
+  Coord nt(n);
+  for (int d = 0; d < n; ++d) {
+    parts.push_back(random_partition(rng, shape[d]));
+    nt[d] = parts.back().ntiles();
+  }
+  const int kind = static_cast<int>(uniform(rng, 0, 4));
+  Ownership own = random_ownership(rng, n, nranks, nt, kind);
+  Storage st;
+  const int sk = static_cast<int>(uniform(rng, 0, 2));
+  st.kind = sk == 0 ? StorageKind::tile : sk == 1 ? StorageKind::tile_pointers : StorageKind::local_array;
+  if (st.kind == StorageKind::local_array && !own.per_dimension()) st.kind = StorageKind::tile;
+  if (st.kind == StorageKind::local_array && uniform(rng, 0, 1)) {
+    // An ld above every rank's local rows.
+    st.ld = shape[0] + uniform(rng, 0, 3);
+    if (st.ld == 0) st.ld = 1;
+  }
+  return Layout(shape, std::move(parts), own, st, esize);
+}
+
+inline Coord random_shape(Rng& rng, int ndim, index_t max_extent) {
+  Coord s(ndim);
+  for (int d = 0; d < ndim; ++d) s[d] = uniform(rng, 1, max_extent);
+  return s;
+}
+
+// A region fitting both shapes: sometimes empty, a single element, the whole
+// overlap, or touching the far edges.
+inline Region random_region(Rng& rng, const Coord& a, const Coord& b) {
+  const int n = a.ndim();
+  Region r{Coord(n), Coord(n), Coord(n)};
+  const int mode = static_cast<int>(uniform(rng, 0, 9));
+  for (int d = 0; d < n; ++d) {
+    const index_t m = std::min(a[d], b[d]);
+    switch (mode) {
+      case 0: r.size[d] = d == 0 ? 0 : uniform(rng, 0, m); break;   // empty
+      case 1: r.size[d] = 1; break;                                   // one element
+      case 2: r.size[d] = m; break;                                   // largest
+      default: r.size[d] = uniform(rng, 1, m);
+    }
+    const bool touch = mode == 3;
+    r.src_offset[d] = touch ? a[d] - r.size[d] : uniform(rng, 0, a[d] - r.size[d]);
+    r.dst_offset[d] = touch ? b[d] - r.size[d] : uniform(rng, 0, b[d] - r.size[d]);
+  }
+  return r;
+}
+
+}  // namespace redist::testing
