@@ -4,7 +4,7 @@
 //   - where the tile boundaries are (one DimPartition per dimension),
 //   - which rank owns each tile (Ownership),
 //   - where a rank keeps the bytes of its tiles (Storage).
-// Layouts are values: they compare, hash, and print as spec strings (spec.hpp).
+// Layouts are values: they compare, hash, and print as spec strings (docs/spec.md).
 //
 // Construction never throws for bad values (a tile size of 0, a grid larger
 // than the communicator): such layouts are reported by check() and by
@@ -208,7 +208,7 @@ class Layout {
   Layout() = default;
   Layout(Coord shape, std::vector<DimPartition> partition, Ownership ownership,
          Storage storage = {}, index_t elem_size = 8);
-  // Parses a spec string (spec.hpp); throws redist::Error on a syntax error.
+  // Parses a spec string (grammar: docs/spec.md); throws redist::Error on a syntax error.
   static Layout parse(std::string_view spec);
 
   int ndim() const { return shape_.ndim(); }

@@ -172,7 +172,9 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
     }
     case Kind::table: {
       const auto& o = *tbl().owners;
-      index_t want = ntiles.volume();
+      index_t want = 1;
+      for (index_t x : ntiles)
+        if (__builtin_mul_overflow(want, x, &want)) return "table ownership: tile count overflows 64 bits";
       if (static_cast<index_t>(o.size()) != want)
         return cat("table ownership lists ", o.size(), " owners, the layout has ", want,
                    " tiles (", ntiles.str(), ")");
@@ -212,6 +214,9 @@ bool Ownership::operator==(const Ownership& o) const {
 }
 
 void register_owner_function(const std::string& name, OwnerFunction fn) {
+  // The name must be writable in a spec string: `function name=NAME`.
+  if (name.empty() || name.find_first_of(" \t\n()=") != std::string::npos)
+    detail::fail("owner function name '", name, "' must be non-empty without spaces, '(', ')' or '='");
   std::lock_guard<std::mutex> lock(registry_mutex);
   registry()[name] = std::move(fn);
 }

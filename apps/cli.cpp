@@ -1,0 +1,91 @@
+#include "cli.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace redist::cli {
+
+std::string Args::get(const std::string& k, const std::string& dflt) const {
+  auto it = options.find(k);
+  return it == options.end() ? dflt : it->second;
+}
+
+long long Args::get_int(const std::string& k, long long dflt, long long min) const {
+  auto it = options.find(k);
+  if (it == options.end()) return dflt;
+  long long v;
+  size_t used = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != it->second.size() || v < min)
+    detail::fail("option ", k, " needs an integer >= ", min, ", got '", it->second, "'");
+  return v;
+}
+
+Args parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                const std::vector<std::string>& flags) {
+  Args a;
+  auto is = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) != 0 || s == "--") {
+      a.positional.push_back(s);
+      continue;
+    }
+    std::string key = s, value;
+    const size_t eq = s.find('=');
+    if (eq != std::string::npos) key = s.substr(0, eq), value = s.substr(eq + 1);
+    if (is(flags, key)) {
+      a.options[key] = "";
+    } else if (is(valued, key)) {
+      if (eq == std::string::npos) {
+        if (i + 1 >= argc) detail::fail("option ", key, " needs a value");
+        value = argv[++i];
+      }
+      a.options[key] = value;
+    } else {
+      std::string allowed;
+      for (const auto& k : valued) allowed += " " + k + " X";
+      for (const auto& k : flags) allowed += " " + k;
+      detail::fail("unknown option '", key, "'; allowed:", allowed);
+    }
+  }
+  return a;
+}
+
+Problem parse_problem(const Args& a, const char* usage) {
+  if (a.positional.size() < 2 || a.positional.size() > 3)
+    detail::fail("expected SRC DST [REGION], got ", a.positional.size(), " arguments\n", usage);
+  Problem p{Layout::parse(a.positional[0]), Layout::parse(a.positional[1]), {}};
+  p.region = a.positional.size() == 3 ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
+  return p;
+}
+
+std::string human_bytes(double b) {
+  const char* unit[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) b /= 1000, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+  return s;
+}
+
+std::string human_rate(double r) { return human_bytes(r) + "/s"; }
+
+std::string human_time(double t) {
+  char s[32];
+  if (t < 1e-3)
+    std::snprintf(s, sizeof s, "%.1f us", t * 1e6);
+  else if (t < 1)
+    std::snprintf(s, sizeof s, "%.3f ms", t * 1e3);
+  else
+    std::snprintf(s, sizeof s, "%.3f s", t);
+  return s;
+}
+
+}  // namespace redist::cli

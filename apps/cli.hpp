@@ -1,0 +1,41 @@
+// Shared pieces of the `redist` command-line program.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "redist/layout.hpp"
+#include "redist/plan.hpp"
+
+namespace redist::cli {
+
+// argv after the subcommand: positional arguments and --key[=| ]value options.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> options;  // "--reps" -> "5"; flags -> ""
+  bool has(const std::string& k) const { return options.count(k) > 0; }
+  std::string get(const std::string& k, const std::string& dflt) const;
+  long long get_int(const std::string& k, long long dflt, long long min) const;
+};
+
+// Parses argv; `flags` are options without a value. Throws redist::Error for an
+// unknown option or a missing value, naming the allowed ones.
+Args parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                const std::vector<std::string>& flags);
+
+// SRC DST [REGION] -> layouts and region (region defaults to the whole source).
+struct Problem {
+  Layout src, dst;
+  Region region;
+};
+Problem parse_problem(const Args& a, const char* usage);
+
+std::string human_bytes(double bytes);
+std::string human_rate(double bytes_per_s);
+std::string human_time(double seconds);
+
+int cmd_run(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
+
+}  // namespace redist::cli

@@ -1,0 +1,130 @@
+// `redist plan`: plans every rank of a simulated communicator without MPI
+// (plan_rank is pure) and prints the statistics, the heaviest peers and how long
+// planning one rank took.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <queue>
+
+#include "cli.hpp"
+
+namespace redist::cli {
+namespace {
+
+const char* kUsage = R"(usage: redist plan SRC DST [REGION] --ranks P [options]
+
+Plans the redistribution for P simulated ranks without MPI and prints the volume
+moved (remote and local), messages and segments per rank, segments per target
+tile, the heaviest peer pairs, and the time planning one rank took.
+
+options:
+  --ranks P    ranks of the simulated communicator (default: what the layouts need)
+  --rank R     plan only rank R and list its peers
+  --top K      heaviest peer pairs to list (default 10)
+  --help       this text
+
+example:
+  redist plan "65536x65536 tile=512x512 block_cyclic grid=64x64" \
+              "65536x65536 tile=384x384 block_cyclic grid=32x128" --ranks 4096
+)";
+
+struct Pair {
+  long long bytes;
+  int from, to;
+  bool operator>(const Pair& o) const { return bytes > o.bytes; }
+};
+
+}  // namespace
+
+int cmd_plan(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  try {
+    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top"}, {"--help"});
+    const Problem pb = parse_problem(a, kUsage);
+    const int need = std::max(pb.src.ownership().ranks_needed(), pb.dst.ownership().ranks_needed());
+    const int P = static_cast<int>(a.get_int("--ranks", need, 1));
+    std::string err = pb.src.check(P);
+    if (!err.empty()) detail::fail("source layout: ", err);
+    err = pb.dst.check(P);
+    if (!err.empty()) detail::fail("target layout: ", err);
+    if (pb.src.elem_size() != pb.dst.elem_size())
+      detail::fail("element size mismatch: source esize=", pb.src.elem_size(), ", target esize=", pb.dst.elem_size());
+    err = pb.region.check(pb.src.shape(), pb.dst.shape());
+    if (!err.empty()) detail::fail(err);
+    const int top = static_cast<int>(a.get_int("--top", 10, 0));
+    const int only = static_cast<int>(a.get_int("--rank", -1, 0));
+    if (only >= P) detail::fail("--rank ", only, " must be < --ranks ", P);
+
+    std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
+                pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
+    long long remote = 0, local = 0, msgs = 0, segs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
+    long long max_sent = 0, max_recv = 0, max_msgs = 0;
+    int arg_sent = 0, arg_recv = 0, arg_msgs = 0;
+    double tmax = 0, tsum = 0;
+    std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heavy;  // min-heap of the top K
+    const int first = only >= 0 ? only : 0, last = only >= 0 ? only + 1 : P;
+    for (int r = first; r < last; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      RankPlan rp = plan_rank(pb.src, pb.dst, pb.region, r, P);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      tmax = std::max(tmax, dt);
+      tsum += dt;
+      const PlanStats& s = rp.stats;
+      remote += s.bytes_sent;
+      local += s.bytes_local;
+      msgs += s.messages_sent;
+      segs += s.segments_sent + s.local_copies;
+      tiles += s.target_tiles;
+      seg_tile_sum += s.segments_per_tile_total;
+      max_seg_tile = std::max<long long>(max_seg_tile, s.max_segments_per_tile);
+      if (s.bytes_sent > max_sent) max_sent = s.bytes_sent, arg_sent = r;
+      if (s.bytes_received > max_recv) max_recv = s.bytes_received, arg_recv = r;
+      if (s.messages_sent + s.messages_received > max_msgs) max_msgs = s.messages_sent + s.messages_received, arg_msgs = r;
+      for (const PeerPlan& pp : rp.sends) {
+        heavy.push({pp.bytes, r, pp.peer});
+        if (static_cast<int>(heavy.size()) > top) heavy.pop();
+      }
+      if (only >= 0) {
+        std::printf("\nrank %d: sends %s in %lld messages (%lld segments), receives %s in %lld messages "
+                    "(%lld segments), copies %s locally (%lld pieces)\n",
+                    r, human_bytes(double(s.bytes_sent)).c_str(), (long long)s.messages_sent, (long long)s.segments_sent,
+                    human_bytes(double(s.bytes_received)).c_str(), (long long)s.messages_received,
+                    (long long)s.segments_received, human_bytes(double(s.bytes_local)).c_str(), (long long)s.local_copies);
+        for (const PeerPlan& pp : rp.sends)
+          std::printf("  -> %-6d %12s %8zu segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(), pp.segments.size());
+        for (const PeerPlan& pp : rp.receives)
+          std::printf("  <- %-6d %12s %8zu segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(), pp.segments.size());
+      }
+    }
+    const int planned = last - first;
+    std::printf("\nvolume    remote %s, local %s%s\n", human_bytes(double(remote)).c_str(), human_bytes(double(local)).c_str(),
+                only >= 0 ? " (this rank)" : "");
+    std::printf("per rank  max sent %s (rank %d), max received %s (rank %d), max messages in+out %lld (rank %d)\n",
+                human_bytes(double(max_sent)).c_str(), arg_sent, human_bytes(double(max_recv)).c_str(), arg_recv,
+                max_msgs, arg_msgs);
+    std::printf("messages  %lld, segments %lld (remote + local)\n", msgs, segs);
+    std::printf("tiles     %lld target tiles touched, segments per target tile: mean %.2f, max %lld\n", tiles,
+                tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
+    std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",
+                human_time(tsum / planned).c_str(), human_time(tmax).c_str(), planned, human_time(tsum).c_str());
+    std::vector<Pair> list;
+    while (!heavy.empty()) list.push_back(heavy.top()), heavy.pop();
+    std::reverse(list.begin(), list.end());
+    if (!list.empty()) {
+      std::printf("\nheaviest peer pairs\n");
+      for (const Pair& p : list)
+        std::printf("  %6d -> %-6d %12s\n", p.from, p.to, human_bytes(double(p.bytes)).c_str());
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "redist plan: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace redist::cli

@@ -1,0 +1,61 @@
+// `redist`: run or plan a redistribution from the command line.
+#include <cstdio>
+#include <cstring>
+
+#include "cli.hpp"
+
+namespace {
+
+const char* kHelp = R"(redist - move distributed arrays between data distributions over MPI
+
+usage:
+  mpirun -np P redist run  SRC DST [REGION] [options]   redistribute, verify, time
+  redist plan SRC DST [REGION] --ranks P [options]      plan only (no MPI): statistics
+  redist help [run|plan|spec]
+
+SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
+  "8000x8000 tile=400x400 block_cyclic grid=1x2"
+  "8000x8000 tile=300x300 random seed=7 ranks=2 storage=tile"
+REGION (default: the whole source) is "SIZE [from=SRC_OFFSET] [to=DST_OFFSET]", e.g.
+  "7000x7000 from=500x300 to=1000x0"
+
+Run 'redist help run' or 'redist run --help' for the options of a subcommand.
+)";
+
+const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
+
+  SHAPE [tile=T0xT1..] [offset=O0xO1..] [esize=BYTES] [storage=tile|local_array|tile_pointers]
+        [ld=N] [OWNERSHIP]
+  SHAPE      extents joined by 'x', 1 to 4 dimensions: 8000x8000, 64x64x64
+  tile=      regular tile size per dimension, or explicit boundaries [0,100,250,400]
+  offset=    size cut from the first tile (ScaLAPACK-style first-block offset)
+  OWNERSHIP  block_cyclic grid=PxQ [order=row|col] [src=AxB] [super=KxL] [first=R]
+             random seed=S ranks=R [first=F]
+             band width=W near=(OWNERSHIP) far=(OWNERSHIP)
+             table owners=0,1,1,0,...        (one owner per tile, column-major)
+             function name=NAME ranks=R      (registered in C++)
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* cmd = argc > 1 ? argv[1] : "help";
+  if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
+  if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
+  if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
+    if (argc > 2 && !std::strcmp(argv[2], "spec")) {
+      std::fputs(kSpecHelp, stdout);
+      return 0;
+    }
+    if (argc > 2) {
+      char help[] = "--help";
+      char* args[] = {argv[0], argv[2], help};
+      if (!std::strcmp(argv[2], "run")) return redist::cli::cmd_run(3, args);
+      if (!std::strcmp(argv[2], "plan")) return redist::cli::cmd_plan(3, args);
+    }
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "redist: unknown command '%s'\n\n%s", cmd, kHelp);
+  return 2;
+}

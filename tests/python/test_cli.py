@@ -1,0 +1,86 @@
+"""The `redist` command line as a user meets it: help, plan, run, errors.
+Figures are checked against values computed here independently (volumes of the
+region, tile counts), not against the program's own output."""
+import json
+
+import pytest
+
+SRC = "120x90 tile=16x11 block_cyclic grid=1x2"
+DST = "100x130 tile=9x20 block_cyclic grid=2x1 storage=local_array"
+
+
+def test_help_for_every_subcommand(redist):
+    top = redist(["--help"])
+    assert top.returncode == 0 and "redist run" in top.stdout and "redist plan" in top.stdout
+    for sub in ("run", "plan"):
+        r = redist([sub, "--help"])
+        assert r.returncode == 0
+        assert r.stdout.startswith("usage:") and "--help" in r.stdout
+    spec = redist(["help", "spec"])
+    assert spec.returncode == 0 and "block_cyclic" in spec.stdout
+
+
+def test_unknown_command_is_an_error(redist):
+    r = redist(["frobnicate"])
+    assert r.returncode == 2 and "unknown command" in r.stderr
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+def test_run_json_verifies_every_executor(redist, ranks):
+    region = "70x60 from=11x7 to=20x33"
+    r = redist(["run", SRC.replace("grid=1x2", f"grid=1x{ranks}"),
+                DST.replace("grid=2x1", f"grid={ranks}x1"), region,
+                "--reps", "2", "--json"], ranks=ranks)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["ranks"] == ranks
+    assert [e["name"] for e in out["executors"]] == ["p2p", "segment", "alltoallv", "alltoallw"]
+    for e in out["executors"]:
+        assert e["verified"] is True and e["wrong"] == 0
+        assert len(e["times"]) == 2 and e["median_s"] > 0
+    # every element of the region is either sent or copied locally, once
+    assert out["remote_bytes"] + out["local_bytes"] == 70 * 60 * 8
+    assert sum(p["sent"] for p in out["per_rank"]) == sum(p["received"] for p in out["per_rank"])
+    if ranks == 1:
+        assert out["remote_bytes"] == 0
+
+
+def test_run_table_has_time_bandwidth_and_bound(redist):
+    r = redist(["run", SRC, DST, "90x90", "--executor", "p2p,alltoallw", "--reps", "3"], ranks=2)
+    assert r.returncode == 0, r.stderr
+    for word in ("median", "bandwidth", "of bound", "Bnet", "Bmemcpy", "p2p", "alltoallw", "ok ("):
+        assert word in r.stdout
+
+
+def test_plan_statistics_for_many_ranks(redist):
+    # 4096 ranks, 512 -> 384 tiles: all bytes of the array are accounted for.
+    r = redist(["plan", "65536x65536 tile=512x512 block_cyclic grid=64x64",
+                "65536x65536 tile=384x384 block_cyclic grid=32x128", "--ranks", "4096", "--top", "3"])
+    assert r.returncode == 0, r.stderr
+    assert "4096 simulated ranks" in r.stdout and "heaviest peer pairs" in r.stdout
+    assert "remote 34.35 GB, local 7.86 MB" in r.stdout   # 65536^2 * 8 B = 34.36 GB in all
+    # 384-tiles: ceil(65536/384) = 171 per dimension -> 29241 target tiles
+    assert "29241 target tiles" in r.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "100x100 tile=0x10", "100x100"], ["tile size of dimension 0 must be > 0"]),
+    (["run", "100x100", "100x100 grid=ax2"], ["bad layout spec at column", "expected an integer"]),
+    (["run", "100x100", "50x50"], ["leaves the target array"]),
+    (["run", "100x100", "100x100", "--executor", "fast"], ["unknown executor 'fast'", "p2p"]),
+    (["run", "100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
+    (["run", "100x100", "100x100", "--bogus"], ["unknown option '--bogus'"]),
+    (["run", "100x100 block_cyclic grid=1x3", "100x100"], ["needs 3 ranks, the communicator has 2"]),
+])
+def test_bad_input_is_one_clear_error(redist, args, words):
+    r = redist(args, ranks=2)
+    assert r.returncode == 2
+    for w in words:
+        assert w in r.stderr, r.stderr
+    # printed once, not once per rank
+    assert r.stderr.count("error:") == 1, r.stderr
+
+
+def test_plan_bad_input(redist):
+    r = redist(["plan", "100x100", "100x100 random ranks=0"])
+    assert r.returncode == 2 and "random ranks=0 must be >= 1" in r.stderr
