@@ -159,50 +159,6 @@ struct Address {
   Coord strides;
 };
 
-class Layout;
-
-// A rank's local storage map (built once per layout and rank).
-class LocalIndex {
- public:
-  LocalIndex(const Layout& layout, int rank);
-
-  // Tiles this rank owns, in storage order.
-  index_t ntiles() const;
-  Coord tile(index_t ordinal) const;
-  // Ordinal of an owned tile (precondition: the rank owns it).
-  index_t ordinal(const Coord& tile) const;
-  // Address of global element `g` inside owned tile `tile`.
-  Address address(const Coord& tile, const Coord& g) const;
-  // Elements in block b (for tile_pointers: the tile's volume; else the whole buffer).
-  index_t block_elements(index_t b) const;
-  index_t nblocks() const;
-  // Elements of the whole local storage (local_array: ld * other local extents).
-  index_t elements() const { return elements_; }
-  // local_array only: local extent per dimension.
-  const Coord& local_extent() const { return local_extent_; }
-  // Per-dimension ownerships only: owned tile indices along d, ascending.
-  bool per_dimension() const { return per_dim_; }
-  const std::vector<index_t>& owned_tiles(int d) const { return tiles_d_[d]; }
-  // Leading dimension actually used (local_array).
-  index_t ld() const { return ld_; }
-
- private:
-  const Layout* layout_;
-  int rank_;
-  bool per_dim_ = false;
-  // per-dimension ownership: owned tile indices per dimension and prefix sums of sizes
-  std::vector<std::vector<index_t>> tiles_d_, prefix_d_;
-  Coord local_extent_;   // total owned extent per dimension
-  Coord tile_count_d_;   // owned tiles per dimension
-  // general ownership: owned tiles as linear indices (sorted) and element offsets
-  std::vector<index_t> linear_, tile_offset_;
-  index_t elements_ = 0;
-  index_t ld_ = 0;
-
-  index_t local_tile_index(int d, index_t t) const;
-  index_t per_dim_tile_offset(const Coord& lt) const;
-};
-
 class Layout {
  public:
   Layout() = default;
@@ -239,6 +195,48 @@ class Layout {
   Ownership ownership_;
   Storage storage_;
   index_t elem_size_ = 8;
+};
+
+// A rank's local storage map (built once per layout and rank).
+class LocalIndex {
+ public:
+  LocalIndex(const Layout& layout, int rank);
+
+  // Tiles this rank owns, in storage order.
+  index_t ntiles() const;
+  Coord tile(index_t ordinal) const;
+  // Ordinal of an owned tile (precondition: the rank owns it).
+  index_t ordinal(const Coord& tile) const;
+  // Address of global element `g` inside owned tile `tile`.
+  Address address(const Coord& tile, const Coord& g) const;
+  // Elements in block b (for tile_pointers: the tile's volume; else the whole buffer).
+  index_t block_elements(index_t b) const;
+  index_t nblocks() const;
+  // Elements of the whole local storage (local_array: ld * other local extents).
+  index_t elements() const { return elements_; }
+  // local_array only: local extent per dimension.
+  const Coord& local_extent() const { return local_extent_; }
+  // Per-dimension ownerships only: owned tile indices along d, ascending.
+  bool per_dimension() const { return per_dim_; }
+  const std::vector<index_t>& owned_tiles(int d) const { return tiles_d_[d]; }
+  // Leading dimension actually used (local_array).
+  index_t ld() const { return ld_; }
+
+ private:
+  Layout layout_;  // a copy: layouts are small values, so no lifetime to manage
+  int rank_;
+  bool per_dim_ = false;
+  // per-dimension ownership: owned tile indices per dimension and prefix sums of sizes
+  std::vector<std::vector<index_t>> tiles_d_, prefix_d_;
+  Coord local_extent_;   // total owned extent per dimension
+  Coord tile_count_d_;   // owned tiles per dimension
+  // general ownership: owned tiles as linear indices (sorted) and element offsets
+  std::vector<index_t> linear_, tile_offset_;
+  index_t elements_ = 0;
+  index_t ld_ = 0;
+
+  index_t local_tile_index(int d, index_t t) const;
+  index_t per_dim_tile_offset(const Coord& lt) const;
 };
 
 // Convenience: regular tiles on a block-cyclic grid, e.g.

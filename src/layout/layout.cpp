@@ -104,7 +104,7 @@ Layout block_cyclic_layout(Coord shape, Coord tile, Coord grid, index_t elem_siz
 
 // ------------------------------------------------------------------ LocalIndex
 
-LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(&layout), rank_(rank) {
+LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(rank) {
   const int n = layout.ndim();
   const Coord nt = layout.ntiles();
   const Ownership& own = layout.ownership();
@@ -168,12 +168,12 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(&layout), rank_
 index_t LocalIndex::ntiles() const {
   if (!per_dim_) return static_cast<index_t>(linear_.size());
   index_t v = 1;
-  for (int d = 0; d < layout_->ndim(); ++d) v *= tile_count_d_[d];
+  for (int d = 0; d < layout_.ndim(); ++d) v *= tile_count_d_[d];
   return v;
 }
 
 Coord LocalIndex::tile(index_t ordinal) const {
-  const int n = layout_->ndim();
+  const int n = layout_.ndim();
   Coord t(n);
   if (per_dim_) {
     for (int d = 0; d < n; ++d) {
@@ -183,25 +183,25 @@ Coord LocalIndex::tile(index_t ordinal) const {
     return t;
   }
   index_t lin = linear_[ordinal];
-  const Coord nt = layout_->ntiles();
+  const Coord nt = layout_.ntiles();
   for (int d = 0; d < n; ++d) t[d] = lin % nt[d], lin /= nt[d];
   return t;
 }
 
 index_t LocalIndex::local_tile_index(int d, index_t t) const {
-  const auto& p = layout_->ownership().bc();
+  const auto& p = layout_.ownership().bc();
   const index_t k = p.super[d];
   return (t / k) / p.grid[d] * k + t % k;
 }
 
 index_t LocalIndex::ordinal(const Coord& tile) const {
-  const int n = layout_->ndim();
+  const int n = layout_.ndim();
   if (per_dim_) {
     index_t o = 0;
     for (int d = n - 1; d >= 0; --d) o = o * tile_count_d_[d] + local_tile_index(d, tile[d]);
     return o;
   }
-  const Coord nt = layout_->ntiles();
+  const Coord nt = layout_.ntiles();
   index_t lin = 0;
   for (int d = n - 1; d >= 0; --d) lin = lin * nt[d] + tile[d];
   auto it = std::lower_bound(linear_.begin(), linear_.end(), lin);
@@ -214,7 +214,7 @@ index_t LocalIndex::ordinal(const Coord& tile) const {
 // indices above d and a smaller index at d contribute
 // prefix_d(lt_d) * prod_{e<d} total_e * prod_{e>d} size_e(lt_e).
 index_t LocalIndex::per_dim_tile_offset(const Coord& lt) const {
-  const int n = layout_->ndim();
+  const int n = layout_.ndim();
   index_t off = 0;
   for (int d = 0; d < n; ++d) {
     index_t v = prefix_d_[d][lt[d]];
@@ -226,11 +226,11 @@ index_t LocalIndex::per_dim_tile_offset(const Coord& lt) const {
 }
 
 Address LocalIndex::address(const Coord& tile, const Coord& g) const {
-  const int n = layout_->ndim();
+  const int n = layout_.ndim();
   Address a;
   a.strides = Coord(n);
-  const Box box = layout_->tile_box(tile);
-  const StorageKind kind = layout_->storage().kind;
+  const Box box = layout_.tile_box(tile);
+  const StorageKind kind = layout_.storage().kind;
   if (kind == StorageKind::local_array) {
     index_t off = 0, stride = 1;
     for (int d = 0; d < n; ++d) {
@@ -267,12 +267,12 @@ Address LocalIndex::address(const Coord& tile, const Coord& g) const {
 }
 
 index_t LocalIndex::nblocks() const {
-  return layout_->storage().kind == StorageKind::tile_pointers ? ntiles() : 1;
+  return layout_.storage().kind == StorageKind::tile_pointers ? ntiles() : 1;
 }
 
 index_t LocalIndex::block_elements(index_t b) const {
-  if (layout_->storage().kind != StorageKind::tile_pointers) return elements_;
-  return layout_->tile_box(tile(b)).size.volume();
+  if (layout_.storage().kind != StorageKind::tile_pointers) return elements_;
+  return layout_.tile_box(tile(b)).size.volume();
 }
 
 }  // namespace redist

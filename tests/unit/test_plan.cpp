@@ -166,3 +166,25 @@ TEST(Plan, ManySimulatedRanksIsCheap) {
     EXPECT_EQ(p.stats.bytes_sent + p.stats.bytes_local, (index_t{1} << 40) / 16384 * 8);
   }
 }
+
+TEST(Layout, ReadmePicture) {
+  // The example drawn in README.md ("Concepts").
+  Layout l = Layout::parse("10x10 tile=4x3 block_cyclic grid=2x2");
+  const int want[3][4] = {{0, 1, 0, 1}, {2, 3, 2, 3}, {0, 1, 0, 1}};
+  ASSERT_EQ(l.ntiles(), Coord({3, 4}));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(l.owner({i, j}), want[i][j]) << i << "," << j;
+  LocalIndex li(l, 0);
+  ASSERT_EQ(li.ntiles(), 4);
+  EXPECT_EQ(li.tile(0), Coord({0, 0}));
+  EXPECT_EQ(li.tile(1), Coord({2, 0}));
+  EXPECT_EQ(li.tile(2), Coord({0, 2}));
+  EXPECT_EQ(li.tile(3), Coord({2, 2}));
+  // tile storage: 4x3, 2x3, 4x3, 2x3 elements one after another
+  EXPECT_EQ(li.address({2, 0}, {8, 0}).offset, 12);
+  EXPECT_EQ(li.address({0, 2}, {0, 6}).offset, 18);
+  EXPECT_EQ(li.address({2, 2}, {9, 8}).offset, 30 + 1 + 2 * 2);
+  const Layout sl = Layout::parse("10x10 tile=4x3 block_cyclic grid=2x2 storage=local_array");
+  LocalIndex la(sl, 0);
+  EXPECT_EQ(la.local_extent(), Coord({6, 6}));
+}
