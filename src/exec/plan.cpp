@@ -86,6 +86,54 @@ std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std
   return {};
 }
 
+// Every rank must describe the same redistribution: compare with rank 0 by hash.
+// Options count too: another max_message_bytes splits messages differently on
+// sender and receiver, another default executor pairs different message schemes;
+// both would hang or truncate instead of failing. Rank 0's text is broadcast
+// only when some rank differs, so the error can show both values.
+void agree_same_everywhere(PlanImpl& p, const Layout& src, const Layout& dst, const Region& region,
+                           const Options& options) {
+  constexpr int n = 4;
+  const char* what[n] = {"source layout", "target layout", "region", "options"};
+  const std::string mine[n] = {
+      src.spec(), dst.spec(), region.str(),
+      detail::cat("executor=", to_string(options.executor), " max_message_bytes=", options.max_message_bytes)};
+  std::uint64_t h[n], h0[n];
+  for (int i = 0; i < n; ++i)
+    h[i] = h0[i] = i == 0 ? src.hash() : i == 1 ? dst.hash() : std::hash<std::string>{}(mine[i]);
+  check_mpi(MPI_Bcast(h0, n, MPI_UINT64_T, 0, p.comm), "MPI_Bcast");
+  // Lowest differing rank and its first differing item, in one reduction.
+  long long key = LLONG_MAX, first = LLONG_MAX;
+  for (int i = 0; i < n && key == LLONG_MAX; ++i)
+    if (h[i] != h0[i]) key = static_cast<long long>(p.rank) * n + i;
+  check_mpi(MPI_Allreduce(&key, &first, 1, MPI_LONG_LONG, MPI_MIN, p.comm), "MPI_Allreduce");
+  if (first == LLONG_MAX) return;
+  const int who = static_cast<int>(first / n), item = static_cast<int>(first % n);
+  std::string ref = mine[item];
+  long long len = static_cast<long long>(ref.size());
+  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, p.comm), "MPI_Bcast");
+  ref.resize(static_cast<size_t>(len));
+  check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, p.comm), "MPI_Bcast");
+  std::string err;
+  if (p.rank == who)
+    err = detail::cat(what[item], item == 3 ? " differ" : " differs", " between ranks: rank 0 has '", ref,
+                      "', rank ", who, " has '", mine[item], "'; every rank must pass the same");
+  agree(p.comm, err);  // every rank gets here and throws `who`'s message
+}
+
+// execute's one agreement: the lowest rank with a bad argument, and whether every
+// rank asked for the same executor (different ones would pair different message
+// schemes and hang), in a single MPI_Allreduce.
+void agree_execute(const PlanImpl& p, const std::string& err, Executor executor) {
+  const int e = static_cast<int>(executor);
+  int v[3] = {err.empty() ? INT_MAX : p.rank, e, -e}, r[3];
+  check_mpi(MPI_Allreduce(v, r, 3, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce");
+  if (r[0] != INT_MAX) agree(p.comm, err);  // taken on every rank; throws the lowest rank's error
+  if (r[1] != -r[2])
+    detail::fail("redist: ranks called execute with different executors (", to_string(Executor(r[1])),
+                 " and ", to_string(Executor(-r[2])), "); every rank must use the same one");
+}
+
 }  // namespace
 
 PlanImpl::PlanImpl(const Layout& s, const Layout& d, const Region& r, MPI_Comm user_comm,
@@ -125,15 +173,7 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
   agree(p->comm, err);
 
-  // Every rank must describe the same redistribution: compare with rank 0.
-  std::uint64_t h[3] = {src.hash(), dst.hash(), std::hash<std::string>{}(region.str())};
-  std::uint64_t h0[3] = {h[0], h[1], h[2]};
-  check_mpi(MPI_Bcast(h0, 3, MPI_UINT64_T, 0, p->comm), "MPI_Bcast");
-  const char* what[3] = {"source layout", "target layout", "region"};
-  const std::string mine[3] = {src.spec(), dst.spec(), region.str()};
-  for (int i = 0; i < 3 && err.empty(); ++i)
-    if (h[i] != h0[i]) err = detail::cat(what[i], " differs from rank 0's: this rank has '", mine[i], "'");
-  agree(p->comm, err);
+  agree_same_everywhere(*p, src, dst, region, options);
 
   try {
     p->src_local = std::make_unique<LocalIndex>(p->src, p->rank);
@@ -181,7 +221,11 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
   check_side("target", dst_blocks.size(), *p.dst_local, p.dst,
              const_cast<const void* const*>(dst_blocks.data()), err);
   if (err.empty()) err = overlap_check(p, src_blocks, dst_blocks);
-  agree(p.comm, err);  // nothing has moved yet: the target is untouched on error
+  // An enum value outside the list would match no case below and silently move nothing.
+  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::alltoallw))
+    err = detail::cat("unknown executor ", static_cast<int>(executor),
+                      "; allowed: p2p, segment, alltoallv, alltoallw");
+  agree_execute(p, err, executor);  // nothing has moved yet: the target is untouched on error
 
   const SrcBlocks s{src_blocks};
   const DstBlocks d{dst_blocks};

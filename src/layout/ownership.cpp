@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <mutex>
 
@@ -157,11 +158,20 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
           return cat("block_cyclic grid=", p.grid.str(), " is too large");
       }
       if (p.first_rank < 0) return cat("block_cyclic first=", p.first_rank, " must be >= 0");
+      // ranks_needed() is an int: beyond INT_MAX it would wrap and pass the
+      // communicator-size check.
+      if (prod + p.first_rank > INT_MAX)
+        return cat("block_cyclic grid=", p.grid.str(), " first=", p.first_rank, " needs ",
+                   prod + p.first_rank, " ranks, more than any communicator has (at most ", INT_MAX, ")");
       return {};
     }
     case Kind::random:
       if (rnd().ranks <= 0) return cat("random ranks=", rnd().ranks, " must be >= 1");
       if (rnd().first_rank < 0) return cat("random first=", rnd().first_rank, " must be >= 0");
+      if (index_t{rnd().first_rank} + rnd().ranks > INT_MAX)
+        return cat("random first=", rnd().first_rank, " ranks=", rnd().ranks, " needs ",
+                   index_t{rnd().first_rank} + rnd().ranks, " ranks, more than any communicator has (at most ",
+                   INT_MAX, ")");
       return {};
     case Kind::band: {
       if (ndim < 2) return cat("band ownership needs at least 2 dimensions, the layout has ", ndim);
@@ -178,8 +188,12 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
       if (static_cast<index_t>(o.size()) != want)
         return cat("table ownership lists ", o.size(), " owners, the layout has ", want,
                    " tiles (", ntiles.str(), ")");
-      for (size_t i = 0; i < o.size(); ++i)
+      for (size_t i = 0; i < o.size(); ++i) {
         if (o[i] < 0) return cat("table owner of tile ", i, " is ", o[i], ", must be >= 0");
+        if (o[i] == INT_MAX)  // ranks_needed() = owner + 1 would wrap
+          return cat("table owner of tile ", i, " is ", o[i], ", needs ", index_t{o[i]} + 1,
+                     " ranks, more than any communicator has (at most ", INT_MAX, ")");
+      }
       return {};
     }
     case Kind::function:

@@ -6,25 +6,30 @@ namespace redist {
 namespace {
 
 Coord parse_dims(const std::string& text, const std::string& what) {
-  Coord c;
   std::vector<index_t> v;
   size_t pos = 0;
   while (true) {
     size_t used = 0;
-    index_t x;
+    index_t x = 0;
     try {
       x = std::stoll(text.substr(pos), &used);
+    } catch (const std::out_of_range&) {
+      detail::fail("bad region: a number in ", what, " '", text, "' does not fit in 64 bits");
     } catch (const std::exception&) {
-      detail::fail("bad region: expected integers joined by 'x' for ", what, ", got '", text, "'");
+      used = 0;
     }
+    if (used == 0)
+      detail::fail("bad region: expected integers joined by 'x' for ", what, ", got '", text, "'");
     v.push_back(x);
     pos += used;
     if (pos == text.size()) break;
-    if (text[pos] != 'x' || v.size() >= static_cast<size_t>(kMaxDims))
+    if (text[pos] != 'x')
       detail::fail("bad region: expected integers joined by 'x' for ", what, ", got '", text, "'");
+    if (v.size() >= static_cast<size_t>(kMaxDims))
+      detail::fail("bad region: ", what, " '", text, "' has too many dimensions (at most ", kMaxDims, " dimensions)");
     ++pos;
   }
-  c = Coord(static_cast<int>(v.size()));
+  Coord c(static_cast<int>(v.size()));
   for (size_t d = 0; d < v.size(); ++d) c[static_cast<int>(d)] = v[d];
   return c;
 }

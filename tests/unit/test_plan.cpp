@@ -188,3 +188,41 @@ TEST(Layout, ReadmePicture) {
   LocalIndex la(sl, 0);
   EXPECT_EQ(la.local_extent(), Coord({6, 6}));
 }
+
+TEST(Plan, OffsetsAbove2To31) {
+  // 2^33 + 5 one-byte elements, source tiles of 2^32, target tiles of 1000003
+  // (only planned, never allocated):
+  // storage offsets and message sizes above 2^31 elements must be exact in 64 bits.
+  const index_t n = (index_t{1} << 33) + 5, t = index_t{1} << 32;
+  Layout src(Coord({n}), {DimPartition::regular(n, t)}, Ownership::block_cyclic({.grid = {2}, .source = {}, .super = {}}),
+             {}, 1);
+  Layout dst(Coord({n}), {DimPartition::regular(n, 1000003)}, Ownership::block_cyclic({.grid = {2}, .source = {}, .super = {}}),
+             {}, 1);
+  const Region r{Coord({7}), Coord({t + (index_t{1} << 31) + 1}), Coord({(index_t{1} << 32) + 11})};
+  // Source elements [t + 2^31 + 1, +7) lie in source tile 1 (rank 1) at offset 2^31 + 1.
+  RankPlan p1 = plan_rank(src, dst, r, 1, 2);
+  index_t seen = 0;
+  for (const LocalCopy& c : p1.locals) seen += c.shape[0];
+  for (const PeerPlan& pp : p1.sends)
+    for (const Segment& s : pp.segments) {
+      EXPECT_GE(s.at.offset, (index_t{1} << 31) + 1);
+      EXPECT_LT(s.at.offset, (index_t{1} << 31) + 8);
+      seen += s.shape[0];
+    }
+  EXPECT_EQ(seen, 7);
+  // Target element g = 2^32 + 11 is in target tile g / T (T = 1000003), owned by rank
+  // tile % 2 and stored after that rank's earlier full tiles: offset T * (tile / 2) + g % T.
+  const index_t T = 1000003, g = (index_t{1} << 32) + 11, tile = g / T;
+  RankPlan pt = plan_rank(src, dst, r, static_cast<int>(tile % 2), 2);
+  bool found = false;
+  auto check = [&](const Address& a, const Coord& shape) {
+    if (a.offset == T * (tile / 2) + g % T) {
+      found = true;
+      EXPECT_GE(shape[0], 1);
+    }
+  };
+  for (const LocalCopy& c : pt.locals) check(c.to, c.shape);
+  for (const PeerPlan& pp : pt.receives)
+    for (const Segment& s : pp.segments) check(s.at, s.shape);
+  EXPECT_TRUE(found);
+}

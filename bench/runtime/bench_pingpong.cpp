@@ -1,0 +1,110 @@
+// Ping-pong (paper 004, sec. IV-B2, Figs. 5 and 6): a PING/PONG task chain between
+// ranks 0 and 1 vs a raw MPI ping-pong in the same run. Latency t / (2 NT) and
+// bandwidth 2 NT S / t, each as a ratio runtime / raw MPI.
+#include <cstring>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "redist/runtime/runtime.hpp"
+
+namespace rt = redist::runtime;
+
+static const char* kUsage =
+    "redist-bench-pingpong: PING/PONG task chain vs raw MPI ping-pong (paper 004, Fig. 6)\n"
+    "  run on 2 ranks: scripts/mpirun.sh -np 2 redist-bench-pingpong\n"
+    "  --min B, --max B   message sizes, powers of 4 from min to max (default 8 .. 16 MiB)\n"
+    "  --iters NT         round trips per measure for small sizes (default 4000)\n"
+    "  --reps R           interleaved repetitions, medians reported (default 7)\n"
+    "  --eager B          eager limit of the runtime (default 16384)\n"
+    "  --mode multiple|funneled   who posts sends (default multiple)\n";
+
+namespace {
+// One buffer on rank 0: the A(0) of Fig. 5.
+class Buffer final : public rt::DataCollection {
+ public:
+  explicit Buffer(std::size_t bytes) : bytes_(bytes ? bytes : 1, std::byte{1}) {}
+  int rank_of(rt::Tile) const override { return 0; }
+  rt::Data data_of(rt::Tile) const override {
+    return rt::Data::wrap(const_cast<std::byte*>(bytes_.data()), bytes_.size());
+  }
+  std::vector<std::byte> bytes_;
+};
+
+double raw_pingpong(int rank, std::vector<std::byte>& buf, int iters) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  const int n = static_cast<int>(buf.size());
+  for (int k = 0; k < iters; ++k) {
+    if (rank == 0) {
+      MPI_Send(buf.data(), n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(buf.data(), n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+  }
+  return bench::max_over_ranks(MPI_Wtime() - t0);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rank = bench::init_mpi(&argc, &argv);
+  bench::Args args(argc, argv, kUsage);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks < 2) {
+    if (rank == 0) std::fprintf(stderr, "redist-bench-pingpong needs 2 ranks\n");
+    MPI_Finalize();
+    return 1;
+  }
+  const std::int64_t min_size = args.get("--min", 8), max_size = args.get("--max", 16 << 20);
+  const int reps = static_cast<int>(args.get("--reps", 7));
+  const int iters_small = static_cast<int>(args.get("--iters", 4000));
+  rt::Options o;
+  o.threads = 1;
+  o.eager_limit = static_cast<std::size_t>(args.get("--eager", 16384));
+  o.comm_mode = args.str("--mode", "multiple") == "funneled" ? rt::CommMode::funneled : rt::CommMode::multiple;
+  if (rank == 0)
+    std::printf("# ranks=2 threads=1 mode=%s eager=%zu reps=%d (medians)\n%10s %7s %12s %12s %8s %12s %12s %8s\n",
+                o.comm_mode == rt::CommMode::multiple ? "multiple" : "funneled", o.eager_limit, reps,
+                "bytes", "NT", "mpi_lat_us", "rt_lat_us", "lat_x", "mpi_GB/s", "rt_GB/s", "bw_ratio");
+  for (std::int64_t s = min_size; s <= max_size; s *= 4) {
+    // About 2 GB moved per measure for large sizes, at least 20 round trips.
+    const int nt = static_cast<int>(std::max<std::int64_t>(20, std::min<std::int64_t>(iters_small, (1LL << 30) / s)));
+    Buffer a(static_cast<std::size_t>(s));
+    std::vector<std::byte> raw(static_cast<std::size_t>(s ? s : 1));
+    rt::TaskGraph g;
+    auto& ping = g.task_class("PING");
+    auto& pong = g.task_class("PONG");
+    ping.param("k", 0, nt).affinity([](rt::P) { return 0; });
+    ping.flow("T")
+        .in([](rt::P p) { return p[0] == 0; }, rt::from(a, [](rt::P) { return rt::Tile{0, 0}; }))
+        .in(rt::from(pong, "I", [](rt::P p) { return rt::Targets{p[0] - 1}; }))
+        .out([nt](rt::P p) { return p[0] == nt; }, rt::to(a, [](rt::P) { return rt::Tile{0, 0}; }))
+        .out([nt](rt::P p) { return p[0] < nt; }, rt::to(pong, "I", [](rt::P p) { return rt::Targets{p[0]}; }));
+    ping.body([](rt::TaskContext&) {});
+    pong.param("k", 0, nt - 1).affinity([](rt::P) { return 1; });
+    pong.flow("I")
+        .in(rt::from(ping, "T", [](rt::P p) { return rt::Targets{p[0]}; }))
+        .out(rt::to(ping, "T", [](rt::P p) { return rt::Targets{p[0] + 1}; }));
+    pong.body([](rt::TaskContext&) {});
+    raw_pingpong(rank, raw, std::min(nt, 50));  // warm up both paths
+    rt::run(g, MPI_COMM_WORLD, o);
+    std::vector<double> t_raw, t_rt;
+    for (int r = 0; r < reps; ++r) {
+      t_raw.push_back(raw_pingpong(rank, raw, nt));
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      rt::run(g, MPI_COMM_WORLD, o);
+      t_rt.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+    }
+    double raw_t = bench::median(t_raw), rt_t = bench::median(t_rt);
+    double lat_raw = raw_t / (2.0 * nt) * 1e6, lat_rt = rt_t / (2.0 * nt) * 1e6;
+    double bw_raw = 2.0 * nt * s / raw_t / 1e9, bw_rt = 2.0 * nt * s / rt_t / 1e9;
+    if (rank == 0)
+      std::printf("%10lld %7d %12.3f %12.3f %8.2f %12.3f %12.3f %8.3f\n", static_cast<long long>(s), nt,
+                  lat_raw, lat_rt, lat_rt / lat_raw, bw_raw, bw_rt, bw_rt / bw_raw);
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,80 @@
+// Small helpers shared by the runtime benchmarks: a flag parser, medians, MPI setup.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+// Parses "--name value" and "--flag"; --help prints `usage` and exits.
+class Args {
+ public:
+  Args(int argc, char** argv, const char* usage) : args_(argv + 1, argv + argc) {
+    for (const auto& a : args_)
+      if (a == "--help" || a == "-h") {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) std::printf("%s", usage);
+        MPI_Finalize();
+        std::exit(0);
+      }
+  }
+  std::int64_t get(const std::string& name, std::int64_t def) const {
+    const std::string* v = find(name);
+    return v ? std::atoll(v->c_str()) : def;
+  }
+  std::vector<std::int64_t> list(const std::string& name, std::vector<std::int64_t> def) const {
+    const std::string* v = find(name);
+    if (!v) return def;
+    std::vector<std::int64_t> out;
+    std::stringstream ss(*v);
+    for (std::string item; std::getline(ss, item, ',');) out.push_back(std::atoll(item.c_str()));
+    return out;
+  }
+  std::string str(const std::string& name, const std::string& def) const {
+    const std::string* v = find(name);
+    return v ? *v : def;
+  }
+  bool flag(const std::string& name) const {
+    return std::find(args_.begin(), args_.end(), name) != args_.end();
+  }
+
+ private:
+  const std::string* find(const std::string& name) const {
+    for (std::size_t i = 0; i + 1 < args_.size(); ++i)
+      if (args_[i] == name) return &args_[i + 1];
+    return nullptr;
+  }
+  std::vector<std::string> args_;
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// The slowest rank's time is the time of a distributed run.
+inline double max_over_ranks(double t) {
+  double m = 0;
+  MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+inline int init_mpi(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (provided < MPI_THREAD_MULTIPLE && rank == 0)
+    std::fprintf(stderr, "warning: MPI_THREAD_MULTIPLE not provided; use --mode funneled\n");
+  return rank;
+}
+
+}  // namespace bench

@@ -1,0 +1,203 @@
+// redist-cholesky: tiled Cholesky on the task runtime (paper 004, sec. IV-C) beside
+// single-node LAPACK dpotrf, ScaLAPACK pdpotrf and the DGEMM peak, in one run.
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "redist/runtime/cholesky.hpp"
+#include "redist/runtime/runtime.hpp"
+#include "scalapack.hpp"
+
+namespace rt = redist::runtime;
+
+static const char* kUsage =
+    "redist-cholesky: tiled Cholesky (paper 004, Fig. 1) vs LAPACK dpotrf and ScaLAPACK pdpotrf\n"
+    "  --n N            matrix size (default 8000)\n"
+    "  --nb a,b,..      tile sizes to try (default 200,256,320,400)\n"
+    "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
+    "  --grid PxQ       process grid (default: closest to square, P <= Q)\n"
+    "  --reps R         runs per tile size, median reported (default 1)\n"
+    "  --no-lapack, --no-scalapack   skip a peer\n"
+    "  --check          compare L with LAPACK on rank 0 (small N only)\n"
+    "GFLOP/s count N^3/3 flops. DGEMM peak: one core's DGEMM rate while every core\n"
+    "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C).\n";
+
+namespace {
+int g_rank = 0, g_ranks = 1;
+
+// Waits for the other ranks without spinning, so that a peer measured on rank 0
+// alone gets every core (Open MPI's blocking barrier busy-polls).
+void quiet_barrier() {
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  for (int done = 0; !done;) {
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// GFLOP/s of one core running size x size DGEMMs while `threads` threads on every
+// rank do the same; returns the median per-core rate.
+double dgemm_core_rate(int size, int threads) {
+  std::vector<double> rates(threads);
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<double> m(3 * static_cast<std::size_t>(size) * size, 0.001);
+      auto gemm = [&] {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, size, size, size, -1.0, m.data(), size,
+                    m.data() + size * size, size, 1.0, m.data() + 2 * size * size, size);
+      };
+      gemm();
+      int calls = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      double secs = 0;
+      while (secs < 0.5) {
+        gemm();
+        ++calls;
+        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      rates[t] = 2.0 * size * size * static_cast<double>(size) * calls / secs / 1e9;
+    });
+  for (auto& t : pool) t.join();
+  std::vector<double> all(static_cast<std::size_t>(threads) * g_ranks);
+  MPI_Allgather(rates.data(), threads, MPI_DOUBLE, all.data(), threads, MPI_DOUBLE, MPI_COMM_WORLD);
+  return bench::median(all);
+}
+
+double lapack_seconds(int n, int cores) {
+  double secs = 0;
+  if (g_rank == 0) {
+    std::vector<double> a(static_cast<std::size_t>(n) * n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) a[i + static_cast<std::size_t>(j) * n] = rt::spd_element(i, j, n);
+    openblas_set_num_threads(cores);  // single node: all cores for one dpotrf
+    auto t0 = std::chrono::steady_clock::now();
+    int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a.data(), n);
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    openblas_set_num_threads(1);
+    if (info != 0) std::fprintf(stderr, "dpotrf failed: info %d\n", info);
+  }
+  quiet_barrier();
+  MPI_Bcast(&secs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return secs;
+}
+
+double scalapack_seconds(int n, int nb, int p, int q, int threads) {
+  int ctx = 0, myrow = 0, mycol = 0, pr = 0, pc = 0, zero = 0, info = 0, desc[9];
+  Cblacs_get(-1, 0, &ctx);
+  Cblacs_gridinit(&ctx, "Row", p, q);  // rank = row * Q + col, as TiledMatrix
+  Cblacs_gridinfo(ctx, &pr, &pc, &myrow, &mycol);
+  const int mloc = numroc_(&n, &nb, &myrow, &zero, &p), nloc = numroc_(&n, &nb, &mycol, &zero, &q);
+  const int lld = std::max(1, mloc);
+  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
+  std::vector<double> a(static_cast<std::size_t>(lld) * std::max(1, nloc));
+  for (int lj = 0; lj < nloc; ++lj)
+    for (int li = 0; li < mloc; ++li) {
+      std::int64_t i = (static_cast<std::int64_t>(li / nb) * p + myrow) * nb + li % nb;
+      std::int64_t j = (static_cast<std::int64_t>(lj / nb) * q + mycol) * nb + lj % nb;
+      a[li + static_cast<std::size_t>(lj) * lld] = rt::spd_element(i, j, n);
+    }
+  openblas_set_num_threads(threads);  // the same cores as the task runtime uses
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int one = 1;
+  double t0 = MPI_Wtime();
+  pdpotrf_("L", &n, a.data(), &one, &one, desc, &info);
+  double secs = bench::max_over_ranks(MPI_Wtime() - t0);
+  openblas_set_num_threads(1);
+  if (info != 0 && g_rank == 0) std::fprintf(stderr, "pdpotrf failed: info %d\n", info);
+  Cblacs_gridexit(ctx);
+  return secs;
+}
+
+bool check(const rt::TiledMatrix& a, int n) {
+  std::vector<double> l = rt::gather_matrix(a, MPI_COMM_WORLD, 0, [](rt::Tile t) { return t.m >= t.n; });
+  int ok = 1;
+  if (g_rank == 0) {
+    std::vector<double> ref(static_cast<std::size_t>(n) * n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) ref[i + static_cast<std::size_t>(j) * n] = rt::spd_element(i, j, n);
+    LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, ref.data(), n);
+    double diff = 0, norm = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) {
+        diff = std::max(diff, std::abs(l[i + std::size_t(j) * n] - ref[i + std::size_t(j) * n]));
+        norm = std::max(norm, std::abs(ref[i + std::size_t(j) * n]));
+      }
+    ok = diff / norm < 1e-12;
+    std::printf("# check vs LAPACK: max |L - L_lapack| / max |L_lapack| = %.3e (%s)\n", diff / norm,
+                ok ? "ok" : "FAILED");
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return ok;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_rank = bench::init_mpi(&argc, &argv);
+  bench::Args args(argc, argv, kUsage);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_ranks);
+  openblas_set_num_threads(1);  // single-threaded kernels per task
+  const int n = static_cast<int>(args.get("--n", 8000));
+  const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1));
+  const int reps = static_cast<int>(args.get("--reps", 1));
+  int p = 1;
+  for (int d = 1; d * d <= g_ranks; ++d)
+    if (g_ranks % d == 0) p = d;
+  int q = g_ranks / p;
+  std::string grid = args.str("--grid", "");
+  if (!grid.empty() && std::sscanf(grid.c_str(), "%dx%d", &p, &q) != 2) p = q = 0;
+  if (p * q != g_ranks) {
+    if (g_rank == 0) std::fprintf(stderr, "grid %dx%d does not match %d ranks\n", p, q, g_ranks);
+    MPI_Finalize();
+    return 1;
+  }
+  const int cores = g_ranks * threads;
+  std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400});
+  int big = std::min(n, 1024);
+  double peak_big = dgemm_core_rate(big, threads);
+  double lapack = args.flag("--no-lapack") ? 0 : lapack_seconds(n, cores);
+  const double flops = static_cast<double>(n) * n * n / 3.0;
+  if (g_rank == 0) {
+    std::printf("# N=%d ranks=%d grid=%dx%d threads/rank=%d cores=%d\n", n, g_ranks, p, q, threads, cores);
+    std::printf("# DGEMM peak (%dx%d, every core busy): %.2f GFLOP/s per core, x %d cores = %.2f GFLOP/s\n",
+                big, big, peak_big, cores, peak_big * cores);
+    if (lapack > 0)
+      std::printf("# LAPACK dpotrf (rank 0, %d OpenBLAS threads): %.3f s, %.2f GFLOP/s\n", cores, lapack,
+                  flops / lapack / 1e9);
+    std::printf("%6s %10s %10s %14s %10s %12s %10s %10s\n", "NB", "rt_s", "rt_GF/s", "gemm_nb_peak",
+                "%peak_nb", "%peak_1024", "pd_GF/s", "rt/pd");
+  }
+  bool ok = true;
+  for (std::int64_t nb : nbs) {
+    double peak_nb = dgemm_core_rate(static_cast<int>(nb), threads) * cores;
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      rt::TiledMatrix a({.rows = n, .cols = n, .tile_rows = nb, .tile_cols = nb, .grid_rows = p, .grid_cols = q},
+                        g_rank);
+      rt::fill_spd(a);
+      rt::TaskGraph g = rt::cholesky_graph(a);
+      rt::Options o;
+      o.threads = threads;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      rt::run(g, MPI_COMM_WORLD, o);
+      times.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      if (args.flag("--check") && r == 0) ok = check(a, n) && ok;
+    }
+    double t = bench::median(times);
+    double pd = args.flag("--no-scalapack") ? 0 : scalapack_seconds(n, static_cast<int>(nb), p, q, threads);
+    double gf = flops / t / 1e9, pd_gf = pd > 0 ? flops / pd / 1e9 : 0;
+    if (g_rank == 0)
+      std::printf("%6lld %10.3f %10.2f %14.2f %10.1f %12.1f %10.2f %10.2f\n", static_cast<long long>(nb), t, gf,
+                  peak_nb, 100 * gf / peak_nb, 100 * gf / (peak_big * cores), pd_gf, pd > 0 ? gf / pd_gf : 0.0);
+  }
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}

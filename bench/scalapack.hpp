@@ -1,0 +1,100 @@
+// ScaLAPACK/BLACS as a peer and an oracle for 2-D block_cyclic layouts (Debian's
+// libscalapack-openmpi, which ships no C header, so the few entry points we call
+// are declared here). Used by bench/compare_pdgemr2d.cpp and tests/mpi/test_scalapack.cpp.
+//
+// The correspondence (docs/spec.md): dimension 0 = rows, `tile=MBxNB`, `grid=PxQ`,
+// `src=RSRCxCSRC`, storage local_array = ScaLAPACK's local array with LLD = ld.
+// `order=row` is a BLACS "R" grid (rank = prow*Q + pcol), `order=col` a "C" grid;
+// `first=` needs an explicit process map (Cblacs_gridmap).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "redist/layout.hpp"
+
+extern "C" {
+void Cblacs_pinfo(int* mypnum, int* nprocs);
+void Cblacs_get(int context, int what, int* value);
+void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
+void Cblacs_gridmap(int* context, int* usermap, int ldumap, int rows, int cols);
+void Cblacs_gridexit(int context);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
+               const int* icsrc, const int* context, const int* lld, int* info);
+void pdgemr2d_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca,
+               double* b, const int* ib, const int* jb, const int* descb, const int* context);
+}
+
+namespace redist::scalapack {
+
+// Empty when ScaLAPACK can hold `l` (2-D, regular tiles without first-tile offset,
+// block_cyclic without super-tiles, 8-byte elements), else why not.
+inline std::string unsupported(const Layout& l) {
+  if (l.ndim() != 2) return "ScaLAPACK needs a 2-D layout";
+  if (l.elem_size() != 8) return "pdgemr2d moves doubles: esize must be 8";
+  for (int d = 0; d < 2; ++d)
+    if (!l.partition(d).is_regular() || l.partition(d).offset() != 0)
+      return "ScaLAPACK needs regular tiles without offset=";
+  if (l.ownership().kind() != Ownership::Kind::block_cyclic) return "ScaLAPACK needs block_cyclic";
+  const auto& p = l.ownership().bc();
+  if (p.super.ndim() == 2 && (p.super[0] != 1 || p.super[1] != 1)) return "ScaLAPACK has no super=";
+  return "";
+}
+
+// BLACS grid of `l` (precondition: unsupported(l) is empty). Collective over all
+// processes (BLACS builds a communicator); returns -1 on ranks outside the grid.
+inline int make_grid(const Layout& l) {
+  const auto& p = l.ownership().bc();
+  const int rows = static_cast<int>(p.grid[0]), cols = static_cast<int>(p.grid[1]);
+  int ctxt = 0;
+  Cblacs_get(0, 0, &ctxt);  // the system context: all of MPI_COMM_WORLD
+  if (p.first_rank == 0) {
+    Cblacs_gridinit(&ctxt, p.order == GridOrder::row ? "R" : "C", rows, cols);
+  } else {
+    std::vector<int> map(static_cast<size_t>(rows) * cols);  // map[i + j*rows] = rank of (i, j)
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        map[i + static_cast<size_t>(j) * rows] =
+            p.first_rank + (p.order == GridOrder::row ? i * cols + j : i + j * rows);
+    Cblacs_gridmap(&ctxt, map.data(), rows, rows, cols);
+  }
+  return ctxt;  // BLACS gives -1 to processes not in the grid
+}
+
+// The 1 x nprocs context pdgemr2d needs (it spans every process of both grids).
+inline int line_grid() {
+  int me = 0, n = 0, ctxt = 0;
+  Cblacs_pinfo(&me, &n);
+  Cblacs_get(0, 0, &ctxt);
+  Cblacs_gridinit(&ctxt, "R", 1, n);
+  return ctxt;
+}
+
+// Descriptor of this rank's local array of `l` in grid `ctxt` (CTXT = -1 outside
+// the grid, as pdgemr2d requires). `ld` is LocalIndex::ld(); it is 0 where the
+// rank stores nothing, and LLD must still be >= max(1, local rows) then. `info` is
+// descinit's (0: valid).
+inline std::array<int, 9> descriptor(const Layout& l, int ctxt, index_t ld, int& info) {
+  std::array<int, 9> desc{};
+  desc[1] = -1;
+  info = 0;
+  if (ctxt < 0) return desc;
+  const auto& p = l.ownership().bc();
+  const int m = static_cast<int>(l.shape()[0]), n = static_cast<int>(l.shape()[1]);
+  const int mb = static_cast<int>(l.partition(0).tile()), nb = static_cast<int>(l.partition(1).tile());
+  const int rsrc = p.source.ndim() ? static_cast<int>(p.source[0]) : 0;
+  const int csrc = p.source.ndim() ? static_cast<int>(p.source[1]) : 0;
+  // Local rows of the grid row that owns the most (the source row) bound every rank's.
+  const int prow_count = static_cast<int>(p.grid[0]);
+  const int most = numroc_(&m, &mb, &rsrc, &rsrc, &prow_count);
+  const int lld = ld > 0 ? static_cast<int>(ld) : std::max(1, most);
+  descinit_(desc.data(), &m, &n, &mb, &nb, &rsrc, &csrc, &ctxt, &lld, &info);
+  return desc;
+}
+
+}  // namespace redist::scalapack

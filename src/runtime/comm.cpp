@@ -1,0 +1,283 @@
+#include "comm.hpp"
+
+#include <climits>
+#include <cstring>
+
+#include "redist/error.hpp"
+
+namespace redist::runtime::detail {
+namespace {
+
+constexpr int kControlTag = 1;
+constexpr int kDataTagBase = 16;
+enum : std::int64_t { kActivate = 1, kGet = 2, kAbort = 3 };
+constexpr std::int64_t kEager = -1, kControl = -2;
+// Below Open MPI's shared-memory eager limit (4 KiB), so MPI_Send does not wait for
+// the receiver.
+constexpr std::size_t kBlockingSendMax = 4096;
+
+std::size_t words_for(std::size_t bytes) { return (bytes + 7) / 8; }
+
+void append_bytes(std::vector<std::int64_t>& msg, const void* src, std::size_t bytes) {
+  std::size_t at = msg.size();
+  msg.resize(at + words_for(bytes));
+  if (bytes) std::memcpy(msg.data() + at, src, bytes);
+}
+
+void check_mpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) fail("MPI error ", rc, " in ", what);
+}
+
+}  // namespace
+
+Comm::Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handlers handlers)
+    : graph_(graph), comm_(comm), options_(options), handlers_(std::move(handlers)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &ranks_);
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub) tag_ub_ = *ub;
+}
+
+int Comm::data_tag(std::int64_t handle) const {
+  return kDataTagBase + static_cast<int>(handle % (tag_ub_ - kDataTagBase));
+}
+
+void Comm::isend(int dest, const void* buf, std::size_t bytes, int tag,
+                 std::vector<std::int64_t>&& msg, Data keep) {
+  MPI_Request req;
+  check_mpi(MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm_, &req), "MPI_Isend");
+  std::lock_guard lock(send_mutex_);
+  send_reqs_.push_back(req);
+  send_keep_.push_back(SendKeep{std::move(msg), std::move(keep)});
+}
+
+void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  if (options_.comm_mode == CommMode::funneled) {
+    std::lock_guard lock(command_mutex_);
+    commands_.emplace_back(dest, std::move(msg));
+    return;
+  }
+  const void* buf = msg.data();
+  std::size_t bytes = msg.size() * 8;
+  if (bytes <= kBlockingSendMax) {
+    // Small enough for MPI's own eager protocol: a blocking send returns at once and
+    // needs no request to complete later (8 B ping-pong latency, paper 004 Fig. 6).
+    check_mpi(MPI_Send(buf, static_cast<int>(bytes), MPI_BYTE, dest, kControlTag, comm_), "MPI_Send");
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
+  isend(dest, buf, bytes, kControlTag, std::move(msg), Data{});
+}
+
+void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::vector<int>& flows,
+                    const Data* flow_data) {
+  std::vector<std::int64_t> msg{kActivate, cls.id(), p[0], p[1], p[2], p[3],
+                                static_cast<std::int64_t>(flows.size())};
+  for (int f : flows) {
+    if (cls.flow_at(f).control) {
+      msg.insert(msg.end(), {f, 0, kControl});
+      continue;
+    }
+    const Data& d = flow_data[f];
+    if (d.size() > static_cast<std::size_t>(INT_MAX))
+      fail("output ", cls.flow_at(f).name, " of ", cls.describe(p), " has ", d.size(),
+           " bytes; at most ", INT_MAX, " bytes travel on one flow");
+    if (d.size() <= options_.eager_limit) {
+      // Piggybacked on the activation: no second message (paper 000, sec. 6.2.3).
+      msg.insert(msg.end(), {f, static_cast<std::int64_t>(d.size()), kEager});
+      append_bytes(msg, d.bytes(), d.size());
+      eager_bytes_ += static_cast<std::int64_t>(d.size());
+    } else {
+      std::int64_t h;
+      {
+        std::lock_guard lock(handle_mutex_);
+        h = next_handle_++;
+        handles_.emplace(h, d);
+      }
+      pending_.fetch_add(1, std::memory_order_acq_rel);
+      msg.insert(msg.end(), {f, static_cast<std::int64_t>(d.size()), h});
+    }
+  }
+  ++activations_;
+  post(dest, std::move(msg));
+}
+
+void Comm::handle_message(int worker, int source, const std::vector<std::int64_t>& msg,
+                          std::size_t words) {
+  if (msg[0] == kGet) {
+    Data d;
+    {
+      std::lock_guard lock(handle_mutex_);
+      auto it = handles_.find(msg[1]);
+      if (it == handles_.end()) fail("internal error: GET for unknown handle ", msg[1]);
+      d = std::move(it->second);
+      handles_.erase(it);
+    }
+    rendezvous_bytes_ += static_cast<std::int64_t>(d.size());
+    // The handle's pending count now belongs to this send.
+    isend(source, d.bytes(), d.size(), data_tag(msg[1]), {}, d);
+    return;
+  }
+  if (msg[0] == kAbort) {
+    std::string text(reinterpret_cast<const char*>(msg.data() + 3), static_cast<std::size_t>(msg[2]));
+    handlers_.abort(static_cast<int>(msg[1]), std::move(text));
+    return;
+  }
+  const TaskClass& cls = graph_.at(static_cast<int>(msg[1]));
+  Params p{msg[2], msg[3], msg[4], msg[5]};
+  std::size_t at = 7;
+  for (std::int64_t i = 0; i < msg[6]; ++i) {
+    int flow = static_cast<int>(msg[at]);
+    std::size_t size = static_cast<std::size_t>(msg[at + 1]);
+    std::int64_t how = msg[at + 2];
+    at += 3;
+    if (how == kControl) {
+      handlers_.data(worker, cls, p, flow, Data{});
+    } else if (how == kEager) {
+      Data d = Data::allocate(size);
+      if (size) std::memcpy(d.bytes(), msg.data() + at, size);
+      at += words_for(size);
+      handlers_.data(worker, cls, p, flow, d);
+    } else {
+      Recv r{Data::allocate(size), &cls, p, flow};
+      MPI_Request req;
+      pending_.fetch_add(1, std::memory_order_acq_rel);
+      check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(size), MPI_BYTE, source, data_tag(how),
+                          comm_, &req),
+                "MPI_Irecv");
+      recv_reqs_.push_back(req);
+      recvs_.push_back(std::move(r));
+      post(source, {kGet, how});
+    }
+  }
+  if (at > words) fail("internal error: malformed activation message");
+}
+
+bool Comm::progress(int worker, bool blocking) {
+  std::unique_lock lock(progress_mutex_, std::defer_lock);
+  if (blocking)
+    lock.lock();
+  else if (!lock.try_lock())
+    return false;
+  bool did = false;
+
+  if (options_.comm_mode == CommMode::funneled) {
+    std::vector<std::pair<int, std::vector<std::int64_t>>> cmds;
+    {
+      std::lock_guard cl(command_mutex_);
+      cmds.swap(commands_);
+    }
+    for (auto& [dest, msg] : cmds) {
+      const void* buf = msg.data();
+      std::size_t bytes = msg.size() * 8;
+      isend(dest, buf, bytes, kControlTag, std::move(msg), Data{});
+    }
+    did = did || !cmds.empty();
+  }
+
+  // A worker handles one message per call, then runs what it released.
+  for (int i = 0, most = worker >= 0 ? 1 : 16; i < most; ++i) {
+    int flag = 0;
+    MPI_Message m;
+    MPI_Status st;
+    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, kControlTag, comm_, &flag, &m, &st), "MPI_Improbe");
+    if (!flag) break;
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    if (rbuf_.size() < words_for(bytes)) rbuf_.resize(words_for(bytes));
+    check_mpi(MPI_Mrecv(rbuf_.data(), bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    handle_message(worker, st.MPI_SOURCE, rbuf_, words_for(bytes));
+    did = true;
+  }
+
+  if (!recv_reqs_.empty()) {
+    int n = static_cast<int>(recv_reqs_.size()), done = 0;
+    std::vector<int> idx(n);
+    check_mpi(MPI_Testsome(n, recv_reqs_.data(), &done, idx.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+    if (done > 0 && done != MPI_UNDEFINED) {
+      std::vector<Recv> finished;
+      for (int k = 0; k < done; ++k) finished.push_back(std::move(recvs_[idx[k]]));
+      std::size_t w = 0;
+      for (std::size_t j = 0; j < recv_reqs_.size(); ++j)
+        if (recv_reqs_[j] != MPI_REQUEST_NULL) {
+          recv_reqs_[w] = recv_reqs_[j];
+          recvs_[w++] = std::move(recvs_[j]);
+        }
+      recv_reqs_.resize(w);
+      recvs_.resize(w);
+      for (Recv& r : finished) handlers_.data(worker, *r.cls, r.params, r.flow, r.data);
+      pending_.fetch_sub(done, std::memory_order_acq_rel);
+      did = true;
+    }
+  }
+
+  std::vector<SendKeep> released;  // freed outside the lock
+  {
+    std::lock_guard sl(send_mutex_);
+    if (!send_reqs_.empty()) {
+      int n = static_cast<int>(send_reqs_.size()), done = 0;
+      std::vector<int> idx(n);
+      check_mpi(MPI_Testsome(n, send_reqs_.data(), &done, idx.data(), MPI_STATUSES_IGNORE),
+                "MPI_Testsome");
+      if (done > 0 && done != MPI_UNDEFINED) {
+        std::size_t w = 0;
+        for (std::size_t j = 0; j < send_reqs_.size(); ++j) {
+          if (send_reqs_[j] != MPI_REQUEST_NULL) {
+            send_reqs_[w] = send_reqs_[j];
+            send_keep_[w++] = std::move(send_keep_[j]);
+          } else {
+            released.push_back(std::move(send_keep_[j]));
+          }
+        }
+        send_reqs_.resize(w);
+        send_keep_.resize(w);
+        pending_.fetch_sub(done, std::memory_order_acq_rel);
+        did = true;
+      }
+    }
+  }
+  return did;
+}
+
+void Comm::abort_all(int origin, const std::string& message) {
+  for (int r = 0; r < ranks_; ++r) {
+    if (r == rank_) continue;
+    std::vector<std::int64_t> msg{kAbort, origin, static_cast<std::int64_t>(message.size())};
+    append_bytes(msg, message.data(), message.size());
+    const void* buf = msg.data();
+    std::size_t bytes = msg.size() * 8;
+    // Posted directly even in funneled mode: the comm thread may be the one failing.
+    pending_.fetch_add(1, std::memory_order_acq_rel);
+    isend(r, buf, bytes, kControlTag, std::move(msg), Data{});
+  }
+}
+
+void Comm::abandon() {
+  std::lock_guard lock(progress_mutex_);
+  for (MPI_Request& r : recv_reqs_) {
+    MPI_Cancel(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  recv_reqs_.clear();
+  recvs_.clear();
+  std::lock_guard sl(send_mutex_);
+  // A send the peer never matched may still be read by the network after this
+  // run: its buffers are deliberately kept for the life of the process.
+  static auto* graveyard = new std::vector<SendKeep>;
+  for (std::size_t j = 0; j < send_reqs_.size(); ++j) {
+    int done = 0;
+    MPI_Test(&send_reqs_[j], &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      MPI_Request_free(&send_reqs_[j]);
+      graveyard->push_back(std::move(send_keep_[j]));
+    }
+  }
+  send_reqs_.clear();
+  send_keep_.clear();
+}
+
+}  // namespace redist::runtime::detail

@@ -1,0 +1,105 @@
+// The asynchronous communication engine of one rank (paper 004, sec. III-C;
+// paper 000, sec. 6.2.3).
+//
+// Protocol. When a task completes, one ACTIVATE message goes to each rank that runs
+// a successor (all flows that rank needs coalesced into it): the producer's class,
+// parameters, and per flow its size (decided at run time, paper 000 sec. 6.2.2) and
+// either the payload itself (size <= eager_limit) or a rendezvous handle. For a
+// handle the receiver allocates the buffer, posts the receive, and sends GET; the
+// producer then sends the data (payloads are never unexpected, paper 004 sec.
+// III-C). The receiver evaluates the producer's OUT dependencies itself to find its
+// local successors, so the message names no consumer.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph_walk.hpp"
+#include "redist/runtime/runtime.hpp"
+
+namespace redist::runtime::detail {
+
+class Comm {
+ public:
+  struct Handlers {
+    // Data (or a control token) of flow `flow` of a remote producer has arrived.
+    std::function<void(int worker, const TaskClass&, const Params&, int flow, const Data&)> data;
+    // Another rank failed; `origin` is the rank where the error happened.
+    std::function<void(int origin, std::string message)> abort;
+  };
+
+  Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handlers handlers);
+
+  // Announces the completion of producer (cls, p) to `dest`, with the output flows
+  // listed in `flows` (data taken from flow_data[flow]). Any thread may call it.
+  void activate(int dest, const TaskClass& cls, const Params& p, const std::vector<int>& flows,
+                const Data* flow_data);
+  // One round of progress: posts queued commands, handles incoming messages, completes
+  // transfers. One thread at a time; a non-blocking call gives up when another thread
+  // is progressing. Returns whether anything happened. `worker` is the caller's
+  // worker index (-1 for the communication thread).
+  bool progress(int worker, bool blocking);
+  // Tells every other rank that the run failed.
+  void abort_all(int origin, const std::string& message);
+  // True when nothing is queued, in flight, or waiting for a GET.
+  bool idle() const { return pending_.load(std::memory_order_acquire) == 0; }
+  // Error path: cancels receives and releases send requests (buffers are kept
+  // alive, since the network may still read them).
+  void abandon();
+
+  std::int64_t activations_sent() const { return activations_; }
+  std::int64_t eager_bytes() const { return eager_bytes_; }
+  std::int64_t rendezvous_bytes() const { return rendezvous_bytes_; }
+
+ private:
+  struct Recv {
+    Data data;
+    const TaskClass* cls;
+    Params params;
+    int flow;
+  };
+  void post(int dest, std::vector<std::int64_t>&& msg);
+  void isend(int dest, const void* buf, std::size_t bytes, int tag, std::vector<std::int64_t>&& msg,
+             Data keep);
+  void handle_message(int worker, int source, const std::vector<std::int64_t>& msg,
+                      std::size_t words);
+  int data_tag(std::int64_t handle) const;
+
+  const TaskGraph& graph_;
+  MPI_Comm comm_;
+  Options options_;
+  Handlers handlers_;
+  int rank_ = 0, ranks_ = 1, tag_ub_ = 32767;
+
+  std::atomic<std::int64_t> pending_{0};  // commands + sends + receives + unserved handles
+  std::atomic<std::int64_t> activations_{0}, eager_bytes_{0}, rendezvous_bytes_{0};
+
+  std::mutex progress_mutex_;  // receiving stays single-threaded (paper 000, sec. 6.2.3)
+  std::vector<std::int64_t> rbuf_;
+  std::vector<MPI_Request> recv_reqs_;
+  std::vector<Recv> recvs_;
+
+  std::mutex send_mutex_;  // sends may be posted by any worker (CommMode::multiple)
+  std::vector<MPI_Request> send_reqs_;
+  struct SendKeep {
+    std::vector<std::int64_t> msg;
+    Data data;
+  };
+  std::vector<SendKeep> send_keep_;
+
+  std::mutex command_mutex_;  // CommMode::funneled: sends queued for the comm thread
+  std::vector<std::pair<int, std::vector<std::int64_t>>> commands_;
+
+  std::mutex handle_mutex_;  // rendezvous data waiting for a GET
+  std::unordered_map<std::int64_t, Data> handles_;
+  std::int64_t next_handle_ = 0;
+};
+
+}  // namespace redist::runtime::detail

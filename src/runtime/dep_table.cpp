@@ -1,0 +1,57 @@
+#include "dep_table.hpp"
+
+#include "redist/error.hpp"
+
+namespace redist::runtime::detail {
+
+std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, std::vector<Data>& flows) {
+  flows.assign(cls.num_flows(), Data{});
+  std::int64_t count = 0;
+  for (int f = 0; f < cls.num_flows(); ++f) {
+    const Dep* in = active_in(cls.flow_at(f), p);
+    if (!in) continue;
+    if (in->end.collection)
+      flows[f] = in->end.collection->data_of(in->end.tile(p));
+    else
+      count += in->end.targets(p).size();
+  }
+  return count;
+}
+
+std::size_t DepTable::KeyHash::operator()(const Key& k) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(k.cls + 1);
+  for (std::int64_t v : k.p) h = (h ^ static_cast<std::uint64_t>(v)) * 0xff51afd7ed558ccdull;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+bool DepTable::deliver(const TaskClass& cls, const Params& p, int flow, const Data& data,
+                       ReadyTask& ready) {
+  Key key{cls.id(), p};
+  Shard& s = shards_[KeyHash{}(key) % shards_.size()];
+  std::lock_guard lock(s.mutex);
+  auto [it, fresh] = s.map.try_emplace(key);
+  Entry& e = it->second;
+  if (fresh) e.remaining = prepare_inputs(cls, p, e.flows);
+  if (e.remaining <= 0)  // the graph was validated: this is an engine bug
+    fail("internal error: input ", cls.flow_at(flow).name, " delivered to ", cls.describe(p),
+         ", which expects no more inputs");
+  if (!cls.flow_at(flow).control) e.flows[flow] = data;
+  if (--e.remaining > 0) return false;
+  ready.cls = &cls;
+  ready.params = p;
+  ready.priority = cls.priority_of(p);
+  ready.flows = std::move(e.flows);
+  s.map.erase(it);
+  return true;
+}
+
+std::size_t DepTable::pending() const {
+  std::size_t n = 0;
+  for (const Shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    n += s.map.size();
+  }
+  return n;
+}
+
+}  // namespace redist::runtime::detail

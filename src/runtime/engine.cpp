@@ -1,0 +1,293 @@
+// One run of a task graph on one rank: workers, epilogues, termination, and the
+// collective agreement on errors (paper 004, sec. III-B and III-C).
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "comm.hpp"
+#include "dep_table.hpp"
+#include "redist/error.hpp"
+#include "redist/runtime/runtime.hpp"
+#include "scheduler.hpp"
+#include "validate.hpp"
+
+namespace redist::runtime {
+namespace detail {
+namespace {
+
+class Engine {
+ public:
+  Engine(TaskGraph& graph, MPI_Comm comm, const Options& options, std::int64_t local_tasks)
+      : graph_(graph),
+        options_(options),
+        local_tasks_(local_tasks),
+        sched_(options.threads),
+        comm_(graph, comm, options,
+              Comm::Handlers{[this](int w, const TaskClass& c, const Params& p, int f,
+                                    const Data& d) { release_remote(w, c, p, f, d); },
+                             [this](int origin, std::string msg) {
+                               fail(origin, std::move(msg), false);
+                             }}) {
+    MPI_Comm_rank(comm, &rank_);
+  }
+
+  void run(Stats& stats) {
+    std::vector<std::thread> workers;
+    for (int w = 0; w < options_.threads; ++w) workers.emplace_back([this, w] { worker_loop(w); });
+    try {
+      enumerate_startup();
+    } catch (const std::exception& e) {
+      fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
+    }
+    // The calling thread is the communication thread (paper 004, sec. III-C).
+    for (int idle = 0; !aborted_.load(std::memory_order_acquire);) {
+      bool did = false;
+      try {
+        did = comm_.progress(-1, true);
+      } catch (const std::exception& e) {
+        fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
+      }
+      if (executed_.load(std::memory_order_acquire) == local_tasks_ && comm_.idle()) break;
+      // While a worker polls MPI itself (multiple mode), a second poller would only
+      // take its core: step aside. When all workers compute, progress here.
+      if (polling_.load(std::memory_order_acquire) > 0) {
+        sched_yield();
+        continue;
+      }
+      backoff(did ? (idle = 0) : ++idle);
+    }
+    finished_.store(true, std::memory_order_release);
+    sched_.wake_all();
+    for (auto& t : workers) t.join();
+    if (aborted_) comm_.abandon();
+    stats.tasks = executed_;
+    stats.steals = steals_;
+    stats.activations_sent = comm_.activations_sent();
+    stats.eager_bytes = comm_.eager_bytes();
+    stats.rendezvous_bytes = comm_.rendezvous_bytes();
+  }
+
+  int error_origin() const { return error_origin_; }
+  const std::string& error_message() const { return error_message_; }
+
+ private:
+  // The comm thread is not meant to own a core (paper 004, sec. III-C: it calls
+  // nanosleep); it spins briefly first so that a ping-pong stays fast.
+  static void backoff(int idle) {
+    if (idle < 64) return;
+    if (idle < 2048) {
+      sched_yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+  void enumerate_startup() {
+    // Each rank enumerates only its own tasks; those with no task input start now.
+    for (int id = 0; id < graph_.num_classes(); ++id) {
+      const TaskClass& c = graph_.at(id);
+      for_each_point(c, [&](const Params& p) {
+        if (c.rank_of(p) != rank_ || aborted_.load(std::memory_order_relaxed)) return;
+        ReadyTask t;
+        if (prepare_inputs(c, p, t.flows) != 0) return;
+        t.cls = &c;
+        t.params = p;
+        t.priority = c.priority_of(p);
+        sched_.push(-1, std::move(t));
+      });
+    }
+  }
+
+  void worker_loop(int w) {
+    const bool progress = options_.comm_mode == CommMode::multiple;
+    int idle = 0;
+    ReadyTask t;
+    while (!finished_.load(std::memory_order_acquire) && !aborted_.load(std::memory_order_acquire)) {
+      bool stolen = false;
+      if (sched_.pop(w, t, stolen)) {
+        if (progress && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
+        steals_ += stolen;
+        execute(w, t);
+        idle = 0;
+        continue;
+      }
+      // An idle worker progresses MPI itself, so that the task a message enables
+      // runs on the thread that received it, without a thread switch.
+      if (progress) {
+        if (idle == 0) polling_.fetch_add(1, std::memory_order_acq_rel);
+        bool did = false;
+        try {
+          did = comm_.progress(w, false);
+        } catch (const std::exception& e) {
+          fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
+        }
+        if (did) {
+          idle = 1;  // still polling
+          continue;
+        }
+      }
+      if (++idle < 256) continue;
+      if (idle < 4096) {
+        sched_yield();
+        continue;
+      }
+      if (progress) polling_.fetch_sub(1, std::memory_order_acq_rel);
+      sched_.sleep();
+      idle = 0;
+    }
+    if (progress && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  void execute(int w, ReadyTask& t) {
+    const TaskClass& c = *t.cls;
+    try {
+      TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
+      c.body_fn()(ctx);
+      epilogue(w, t);
+    } catch (const std::exception& e) {
+      fail(rank_, cat("task ", c.describe(t.params), " on rank ", rank_, " failed: ", e.what()), true);
+    } catch (...) {
+      fail(rank_, cat("task ", c.describe(t.params), " on rank ", rank_, " failed: unknown exception"),
+           true);
+    }
+    t.flows.clear();  // release the data before counting the task as done
+    executed_.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  // Evaluates the OUT dependencies of a completed task: local successors are
+  // released directly, each remote rank gets one activation (paper 004, sec. III-C).
+  void epilogue(int w, ReadyTask& t) {
+    const TaskClass& c = *t.cls;
+    std::vector<std::pair<int, std::vector<int>>> remote;  // destination -> flows
+    for (int f = 0; f < c.num_flows(); ++f) {
+      const Data& d = t.flows[f];
+      for (const Dep& dep : c.flow_at(f).outs) {
+        if (!guard_holds(dep, t.params)) continue;
+        if (dep.end.collection) {
+          Data home = dep.end.collection->data_of(dep.end.tile(t.params));
+          if (home.bytes() != d.bytes() && !d.empty())
+            std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
+          continue;
+        }
+        const TaskClass& dst = *dep.end.task;
+        for_each_target(dep.end.targets(t.params), [&](const Params& q) {
+          int r = dst.rank_of(q);
+          if (r == rank_) {
+            ReadyTask ready;
+            if (deps_.deliver(dst, q, dep.flow_index, d, ready)) sched_.push(w, std::move(ready));
+            return;
+          }
+          auto it = remote.begin();
+          while (it != remote.end() && it->first != r) ++it;
+          if (it == remote.end()) it = remote.insert(remote.end(), {r, {}});
+          if (it->second.empty() || it->second.back() != f) it->second.push_back(f);
+        });
+      }
+    }
+    for (auto& [dest, flows] : remote) comm_.activate(dest, c, t.params, flows, t.flows.data());
+  }
+
+  // A remote producer's output arrived: find its local successors symbolically.
+  void release_remote(int w, const TaskClass& c, const Params& p, int f, const Data& d) {
+    for (const Dep& dep : c.flow_at(f).outs) {
+      if (!dep.end.task || !guard_holds(dep, p)) continue;
+      const TaskClass& dst = *dep.end.task;
+      for_each_target(dep.end.targets(p), [&](const Params& q) {
+        if (dst.rank_of(q) != rank_) return;
+        ReadyTask ready;
+        if (deps_.deliver(dst, q, dep.flow_index, d, ready)) sched_.push(w, std::move(ready));
+      });
+    }
+  }
+
+  void fail(int origin, std::string message, bool tell_others) {
+    {
+      std::lock_guard lock(error_mutex_);
+      if (origin < error_origin_) {
+        error_origin_ = origin;
+        error_message_ = std::move(message);
+      }
+    }
+    bool first = !aborted_.exchange(true, std::memory_order_acq_rel);
+    if (first && tell_others) comm_.abort_all(origin, error_message_);
+    sched_.wake_all();
+  }
+
+  TaskGraph& graph_;
+  Options options_;
+  int rank_ = 0;
+  const std::int64_t local_tasks_;
+  Scheduler sched_;
+  DepTable deps_;
+  Comm comm_;
+  std::atomic<std::int64_t> executed_{0}, steals_{0};
+  std::atomic<int> polling_{0};  // workers currently polling MPI while idle
+  std::atomic<bool> finished_{false}, aborted_{false};
+  std::mutex error_mutex_;
+  int error_origin_ = INT_MAX;
+  std::string error_message_;
+};
+
+// Every rank learns the error of the lowest rank where one happened (or none), so
+// that all ranks throw the same message (ARCHITECTURE.md, "fail cleanly").
+std::string agree_on_error(MPI_Comm comm, int my_origin, const std::string& my_message) {
+  int rank = 0, origin = INT_MAX;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Allreduce(&my_origin, &origin, 1, MPI_INT, MPI_MIN, comm);
+  if (origin == INT_MAX) return {};
+  std::string msg = rank == origin ? my_message : std::string{};
+  long len = static_cast<long>(msg.size());
+  MPI_Bcast(&len, 1, MPI_LONG, origin, comm);
+  msg.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, origin, comm);
+  return msg.empty() ? std::string("task graph run failed") : msg;
+}
+
+}  // namespace
+}  // namespace detail
+
+Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  MPI_Comm comm;  // private tag space: runs never see each other's messages
+  MPI_Comm_dup(user_comm, &comm);
+  int rank = 0, ranks = 1, level = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  MPI_Query_thread(&level);
+
+  std::string err;
+  if (options.threads < 1)
+    err = detail::cat("runtime::run: options.threads must be >= 1, got ", options.threads);
+  else if (options.comm_mode == CommMode::multiple && level < MPI_THREAD_MULTIPLE)
+    err = "runtime::run: CommMode::multiple needs MPI initialized with MPI_THREAD_MULTIPLE";
+  if (err.empty()) err = graph.resolve();
+  std::int64_t local_tasks = 0;
+  if (err.empty()) {
+    try {
+      err = detail::validate_graph(graph, rank, ranks, options.validate, local_tasks);
+    } catch (const std::exception& e) {
+      err = detail::cat("invalid task graph: evaluating it threw: ", e.what());
+    }
+  }
+  std::string agreed = detail::agree_on_error(comm, err.empty() ? INT_MAX : rank, err);
+  if (!agreed.empty()) {
+    MPI_Comm_free(&comm);
+    throw Error(agreed);
+  }
+
+  Stats stats;
+  {
+    detail::Engine engine(graph, comm, options, local_tasks);
+    engine.run(stats);
+    agreed = detail::agree_on_error(comm, engine.error_origin(), engine.error_message());
+  }
+  MPI_Comm_free(&comm);
+  if (!agreed.empty()) throw Error(agreed);
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return stats;
+}
+
+}  // namespace redist::runtime

@@ -1,0 +1,75 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace redist::runtime::detail {
+namespace {
+bool lower_priority(const ReadyTask& a, const ReadyTask& b) { return a.priority < b.priority; }
+}  // namespace
+
+Scheduler::Scheduler(int workers) {
+  for (int i = 0; i < workers; ++i) queues_.push_back(std::make_unique<Queue>());
+}
+
+void Scheduler::push(int worker, ReadyTask&& task) {
+  int n = static_cast<int>(queues_.size());
+  Queue& q = *queues_[worker >= 0 ? worker % n : next_.fetch_add(1, std::memory_order_relaxed) % n];
+  {
+    std::lock_guard lock(q.mutex);
+    q.heap.push_back(std::move(task));
+    std::push_heap(q.heap.begin(), q.heap.end(), lower_priority);
+    q.size.store(static_cast<int>(q.heap.size()), std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) {
+    std::lock_guard lock(sleep_mutex_);
+    sleep_cv_.notify_one();
+  }
+}
+
+bool Scheduler::pop_from(Queue& q, ReadyTask& task, bool try_only) {
+  if (q.size.load(std::memory_order_acquire) == 0) return false;
+  std::unique_lock lock(q.mutex, std::defer_lock);
+  if (try_only) {
+    if (!lock.try_lock()) return false;
+  } else {
+    lock.lock();
+  }
+  if (q.heap.empty()) return false;
+  std::pop_heap(q.heap.begin(), q.heap.end(), lower_priority);
+  task = std::move(q.heap.back());
+  q.heap.pop_back();
+  q.size.store(static_cast<int>(q.heap.size()), std::memory_order_release);
+  return true;
+}
+
+bool Scheduler::pop(int worker, ReadyTask& task, bool& stolen) {
+  int n = static_cast<int>(queues_.size());
+  stolen = false;
+  if (pop_from(*queues_[worker], task, false)) return true;
+  // Steal from the nearest other queues first (one socket here: plain round robin;
+  // DAGuE orders victims by hwloc distance).
+  for (int i = 1; i < n; ++i) {
+    if (pop_from(*queues_[(worker + i) % n], task, true)) {
+      stolen = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+void Scheduler::sleep() {
+  std::unique_lock lock(sleep_mutex_);
+  sleepers_.fetch_add(1, std::memory_order_acq_rel);
+  bool any = false;
+  for (auto& q : queues_) any = any || q->size.load(std::memory_order_acquire) > 0;
+  if (!any) sleep_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void Scheduler::wake_all() {
+  std::lock_guard lock(sleep_mutex_);
+  sleep_cv_.notify_all();
+}
+
+}  // namespace redist::runtime::detail

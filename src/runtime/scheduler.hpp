@@ -1,0 +1,46 @@
+// Ready-task queues of one rank: one priority queue per worker thread, work
+// stealing between them, and sleeping when there is nothing to do (paper 004,
+// sec. III-B: each thread owns a waiting queue; idle threads steal from the others).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "graph_walk.hpp"
+
+namespace redist::runtime::detail {
+
+class Scheduler {
+ public:
+  explicit Scheduler(int workers);
+
+  // Queues `task` on worker `worker`'s queue (worker < 0: round robin) and wakes a
+  // sleeping worker. Any thread may call it.
+  void push(int worker, ReadyTask&& task);
+  // Pops the highest-priority task of `worker`'s own queue, or else steals the best
+  // task of another queue. Returns false when all queues looked empty.
+  bool pop(int worker, ReadyTask& task, bool& stolen);
+  // Sleeps until a push or `wake_all`, at most ~1 ms (the caller re-checks its exit
+  // conditions, which are not tied to this condition variable).
+  void sleep();
+  void wake_all();
+
+ private:
+  struct alignas(64) Queue {
+    std::mutex mutex;
+    std::vector<ReadyTask> heap;  // max-heap by priority
+    std::atomic<int> size{0};
+  };
+  bool pop_from(Queue& q, ReadyTask& task, bool try_only);
+
+  std::vector<std::unique_ptr<Queue>> queues_;
+  std::atomic<unsigned> next_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable sleep_cv_;
+  std::atomic<int> sleepers_{0};
+};
+
+}  // namespace redist::runtime::detail

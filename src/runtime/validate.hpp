@@ -1,0 +1,20 @@
+// Checking a task graph before it runs, so that an invalid graph fails on every
+// rank with one message instead of hanging (issue 4, item 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "redist/runtime/task_graph.hpp"
+
+namespace redist::runtime::detail {
+
+// Walks every execution space: checks affinities are in [0, ranks) and counts the
+// tasks of `rank` into local_tasks. With check_edges, also checks every edge of the
+// local tasks both ways (each input is sent by exactly one OUT dependency of its
+// producer; each output goes to a task whose IN names this task; collection tiles
+// are local). Returns "" or the first problem found.
+std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool check_edges,
+                           std::int64_t& local_tasks);
+
+}  // namespace redist::runtime::detail

@@ -1,0 +1,123 @@
+// Remote data: payloads on both sides of the eager threshold, sizes decided at run
+// time, coalesced activations, one transfer shared by several local consumers.
+#include <atomic>
+#include <cstring>
+
+#include "test_util.hpp"
+
+using rt::P;
+using rt::Targets;
+
+class Transfer : public ::testing::TestWithParam<Config> {};
+
+namespace {
+constexpr std::size_t kEager = 4096;
+
+unsigned char pattern(std::int64_t hop, std::size_t j) {
+  return static_cast<unsigned char>((j * 7 + static_cast<std::size_t>(hop) * 13) & 0xff);
+}
+void fill(rt::Data& d, std::int64_t hop) {
+  for (std::size_t j = 0; j < d.size(); ++j) d.as<unsigned char>()[j] = pattern(hop, j);
+}
+bool check(const rt::Data& d, std::int64_t hop) {
+  for (std::size_t j = 0; j < d.size(); ++j)
+    if (d.as<unsigned char>()[j] != pattern(hop, j)) return false;
+  return true;
+}
+}  // namespace
+
+// Hop(i) -> Hop(i+1) around the ranks with payloads from 0 B to 200 KB.
+TEST_P(Transfer, PayloadsAroundEagerLimit) {
+  const int ranks = world_size(), n = 6;
+  for (std::size_t size : {std::size_t{0}, std::size_t{8}, std::size_t{1000}, kEager, kEager + 1,
+                           std::size_t{200000}}) {
+    std::atomic<int> bad{0};
+    rt::TaskGraph g;
+    auto& hop = g.task_class("Hop");
+    hop.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+    hop.flow("x")
+        .in([](P p) { return p[0] > 0; }, rt::from(hop, "x", [](P p) { return Targets{p[0] - 1}; }))
+        .out([=](P p) { return p[0] < n - 1; }, rt::to(hop, "x", [](P p) { return Targets{p[0] + 1}; }));
+    hop.body([&](rt::TaskContext& c) {
+      if (c[0] == 0) c.allocate("x", size);
+      rt::Data& d = c.data("x");
+      if (d.size() != size || (c[0] > 0 && !check(d, c[0] - 1))) ++bad;
+      fill(d, c[0]);
+    });
+    rt::Options o = options_of(GetParam());
+    o.eager_limit = kEager;
+    rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
+    EXPECT_EQ(sum_all(bad), 0) << "payload of " << size << " bytes";
+    if (ranks > 1) {
+      std::int64_t eager = sum_all(s.eager_bytes), rdv = sum_all(s.rendezvous_bytes);
+      EXPECT_EQ(eager, size <= kEager ? static_cast<std::int64_t>(size * (n - 1)) : 0);
+      EXPECT_EQ(rdv, size > kEager ? static_cast<std::int64_t>(size * (n - 1)) : 0);
+    }
+  }
+}
+
+// Producer(i) decides its output size at run time (allocate, or shrink with set_size).
+TEST_P(Transfer, DynamicSizes) {
+  const int ranks = world_size(), n = 12;
+  std::atomic<int> bad{0}, seen{0};
+  auto size_of = [](std::int64_t i) { return static_cast<std::size_t>(i * i * 97 + 3); };
+  rt::TaskGraph g;
+  auto& prod = g.task_class("Producer");
+  auto& cons = g.task_class("Consumer");
+  prod.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+  prod.flow("out").out(rt::to(cons, "in", [](P p) { return Targets{p[0]}; }));
+  prod.body([&](rt::TaskContext& c) {
+    if (c[0] % 2) {
+      c.allocate("out", size_of(c[0]) + 5000).set_size(size_of(c[0]));  // shrink
+    } else {
+      c.allocate("out", size_of(c[0]));
+    }
+    fill(c.data("out"), c[0]);
+  });
+  cons.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>((p[0] + 1) % ranks); });
+  cons.flow("in", rt::Access::read).in(rt::from(prod, "out", [](P p) { return Targets{p[0]}; }));
+  cons.body([&](rt::TaskContext& c) {
+    ++seen;
+    if (c.data("in").size() != size_of(c[0]) || !check(c.data("in"), c[0])) ++bad;
+  });
+  rt::Options o = options_of(GetParam());
+  o.eager_limit = kEager;
+  rt::run(g, MPI_COMM_WORLD, o);
+  EXPECT_EQ(sum_all(seen), n);
+  EXPECT_EQ(sum_all(bad), 0);
+}
+
+// Two flows of one producer to one remote rank travel in one activation; a payload
+// needed by many tasks of one rank is transferred once.
+TEST_P(Transfer, CoalescedAndShared) {
+  const int ranks = world_size(), n = 5, consumers = 6;
+  const std::size_t big = 3 * kEager;
+  std::atomic<int> bad{0};
+  rt::TaskGraph g;
+  auto& prod = g.task_class("Prod");
+  auto& cons = g.task_class("Cons");
+  prod.param("i", 0, n - 1).affinity([](P) { return 0; });
+  prod.flow("a").out(rt::to(cons, "a", [=](P p) { return Targets{p[0], {0, consumers - 1}}; }));
+  prod.flow("b").out(rt::to(cons, "b", [=](P p) { return Targets{p[0], {0, consumers - 1}}; }));
+  prod.body([&](rt::TaskContext& c) {
+    fill(c.allocate("a", 16), c[0]);
+    fill(c.allocate("b", big), c[0] + 1);
+  });
+  cons.param("i", 0, n - 1).param("j", 0, consumers - 1).affinity([=](P) { return ranks - 1; });
+  cons.flow("a", rt::Access::read).in(rt::from(prod, "a", [](P p) { return Targets{p[0]}; }));
+  cons.flow("b", rt::Access::read).in(rt::from(prod, "b", [](P p) { return Targets{p[0]}; }));
+  cons.body([&](rt::TaskContext& c) {
+    if (!check(c.data("a"), c[0]) || c.data("b").size() != big || !check(c.data("b"), c[0] + 1)) ++bad;
+  });
+  rt::Options o = options_of(GetParam());
+  o.eager_limit = kEager;
+  rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
+  EXPECT_EQ(sum_all(bad), 0);
+  if (ranks > 1 && world_rank() == 0) {
+    EXPECT_EQ(s.activations_sent, n);
+    EXPECT_EQ(s.rendezvous_bytes, static_cast<std::int64_t>(n * big));
+    EXPECT_EQ(s.eager_bytes, 16 * n);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, Transfer, RUNTIME_CONFIGS);

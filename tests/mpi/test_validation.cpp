@@ -1,0 +1,562 @@
+// Collective validation (ARCHITECTURE.md, "Validate collectively, fail cleanly"):
+// every kind of bad input must give the SAME clear redist::Error on every rank,
+// never a hang, and leave the target untouched. Each test builds one bad input
+// (often on one rank only), catches the error, gathers every rank's message and
+// checks that every rank threw, that the messages are identical, and that the
+// message names the offending value and what is allowed. Execute-time errors also
+// check that the target still holds its pattern byte for byte.
+//
+// A hang is a failure: ctest's timeout catches it. Every case is tiny.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "../common/mpi_util.hpp"
+#include "redist/pattern.hpp"
+#include "redist/redist.hpp"
+
+using namespace redist;
+using namespace redist::testing;
+
+namespace {
+
+constexpr std::uint64_t kSrcId = 11, kDstId = 22;
+
+struct Outcome {
+  bool threw = false;
+  std::string message;  // what() of the redist::Error, or a note for other exceptions
+};
+
+// Runs f and records whether it threw redist::Error. Any other exception is
+// recorded as a failure text (it would not be "the same clear error").
+Outcome capture(const std::function<void()>& f) {
+  try {
+    f();
+    return {};
+  } catch (const Error& e) {
+    return {true, e.what()};
+  } catch (const std::exception& e) {
+    return {false, std::string("<not a redist::Error: ") + e.what() + ">"};
+  }
+}
+
+// Every rank's string, in rank order (collective on MPI_COMM_WORLD).
+std::vector<std::string> allgather_strings(const std::string& s) {
+  const int p = world_size();
+  int len = static_cast<int>(s.size());
+  std::vector<int> lens(p), displs(p, 0);
+  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 1; r < p; ++r) displs[r] = displs[r - 1] + lens[r - 1];
+  std::string all(static_cast<size_t>(displs[p - 1] + lens[p - 1]), '\0');
+  MPI_Allgatherv(s.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR,
+                 MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (int r = 0; r < p; ++r) out.push_back(all.substr(static_cast<size_t>(displs[r]), static_cast<size_t>(lens[r])));
+  return out;
+}
+
+// The core assertion of this file: every rank threw, all messages are equal, and
+// the message contains every key word. Collective: call it on every rank.
+void expect_same_error(const Outcome& o, const std::vector<std::string>& words) {
+  const auto threw = allgather_strings(o.threw ? "1" : "0");
+  const auto msgs = allgather_strings(o.message);
+  for (int r = 0; r < world_size(); ++r) {
+    EXPECT_EQ(threw[r], "1") << "rank " << r << " did not throw redist::Error"
+                             << (msgs[r].empty() ? "" : ": " + msgs[r]);
+    EXPECT_EQ(msgs[r], msgs[0]) << "rank " << r << "'s message differs from rank 0's";
+  }
+  // REDIST_SHOW_ERRORS=1 prints every message once, to review how they read.
+  if (world_rank() == 0 && std::getenv("REDIST_SHOW_ERRORS")) std::printf("    error: %s\n", o.message.c_str());
+  for (const std::string& w : words)
+    EXPECT_NE(o.message.find(w), std::string::npos)
+        << "message lacks '" << w << "':\n  " << o.message;
+}
+
+// make_plan on MPI_COMM_WORLD must fail the same way everywhere.
+void expect_plan_error(const Layout& src, const Layout& dst, const Region& r,
+                       const std::vector<std::string>& words, const Options& opt = {}) {
+  expect_same_error(capture([&] { make_plan(src, dst, r, MPI_COMM_WORLD, opt); }), words);
+}
+
+std::string S(index_t v) { return std::to_string(v); }
+
+// A small valid pair in which every rank owns data on both sides (for the
+// execute-time tests): columns over ranks in the source, rows over ranks in the
+// target, so every rank also sends and receives.
+Layout cols_layout(StorageKind st = StorageKind::tile) {
+  return block_cyclic_layout({8, 4 * world_size()}, {2, 2}, {1, world_size()}, 8, st);
+}
+Layout rows_layout(StorageKind st = StorageKind::tile) {
+  return block_cyclic_layout({8, 4 * world_size()}, {2, 2}, {world_size(), 1}, 8, st);
+}
+
+// Everything on rank 0 of a 1x1 grid, except `grid`/`first` (bad ownerships).
+Layout bc(Coord shape, Coord tile, Coord grid, int first = 0, StorageKind st = StorageKind::tile,
+          index_t ld = 0, index_t esize = 8) {
+  std::vector<DimPartition> parts;
+  for (int d = 0; d < shape.ndim(); ++d) parts.push_back(DimPartition::regular(shape[d], tile[d]));
+  BlockCyclicParams p;
+  p.grid = grid;
+  p.first_rank = first;
+  return Layout(shape, std::move(parts), Ownership::block_cyclic(p), Storage{st, ld}, esize);
+}
+
+// The target after a failed execute must hold its own pattern, byte for byte;
+// checked on every rank and agreed on.
+void expect_untouched(const Layout& l, LocalStore& store, std::uint64_t id, const char* what) {
+  CheckResult c = check_pattern(l, world_rank(), store.ptr, id);
+  EXPECT_TRUE(all_ok(c.ok())) << what << " changed on rank " << world_rank() << ": " << c.first_error;
+}
+
+// ------------------------------------------------------------------ make_plan errors
+
+TEST(Validation, RegionOutsideSource) {
+  const Layout a = bc({10, 6}, {3, 3}, {1, 1}), b = bc({20, 20}, {4, 4}, {1, 1});
+  expect_plan_error(a, b, Region{{5, 4}, {5, 3}, {0, 0}}, {"region 5x4 from=5x3 to=0x0", "leaves the source array 10x6", "dimension 1"});
+  // Offset right at the end: size 1 from=10 does not fit 10 rows.
+  expect_plan_error(a, b, Region{{1, 1}, {10, 0}, {0, 0}}, {"leaves the source array 10x6", "dimension 0"});
+}
+
+TEST(Validation, RegionOutsideTarget) {
+  const Layout a = bc({20, 20}, {4, 4}, {1, 1}), b = bc({10, 6}, {3, 3}, {1, 1});
+  expect_plan_error(a, b, Region{{8, 6}, {0, 0}, {3, 0}}, {"leaves the target array 10x6", "dimension 0"});
+}
+
+TEST(Validation, DimensionMismatch) {
+  const Layout a2 = bc({6, 6}, {2, 2}, {1, 1}), a3 = bc({6, 6, 6}, {2, 2, 2}, {1, 1, 1});
+  expect_plan_error(a2, a3, Region::whole({6, 6}), {"dimension mismatch", "source has 2 dimensions", "target has 3"});
+  // The region must have the arrays' dimension too.
+  expect_plan_error(a2, a2, Region::whole({6, 6, 1}), {"region 6x6x1", "must have 2 dimensions"});
+  // The block_cyclic grid must have the layout's dimension.
+  expect_plan_error(bc({6, 6}, {2, 2}, {1}), a2, Region::whole({6, 6}),
+                    {"source layout", "grid has 1 dimensions, the layout has 2"});
+}
+
+TEST(Validation, GridLargerThanCommunicator) {
+  const int p = world_size();
+  const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
+  const Layout big = bc({8, 8}, {2, 2}, {p + 1, 1});
+  expect_plan_error(big, ok, Region::whole({8, 8}),
+                    {"source layout", "needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+  expect_plan_error(ok, bc({8, 8}, {2, 2}, {2, p}), Region::whole({8, 8}),
+                    {"target layout", "needs " + S(2 * p) + " ranks", "communicator has " + S(p)});
+  expect_plan_error(bc({8, 8}, {2, 2}, {0, 1}), ok, Region::whole({8, 8}), {"grid=0x1", "must be >= 1"});
+}
+
+TEST(Validation, OwnerRankOutsideCommunicator) {
+  const int p = world_size();
+  const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
+  // block_cyclic first=P: grid coordinate 0 is rank P.
+  expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, p), ok, Region::whole({8, 8}),
+                    {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+  expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, -1), ok, Region::whole({8, 8}), {"first=-1", "must be >= 0"});
+  // random first + ranks beyond the communicator.
+  expect_plan_error(ok, Layout::parse("8x8 tile=2x2 random seed=3 ranks=2 first=" + S(p)), Region::whole({8, 8}),
+                    {"target layout", "needs " + S(p + 2) + " ranks", "communicator has " + S(p)});
+  // A table owner equal to the communicator size.
+  expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0," + S(p)), ok, Region::whole({4, 4}),
+                    {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+  expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,-2,0,0"), ok, Region::whole({4, 4}),
+                    {"table owner of tile 1 is -2", "must be >= 0"});
+  // Owners near INT_MAX must not overflow the rank count into something that fits.
+  expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, INT_MAX), ok, Region::whole({8, 8}),
+                    {"source layout", S(INT_MAX)});
+  expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0," + S(INT_MAX)), ok, Region::whole({4, 4}),
+                    {"source layout", S(INT_MAX)});
+  expect_plan_error(Layout::parse("4x4 tile=2x2 random ranks=2 first=" + S(INT_MAX - 1)), ok,
+                    Region::whole({4, 4}), {"source layout", S(INT_MAX - 1)});
+}
+
+TEST(Validation, FunctionOwnerOutsideCommunicator) {
+  const int p = world_size();
+  const Layout ok = bc({6, 6}, {2, 2}, {1, 1});
+  auto with_fn = [](int ranks, OwnerFunction fn) {
+    return Layout({6, 6}, {DimPartition::regular(6, 2), DimPartition::regular(6, 2)},
+                  Ownership::function("val_fn", ranks, std::move(fn)));
+  };
+  // Declares ranks=P but gives tile 2x1 to rank P.
+  const Layout beyond = with_fn(p, [p](const Coord& t) { return t[0] == 2 && t[1] == 1 ? p : 0; });
+  expect_plan_error(beyond, ok, Region::whole({6, 6}), {"gives tile 2x1 to rank " + S(p), "outside [0, " + S(p) + ")"});
+  expect_plan_error(ok, beyond, Region::whole({6, 6}), {"gives tile 2x1 to rank " + S(p), "outside [0, " + S(p) + ")"});
+  const Layout negative = with_fn(p, [](const Coord& t) { return t[0] == 1 ? -1 : 0; });
+  expect_plan_error(negative, ok, Region::whole({6, 6}), {"to rank -1", "outside [0, " + S(p) + ")"});
+  // Declares more ranks than the communicator has.
+  expect_plan_error(with_fn(p + 1, [](const Coord&) { return 0; }), ok, Region::whole({6, 6}),
+                    {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+}
+
+TEST(Validation, TableWithWrongNumberOfOwners) {
+  const Layout ok = bc({4, 4}, {2, 2}, {1, 1});
+  expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0"), ok, Region::whole({4, 4}),
+                    {"source layout", "lists 3 owners", "has 4 tiles (2x2)"});
+  expect_plan_error(ok, Layout::parse("4x4 tile=2x2 table owners=0,0,0,0,0"), Region::whole({4, 4}),
+                    {"target layout", "lists 5 owners", "has 4 tiles (2x2)"});
+}
+
+TEST(Validation, TileSizeNotPositive) {
+  const Layout ok = bc({10, 4}, {2, 2}, {1, 1});
+  expect_plan_error(bc({10, 4}, {5, 0}, {1, 1}), ok, Region::whole({10, 4}),
+                    {"source layout", "tile size of dimension 1 must be > 0, got 0"});
+  expect_plan_error(ok, Layout::parse("10x4 tile=-5x4"), Region::whole({10, 4}),
+                    {"target layout", "tile size of dimension 0 must be > 0, got -5"});
+  expect_plan_error(ok, Layout::parse("10x4 tile=[0,5,5,10]x4"), Region::whole({10, 4}),
+                    {"target layout", "strictly increasing", "5 then 5"});
+}
+
+TEST(Validation, NegativeSizes) {
+  const Layout ok = bc({10, 4}, {2, 2}, {1, 1});
+  expect_plan_error(ok, ok, Region{{4, -2}, {0, 0}, {0, 0}}, {"region size 4x-2", "must be >= 0"});
+  expect_plan_error(ok, ok, Region{{2, 2}, {-1, 0}, {0, 0}}, {"from=-1x0", "must be >= 0"});
+  expect_plan_error(ok, ok, Region{{2, 2}, {0, 0}, {0, -3}}, {"to=0x-3", "must be >= 0"});
+  expect_plan_error(Layout::parse("-5x4 tile=2x2"), ok, Region{{0, 0}, {0, 0}, {0, 0}},
+                    {"source layout", "extent of dimension 0 must be >= 0, got -5"});
+  expect_plan_error(ok, Layout::parse("10x4 tile=2x2 esize=-8"), Region::whole({10, 4}),
+                    {"target layout", "element size must be >= 1 byte, got -8"});
+  expect_plan_error(ok, Layout::parse("10x4 tile=2x2 storage=local_array ld=-1"), Region::whole({10, 4}),
+                    {"target layout", "ld=-1 must be >= 0"});
+}
+
+TEST(Validation, LocalArrayNeedsPerDimensionOwnership) {
+  const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
+  const Layout bad = Layout::parse("8x8 tile=2x2 storage=local_array random seed=1 ranks=1");
+  expect_plan_error(bad, ok, Region::whole({8, 8}),
+                    {"source layout", "storage=local_array needs a per-dimension ownership (block_cyclic)", "random"});
+}
+
+TEST(Validation, LeadingDimensionTooSmall) {
+  const int p = world_size();
+  // 2P+1 rows in tiles of 2 on a Px1 grid with src=P-1: rank P-1 owns tile 0 and
+  // the 1-row tile P (3 rows), every other rank 2 rows. ld=2 is too small on rank
+  // P-1 only, so this also checks that one rank's local error reaches everyone.
+  BlockCyclicParams bp;
+  bp.grid = {p, 1};
+  bp.source = {p - 1, 0};
+  const Layout bad({2 * p + 1, 3}, {DimPartition::regular(2 * p + 1, 2), DimPartition::regular(3, 3)},
+                   Ownership::block_cyclic(bp), Storage{StorageKind::local_array, 2});
+  const Layout ok = bc({2 * p + 1, 3}, {2, 2}, {1, 1});
+  expect_plan_error(ok, bad, Region::whole({2 * p + 1, 3}),
+                    {"rank " + S(p - 1) + ":", "target layout", "ld=2", "smaller than", "3 local rows"});
+}
+
+TEST(Validation, LayoutsDifferBetweenRanks) {
+  const int p = world_size(), last = p - 1;
+  if (p == 1) GTEST_SKIP() << "needs two ranks to differ";  // same decision on every rank
+  const Layout a = bc({8, 8}, {2, 2}, {1, 1}), a2 = bc({8, 8}, {4, 2}, {1, 1});
+  const Region whole = Region::whole({8, 8});
+  // Only the last rank has another source tile size.
+  expect_plan_error(world_rank() == last ? a2 : a, a, whole,
+                    {"source layout differs", a.spec(), a2.spec(), "rank " + S(last)});
+  // Only the last rank has another target.
+  expect_plan_error(a, world_rank() == last ? a2 : a, whole, {"target layout differs", a.spec(), a2.spec()});
+  // Only the last rank has another region.
+  const Region sub{{4, 4}, {1, 1}, {0, 0}};
+  expect_plan_error(a, a, world_rank() == last ? sub : whole, {"region differs", whole.str(), sub.str()});
+  // Only rank 1 has a layout that is invalid for the communicator: its own
+  // error must reach every rank (rather than a "differs" from the others).
+  const Layout big = bc({8, 8}, {2, 2}, {p + 1, 1});
+  expect_plan_error(world_rank() == 1 ? big : a, a, whole,
+                    {"rank 1:", "source layout", "needs " + S(p + 1) + " ranks"});
+  // Options must agree too: a different message limit means different message
+  // splits on sender and receiver (would hang or truncate).
+  Options o;
+  if (world_rank() == last) o.max_message_bytes = 7;
+  expect_plan_error(a, bc({8, 8}, {2, 2}, {p, 1}), whole, {"options differ", "max_message_bytes=7"}, o);
+}
+
+TEST(Validation, ElementSizeMismatch) {
+  const Layout a = bc({6, 6}, {2, 2}, {1, 1}, 0, StorageKind::tile, 0, 8);
+  const Layout b = bc({6, 6}, {2, 2}, {1, 1}, 0, StorageKind::tile, 0, 4);
+  expect_plan_error(a, b, Region::whole({6, 6}), {"element size mismatch", "esize=8", "esize=4"});
+}
+
+TEST(Validation, SizeOverflow) {
+  const index_t big = index_t{1} << 40;
+  // 2^80 elements: the byte count does not fit 64 bits.
+  const Layout huge = bc({big, big}, {big, big}, {1, 1});
+  const Layout ok = bc({4, 4}, {2, 2}, {1, 1});
+  expect_plan_error(huge, ok, Region{{1, 1}, {0, 0}, {0, 0}},
+                    {"source layout", S(big) + "x" + S(big), "overflows 64-bit"});
+  // 2^62 one-byte elements fit, 2^62 eight-byte ones do not.
+  const index_t e62 = index_t{1} << 62;
+  expect_plan_error(ok, bc({e62}, {e62}, {1}), Region{{0}, {0}, {0}}, {"target layout", "overflows 64-bit"});
+  // offset + size overflows int64: must be reported as outside, not wrap around.
+  const Layout wide = bc({e62}, {index_t{1} << 40}, {1}, 0, StorageKind::tile, 0, 1);
+  expect_plan_error(wide, wide, Region{{2}, {INT64_MAX - 1}, {0}}, {"leaves the source array", "dimension 0"});
+  expect_plan_error(wide, wide, Region{{2}, {0}, {INT64_MAX}}, {"leaves the target array", "dimension 0"});
+}
+
+TEST(Validation, UnknownExecutorName) {
+  for (const char* name : {"p2q", "P2P", "", "alltoall"})
+    expect_same_error(capture([&] { parse_executor(name); }),
+                      {"unknown executor '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw"});
+  for (Executor e : all_executors()) EXPECT_EQ(parse_executor(to_string(e)), e);
+}
+
+TEST(Validation, BadRegionStrings) {
+  struct Case {
+    const char* text;
+    std::vector<std::string> words;
+  };
+  const std::vector<Case> cases = {
+      {"10xa", {"bad region", "10xa", "integers joined by 'x'"}},
+      {"10x", {"bad region", "10x"}},
+      {"", {"bad region", "missing the size", "7000x7000"}},
+      {"4x4 form=1x1", {"bad region", "unexpected 'form=1x1'", "SIZE [from=OFFSET] [to=OFFSET]"}},
+      {"4x4 from=1x1 from=2x2", {"bad region", "unexpected 'from=2x2'"}},
+      {"4x4 from=1y1", {"bad region", "from=", "1y1"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string("region '") + c.text + "'");
+    expect_same_error(capture([&] { Region::parse(c.text); }), c.words);
+  }
+  // Parsing checks syntax only: a parsed region that does not fit is make_plan's error.
+  const Region r = Region::parse("4x4 from=-1x0");
+  const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
+  expect_plan_error(ok, ok, r, {"from=-1x0", "must be >= 0"});
+}
+
+// Kept apart from BadRegionStrings: Region::parse (src/plan/region.cpp) answers
+// both with "expected integers joined by 'x'", which they are; the message must
+// say what is wrong (at most 4 dimensions; an integer beyond 64 bits).
+TEST(Validation, BadRegionStringsTooManyDimensionsOrTooLarge) {
+  expect_same_error(capture([] { Region::parse("1x1x1x1x1"); }),
+                    {"bad region", "1x1x1x1x1", "at most " + S(kMaxDims) + " dimensions"});
+  expect_same_error(capture([] { Region::parse("99999999999999999999"); }),
+                    {"bad region", "99999999999999999999", "64 bits"});
+}
+
+// ------------------------------------------------------------------ execute errors
+
+// Runs `bad` (an execute that must fail) for every executor and checks the error
+// and that the target still holds its pattern on every rank.
+void expect_execute_error(LocalStore& d, const Layout& dst,
+                          const std::function<void(Executor)>& bad, const std::vector<std::string>& words) {
+  for (Executor e : all_executors()) {
+    SCOPED_TRACE("executor " + to_string(e));
+    fill_pattern(dst, world_rank(), d.ptr, kDstId);
+    expect_same_error(capture([&] { bad(e); }), words);
+    expect_untouched(dst, d, kDstId, "target");
+  }
+}
+
+// execute on one rank with another executor than the others: different message
+// schemes would never match (hang); it must fail before anything moves.
+TEST(Validation, ExecutorDiffersBetweenRanks) {
+  const int rank = world_rank(), last = world_size() - 1;
+  if (world_size() == 1) GTEST_SKIP() << "needs two ranks to differ";
+  const Layout src = cols_layout(), dst = rows_layout();
+  LocalStore s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.ptr, kSrcId);
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  expect_execute_error(
+      d, dst,
+      [&](Executor e) {
+        const Executor other = e == Executor::p2p ? Executor::segment : Executor::p2p;
+        plan.execute(s.cptr[0], d.ptr[0], rank == last ? other : e);
+      },
+      {"different executors", "every rank must use the same"});
+  // A value outside the enum would match no executor and silently move nothing.
+  expect_execute_error(
+      d, dst, [&](Executor e) { plan.execute(s.cptr[0], d.ptr[0], rank == last ? static_cast<Executor>(42) : e); },
+      {"rank " + S(last) + ":", "unknown executor 42", "allowed: p2p, segment, alltoallv, alltoallw"});
+}
+
+TEST(Validation, MissingBuffer) {
+  const int rank = world_rank(), last = world_size() - 1;
+  const Layout src = cols_layout(), dst = rows_layout();
+  LocalStore s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.ptr, kSrcId);
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  const index_t n_src = LocalIndex(src, last).elements(), n_dst = LocalIndex(dst, last).elements();
+  // Only the last rank forgets its target buffer.
+  expect_execute_error(
+      d, dst, [&](Executor e) { plan.execute(s.cptr[0], rank == last ? nullptr : d.ptr[0], e); },
+      {"rank " + S(last) + ":", "target buffer 0 is null", "stores " + S(n_dst) + " elements"});
+  // Only the last rank forgets its source buffer.
+  expect_execute_error(
+      d, dst, [&](Executor e) { plan.execute(rank == last ? nullptr : s.cptr[0], d.ptr[0], e); },
+      {"rank " + S(last) + ":", "source buffer 0 is null", "stores " + S(n_src) + " elements"});
+  // One null tile pointer among several.
+  const Layout tp = rows_layout(StorageKind::tile_pointers);
+  LocalStore t(tp, rank);
+  Plan plan_tp = make_plan(src, tp, Region::whole(src.shape()), MPI_COMM_WORLD);
+  std::vector<void*> ptrs = t.ptr;
+  if (rank == last) ptrs[1] = nullptr;
+  expect_execute_error(
+      t, tp,
+      [&](Executor e) { plan_tp.execute(std::span<const void* const>(s.cptr), std::span<void* const>(ptrs), e); },
+      {"rank " + S(last) + ":", "target buffer 1 is null", "stores 4 elements"});
+  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.ptr, kSrcId).ok())) << "source changed";
+}
+
+TEST(Validation, TilePointersWrongCount) {
+  const int rank = world_rank(), last = world_size() - 1;
+  const Layout src = cols_layout(StorageKind::tile_pointers), dst = rows_layout(StorageKind::tile_pointers);
+  LocalStore s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.ptr, kSrcId);
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  const index_t n_dst = LocalIndex(dst, last).ntiles(), n_src = LocalIndex(src, last).ntiles();
+  // The last rank passes one target pointer too many.
+  std::vector<void*> more = d.ptr;
+  if (rank == last) more.push_back(d.ptr[0]);
+  expect_execute_error(
+      d, dst,
+      [&](Executor e) { plan.execute(std::span<const void* const>(s.cptr), std::span<void* const>(more), e); },
+      {"rank " + S(last) + ":", "target storage=tile_pointers", "one pointer per local tile (" + S(n_dst) + ")",
+       "got " + S(n_dst + 1)});
+  // The last rank passes one source pointer too few.
+  std::vector<const void*> fewer = s.cptr;
+  if (rank == last) fewer.pop_back();
+  expect_execute_error(
+      d, dst,
+      [&](Executor e) { plan.execute(std::span<const void* const>(fewer), std::span<void* const>(d.ptr), e); },
+      {"source storage=tile_pointers", "(" + S(n_src) + ")", "got " + S(n_src - 1)});
+  // One-buffer storage given several pointers.
+  const Layout one = rows_layout();
+  LocalStore o(one, rank);
+  Plan plan1 = make_plan(src, one, Region::whole(src.shape()), MPI_COMM_WORLD);
+  std::vector<void*> two = {o.ptr[0], o.ptr[0]};
+  expect_execute_error(
+      o, one,
+      [&](Executor e) { plan1.execute(std::span<const void* const>(s.cptr), std::span<void* const>(two), e); },
+      {"target", "expected one buffer, got 2 pointers"});
+}
+
+TEST(Validation, OverlappingBuffers) {
+  const int rank = world_rank(), last = world_size() - 1;
+  const Layout src = cols_layout(), dst = rows_layout();
+  const index_t es = src.elem_size();
+  const size_t sb = static_cast<size_t>(LocalIndex(src, rank).elements() * es);
+  const size_t db = static_cast<size_t>(LocalIndex(dst, rank).elements() * es);
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  // On the last rank, one allocation holds both sides sharing one element; the
+  // other ranks have separate buffers. Both orders (target after / before source).
+  for (bool target_after : {true, false}) {
+    SCOPED_TRACE(target_after ? "target starts in the source's last element" : "source starts in the target's last element");
+    std::vector<std::byte> shared(sb + db - static_cast<size_t>(es)), s_own(sb), d_own(db);
+    const void* sp = s_own.data();
+    void* dp = d_own.data();
+    if (rank == last) {
+      sp = target_after ? shared.data() : shared.data() + db - es;
+      dp = target_after ? shared.data() + sb - es : shared.data();
+    }
+    std::vector<void*> dv{dp};
+    std::vector<void*> sv{const_cast<void*>(sp)};
+    for (Executor e : all_executors()) {
+      SCOPED_TRACE("executor " + to_string(e));
+      fill_pattern(src, rank, sv, kSrcId);
+      fill_pattern(dst, rank, dv, kDstId);  // after the source: the shared element holds the target's byte
+      expect_same_error(capture([&] { plan.execute(sp, dp, e); }),
+                        {"rank " + S(last) + ":", "source and target buffers overlap", "separate buffers"});
+      const CheckResult c = check_pattern(dst, rank, dv, kDstId);
+      EXPECT_TRUE(all_ok(c.ok())) << "target changed on rank " << rank << ": " << c.first_error;
+    }
+  }
+  // The very same buffer on both sides (in place) on every rank.
+  std::vector<std::byte> same(std::max(sb, db));
+  std::vector<void*> sameptr{same.data()};
+  fill_pattern(dst, rank, sameptr, kDstId);
+  expect_same_error(capture([&] { plan.execute(same.data(), same.data()); }), {"overlap"});
+  EXPECT_TRUE(all_ok(check_pattern(dst, rank, sameptr, kDstId).ok()));
+}
+
+// ------------------------------------------------------------------ valid edge cases
+
+TEST(Validation, ZeroSizeRegionIsNoOp) {
+  const int rank = world_rank(), p = world_size();
+  const Layout src = cols_layout(), dst = rows_layout(StorageKind::tile_pointers);
+  LocalStore s(src, rank), d(dst, rank);
+  const std::vector<Region> regions = {
+      {{0, 4}, {0, 0}, {0, 0}},
+      {{8, 0}, {0, 1}, {0, 2}},
+      {{0, 0}, {8, 4 * p}, {8, 4 * p}},  // empty, at the far corner
+      {{0, 3}, {3, 2}, {5, 1}},
+  };
+  for (const Region& r : regions)
+    for (Executor e : all_executors()) {
+      SCOPED_TRACE("region " + r.str() + " executor " + to_string(e));
+      fill_pattern(src, rank, s.ptr, kSrcId);
+      fill_pattern(dst, rank, d.ptr, kDstId);
+      Outcome o = capture([&] {
+        Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+        EXPECT_EQ(plan.stats().bytes_sent + plan.stats().bytes_received + plan.stats().bytes_local, 0);
+        plan.execute(std::span<const void* const>(s.cptr), std::span<void* const>(d.ptr), e);
+      });
+      EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << o.message;
+      expect_untouched(dst, d, kDstId, "target");
+      expect_untouched(src, s, kSrcId, "source");
+    }
+  // Zero-extent arrays: every rank stores nothing and passes null pointers.
+  const Layout z1 = block_cyclic_layout({0, 6}, {2, 2}, {p, 1}), z2 = block_cyclic_layout({5, 0}, {2, 2}, {1, p});
+  for (Executor e : all_executors()) {
+    Outcome o = capture([&] {
+      Plan plan = make_plan(z1, z2, Region{{0, 0}, {0, 0}, {0, 0}}, MPI_COMM_WORLD);
+      plan.execute(nullptr, nullptr, e);
+    });
+    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << to_string(e) << ": " << o.message;
+  }
+}
+
+// A rank that stores nothing may pass null; everything still moves.
+TEST(Validation, NullBufferAllowedWhereRankStoresNothing) {
+  const int rank = world_rank();
+  const Layout src = cols_layout(), dst = bc({8, 4 * world_size()}, {2, 2}, {1, 1});  // all on rank 0
+  LocalStore s(src, rank), d(dst, rank);
+  ASSERT_EQ(d.ptr[0] == nullptr, rank != 0);
+  const Region r = Region::whole(src.shape());
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+  for (Executor e : all_executors()) {
+    fill_pattern(src, rank, s.ptr, kSrcId);
+    fill_pattern(dst, rank, d.ptr, kDstId);
+    Outcome o = capture([&] { plan.execute(s.cptr[0], d.ptr[0], e); });
+    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << to_string(e) << ": " << o.message;
+    CheckResult c = check_redistributed(dst, rank, d.ptr, r, src, kSrcId, kDstId);
+    EXPECT_TRUE(all_ok(c.ok())) << to_string(e) << ": " << c.first_error;
+  }
+}
+
+// After many failed make_plans and executes on MPI_COMM_WORLD, no message or
+// collective is left over: a valid plan on the same communicator still works,
+// and so does the plan whose execute failed.
+TEST(Validation, ValidPlanAfterFailures) {
+  const int rank = world_rank(), p = world_size(), last = p - 1;
+  const Layout src = cols_layout(), dst = rows_layout();
+  const Region sub{{5, 4 * p - 1}, {2, 1}, {1, 0}};
+  LocalStore s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.ptr, kSrcId);
+  // Failures at every stage: local checks, agreement on layouts, planning, execute.
+  capture([&] { make_plan(bc({8, 8}, {2, 2}, {p + 1, 1}), src, Region::whole({8, 8}), MPI_COMM_WORLD); });
+  capture([&] { make_plan(rank == last ? dst : src, dst, sub, MPI_COMM_WORLD); });
+  capture([&] {
+    make_plan(Layout({6, 6}, {DimPartition::regular(6, 2), DimPartition::regular(6, 2)},
+                     Ownership::function("val_bad", p, [p](const Coord&) { return p; })),
+              bc({6, 6}, {2, 2}, {1, 1}), Region::whole({6, 6}), MPI_COMM_WORLD);
+  });
+  Plan plan = make_plan(src, dst, sub, MPI_COMM_WORLD);
+  for (Executor e : all_executors()) {
+    fill_pattern(dst, rank, d.ptr, kDstId);
+    Outcome o = capture([&] { plan.execute(s.cptr[0], rank == last ? nullptr : d.ptr[0], e); });
+    EXPECT_TRUE(all_ok(o.threw));
+    expect_untouched(dst, d, kDstId, "target after failed execute");
+  }
+  for (Executor e : all_executors()) {
+    SCOPED_TRACE("executor " + to_string(e));
+    // The plan that failed to execute, now with good buffers.
+    fill_pattern(dst, rank, d.ptr, kDstId);
+    plan.execute(s.cptr[0], d.ptr[0], e);
+    CheckResult c = check_redistributed(dst, rank, d.ptr, sub, src, kSrcId, kDstId);
+    EXPECT_TRUE(all_ok(c.ok())) << c.first_error;
+    // A fresh plan on the same communicator.
+    fill_pattern(dst, rank, d.ptr, kDstId);
+    Plan fresh = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+    fresh.execute(s.cptr[0], d.ptr[0], e);
+    c = check_redistributed(dst, rank, d.ptr, Region::whole(src.shape()), src, kSrcId, kDstId);
+    EXPECT_TRUE(all_ok(c.ok())) << c.first_error;
+  }
+  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.ptr, kSrcId).ok())) << "source changed";
+}
+
+}  // namespace
