@@ -24,8 +24,8 @@ max(remote bytes sent, received) / time), the bound of Eq. 5 from a quick
 measurement of Bnet and Bmemcpy, and per-rank statistics.
 
 options:
-  --executor X     p2p | segment | alltoallv | alltoallw | all, or a comma list
-                   (default all)
+  --executor X     p2p | segment | alltoallv | alltoallw | direct | all, or a
+                   comma list (default all)
   --reps N         timed repetitions per executor, interleaved (default 5)
   --warmup N       untimed runs per executor first (default 1; first touch)
   --max-message B  split messages above B bytes (default 1073741824)

@@ -25,6 +25,8 @@ enum class Executor {
   segment,    // one message per segment
   alltoallv,  // pack, MPI_Alltoallv on bytes, unpack
   alltoallw,  // MPI derived datatypes straight from/to user memory, no packing
+  direct,     // ranks on one machine: each receiver reads its segments straight from the
+              // sender's memory (one copy per byte); falls back to p2p where it cannot
 };
 std::string to_string(Executor e);
 Executor parse_executor(const std::string& name);  // throws redist::Error

@@ -222,9 +222,9 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
              const_cast<const void* const*>(dst_blocks.data()), err);
   if (err.empty()) err = overlap_check(p, src_blocks, dst_blocks);
   // An enum value outside the list would match no case below and silently move nothing.
-  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::alltoallw))
+  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::direct))
     err = detail::cat("unknown executor ", static_cast<int>(executor),
-                      "; allowed: p2p, segment, alltoallv, alltoallw");
+                      "; allowed: p2p, segment, alltoallv, alltoallw, direct");
   agree_execute(p, err, executor);  // nothing has moved yet: the target is untouched on error
 
   const SrcBlocks s{src_blocks};
@@ -234,6 +234,7 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
     case Executor::segment: return run_segment(p, s, d);
     case Executor::alltoallv: return run_alltoallv(p, s, d);
     case Executor::alltoallw: return run_alltoallw(p, s, d);
+    case Executor::direct: return run_direct(p, s, d);
   }
 }
 
@@ -243,18 +244,19 @@ std::string to_string(Executor e) {
     case Executor::segment: return "segment";
     case Executor::alltoallv: return "alltoallv";
     case Executor::alltoallw: return "alltoallw";
+    case Executor::direct: return "direct";
   }
   return "?";
 }
 
 std::vector<Executor> all_executors() {
-  return {Executor::p2p, Executor::segment, Executor::alltoallv, Executor::alltoallw};
+  return {Executor::p2p, Executor::segment, Executor::alltoallv, Executor::alltoallw, Executor::direct};
 }
 
 Executor parse_executor(const std::string& name) {
   for (Executor e : all_executors())
     if (to_string(e) == name) return e;
-  detail::fail("unknown executor '", name, "'; allowed: p2p, segment, alltoallv, alltoallw");
+  detail::fail("unknown executor '", name, "'; allowed: p2p, segment, alltoallv, alltoallw, direct");
 }
 
 }  // namespace redist

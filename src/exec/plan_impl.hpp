@@ -34,6 +34,11 @@ struct Chunk {
   index_t bytes;
 };
 
+struct DirectState;  // direct.cpp
+struct DirectStateDeleter {
+  void operator()(DirectState* s) const;
+};
+
 class PlanImpl {
  public:
   PlanImpl(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
@@ -67,6 +72,9 @@ class PlanImpl {
   std::vector<void*> w_dst_key;
   bool w_packed_mode = false;  // types describe the packed buffers (alltoallv fallback)
 
+  // direct: pids, segment addresses of the senders, iovec batches (first execute).
+  std::unique_ptr<DirectState, DirectStateDeleter> direct;
+
   std::byte* send_buffer();
   std::byte* recv_buffer();
   void free_types();
@@ -77,6 +85,7 @@ void run_p2p(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);
 void run_segment(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);
 void run_alltoallv(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);
 void run_alltoallw(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);
+void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);
 
 // Shared pieces.
 void copy_locals(const PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst);

@@ -291,7 +291,7 @@ TEST(Validation, SizeOverflow) {
 TEST(Validation, UnknownExecutorName) {
   for (const char* name : {"p2q", "P2P", "", "alltoall"})
     expect_same_error(capture([&] { parse_executor(name); }),
-                      {"unknown executor '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw"});
+                      {"unknown executor '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw, direct"});
   for (Executor e : all_executors()) EXPECT_EQ(parse_executor(to_string(e)), e);
 }
 
@@ -361,7 +361,7 @@ TEST(Validation, ExecutorDiffersBetweenRanks) {
   // A value outside the enum would match no executor and silently move nothing.
   expect_execute_error(
       d, dst, [&](Executor e) { plan.execute(s.cptr[0], d.ptr[0], rank == last ? static_cast<Executor>(42) : e); },
-      {"rank " + S(last) + ":", "unknown executor 42", "allowed: p2p, segment, alltoallv, alltoallw"});
+      {"rank " + S(last) + ":", "unknown executor 42", "allowed: p2p, segment, alltoallv, alltoallw, direct"});
 }
 
 TEST(Validation, MissingBuffer) {

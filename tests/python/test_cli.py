@@ -34,7 +34,7 @@ def test_run_json_verifies_every_executor(redist, ranks):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["ranks"] == ranks
-    assert [e["name"] for e in out["executors"]] == ["p2p", "segment", "alltoallv", "alltoallw"]
+    assert [e["name"] for e in out["executors"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct"]
     for e in out["executors"]:
         assert e["verified"] is True and e["wrong"] == 0
         assert len(e["times"]) == 2 and e["median_s"] > 0
