@@ -68,18 +68,22 @@ MPI_Aint address_of(const void* p) {
 
 // Runs MPI_Alltoallw with one type per peer (count 1), MPI_BYTE/0 elsewhere.
 void alltoallw_bottom(PlanImpl& p) {
-  std::vector<int> sc(p.size, 0), rc(p.size, 0), zero(p.size, 0);
-  std::vector<MPI_Datatype> st(p.size, MPI_BYTE), rt(p.size, MPI_BYTE);
+  const size_t n = static_cast<size_t>(p.size);
+  p.a_sc.assign(n, 0);  // assign on vectors of the right capacity: no allocation after the first
+  p.a_rc.assign(n, 0);
+  p.a_sd.assign(n, 0);
+  p.a_st.assign(n, MPI_BYTE);
+  p.a_rt.assign(n, MPI_BYTE);
   for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-    sc[p.rp.sends[i].peer] = 1;
-    st[p.rp.sends[i].peer] = p.w_send_types[i];
+    p.a_sc[p.rp.sends[i].peer] = 1;
+    p.a_st[p.rp.sends[i].peer] = p.w_send_types[i];
   }
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-    rc[p.rp.receives[i].peer] = 1;
-    rt[p.rp.receives[i].peer] = p.w_recv_types[i];
+    p.a_rc[p.rp.receives[i].peer] = 1;
+    p.a_rt[p.rp.receives[i].peer] = p.w_recv_types[i];
   }
-  check_mpi(MPI_Alltoallw(MPI_BOTTOM, sc.data(), zero.data(), st.data(), MPI_BOTTOM, rc.data(), zero.data(),
-                          rt.data(), p.comm),
+  check_mpi(MPI_Alltoallw(MPI_BOTTOM, p.a_sc.data(), p.a_sd.data(), p.a_st.data(), MPI_BOTTOM, p.a_rc.data(),
+                          p.a_sd.data(), p.a_rt.data(), p.comm),
             "MPI_Alltoallw");
 }
 
@@ -128,28 +132,36 @@ void PlanImpl::free_types() {
 void run_alltoallv(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   std::byte* sbuf = p.send_buffer();
   std::byte* rbuf = p.recv_buffer();
+  if (p.v_mode == 0) {
+    // Each side counts in its own unit (the gcd of its counts and displacements): the
+    // type signatures are all bytes, so units may differ between sender and receiver.
+    const index_t su = gcd_all(p.rp.sends, p.send_offset), ru = gcd_all(p.rp.receives, p.recv_offset);
+    if (fits_int(p.rp.sends, p.send_offset, su) && fits_int(p.rp.receives, p.recv_offset, ru)) {
+      const size_t n = static_cast<size_t>(p.size);
+      p.a_sc.assign(n, 0), p.a_sd.assign(n, 0), p.a_rc.assign(n, 0), p.a_rd.assign(n, 0);
+      for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+        p.a_sc[p.rp.sends[i].peer] = static_cast<int>(p.rp.sends[i].bytes / su);
+        p.a_sd[p.rp.sends[i].peer] = static_cast<int>(p.send_offset[i] / su);
+      }
+      for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+        p.a_rc[p.rp.receives[i].peer] = static_cast<int>(p.rp.receives[i].bytes / ru);
+        p.a_rd[p.rp.receives[i].peer] = static_cast<int>(p.recv_offset[i] / ru);
+      }
+      p.v_send_unit = byte_run(su);
+      p.v_recv_unit = byte_run(ru);
+      MPI_Type_commit(&p.v_send_unit);
+      MPI_Type_commit(&p.v_recv_unit);
+      p.v_mode = 1;
+    } else {
+      p.v_mode = 2;
+    }
+  }
   for (size_t i = 0; i < p.rp.sends.size(); ++i) pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
   copy_locals(p, src, dst);
-  // Each side counts in its own unit (the gcd of its counts and displacements): the
-  // type signatures are all bytes, so units may differ between sender and receiver.
-  const index_t su = gcd_all(p.rp.sends, p.send_offset), ru = gcd_all(p.rp.receives, p.recv_offset);
-  if (fits_int(p.rp.sends, p.send_offset, su) && fits_int(p.rp.receives, p.recv_offset, ru)) {
-    std::vector<int> sc(p.size, 0), sd(p.size, 0), rc(p.size, 0), rd(p.size, 0);
-    for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-      sc[p.rp.sends[i].peer] = static_cast<int>(p.rp.sends[i].bytes / su);
-      sd[p.rp.sends[i].peer] = static_cast<int>(p.send_offset[i] / su);
-    }
-    for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-      rc[p.rp.receives[i].peer] = static_cast<int>(p.rp.receives[i].bytes / ru);
-      rd[p.rp.receives[i].peer] = static_cast<int>(p.recv_offset[i] / ru);
-    }
-    MPI_Datatype st = byte_run(su), rt = byte_run(ru);
-    MPI_Type_commit(&st);
-    MPI_Type_commit(&rt);
-    const int rc_ = MPI_Alltoallv(sbuf, sc.data(), sd.data(), st, rbuf, rc.data(), rd.data(), rt, p.comm);
-    MPI_Type_free(&st);
-    MPI_Type_free(&rt);
-    check_mpi(rc_, "MPI_Alltoallv");
+  if (p.v_mode == 1) {
+    check_mpi(MPI_Alltoallv(sbuf, p.a_sc.data(), p.a_sd.data(), p.v_send_unit, rbuf, p.a_rc.data(), p.a_rd.data(),
+                            p.v_recv_unit, p.comm),
+              "MPI_Alltoallv");
   } else {
     build_packed_types(p);
     alltoallw_bottom(p);

@@ -152,6 +152,8 @@ PlanImpl::~PlanImpl() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   free_types();
+  if (v_send_unit != MPI_DATATYPE_NULL) MPI_Type_free(&v_send_unit);
+  if (v_recv_unit != MPI_DATATYPE_NULL) MPI_Type_free(&v_recv_unit);
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
 }
 

@@ -71,13 +71,19 @@ class PlanImpl {
   std::vector<const void*> w_src_key;
   std::vector<void*> w_dst_key;
   bool w_packed_mode = false;  // types describe the packed buffers (alltoallv fallback)
+  // Per-rank count, displacement and type arrays of the collectives, and
+  // alltoallv's unit types (built on first use, so an execute allocates nothing).
+  std::vector<int> a_sc, a_sd, a_rc, a_rd;
+  std::vector<MPI_Datatype> a_st, a_rt;
+  MPI_Datatype v_send_unit = MPI_DATATYPE_NULL, v_recv_unit = MPI_DATATYPE_NULL;
+  int v_mode = 0;  // alltoallv: 0 not decided, 1 int counts in units, 2 packed alltoallw
 
   // direct: pids, segment addresses of the senders, iovec batches (first execute).
   std::unique_ptr<DirectState, DirectStateDeleter> direct;
 
   std::byte* send_buffer();
   std::byte* recv_buffer();
-  void free_types();
+  void free_types();  // alltoallw's per-peer types
 };
 
 // Executors: each moves rp's data from `src` to `dst` (validated already).
