@@ -1,10 +1,12 @@
 # Test helpers (STYLE.md, "Tests").
 #
 # redist_add_unit_test(NAME name SOURCES ...)                 no MPI, label "unit"
-# redist_add_mpi_test(NAME name SOURCES ... RANKS 1 2 3 4
-#                     [LIBS ...] [ARGS ...] [LABELS ...])     one ctest per rank count,
-#   named name_<r>ranks, labelled "mpi" and "ranks_<r>", oversubscribed and allowed
-#   to run as root, so a plain `ctest` works in containers and on 2-core machines.
+# redist_add_mpi_test(NAME name [SOURCES ...] RANKS 1 2 3 4
+#                     [LIBS ...] [ARGS ...] [LABELS ...] [TIMEOUT s])
+#   one ctest per rank count, named name_<r>ranks, labelled "mpi" and "ranks_<r>",
+#   oversubscribed and allowed to run as root, so a plain `ctest` works in
+#   containers and on 2-core machines. Without SOURCES, NAME is an existing
+#   executable target (a benchmark run small so it never rots).
 set(REDIST_MPIRUN ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh)
 
 function(redist_add_unit_test)
@@ -17,9 +19,6 @@ endfunction()
 
 function(redist_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;RANKS;LIBS;ARGS;LABELS" ${ARGN})
-  if(NOT T_TARGET)
-    set(T_TARGET ${T_NAME})
-  endif()
   if(T_SOURCES)
     add_executable(${T_NAME} ${T_SOURCES})
     target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest MPI::MPI_CXX)

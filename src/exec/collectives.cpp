@@ -69,21 +69,21 @@ MPI_Aint address_of(const void* p) {
 // Runs MPI_Alltoallw with one type per peer (count 1), MPI_BYTE/0 elsewhere.
 void alltoallw_bottom(PlanImpl& p) {
   const size_t n = static_cast<size_t>(p.size);
-  p.a_sc.assign(n, 0);  // assign on vectors of the right capacity: no allocation after the first
-  p.a_rc.assign(n, 0);
-  p.a_sd.assign(n, 0);
-  p.a_st.assign(n, MPI_BYTE);
-  p.a_rt.assign(n, MPI_BYTE);
+  p.w_sc.assign(n, 0);  // assign on vectors of the right capacity: no allocation after the first
+  p.w_rc.assign(n, 0);
+  p.w_zero.assign(n, 0);
+  p.w_st.assign(n, MPI_BYTE);
+  p.w_rt.assign(n, MPI_BYTE);
   for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-    p.a_sc[p.rp.sends[i].peer] = 1;
-    p.a_st[p.rp.sends[i].peer] = p.w_send_types[i];
+    p.w_sc[p.rp.sends[i].peer] = 1;
+    p.w_st[p.rp.sends[i].peer] = p.w_send_types[i];
   }
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-    p.a_rc[p.rp.receives[i].peer] = 1;
-    p.a_rt[p.rp.receives[i].peer] = p.w_recv_types[i];
+    p.w_rc[p.rp.receives[i].peer] = 1;
+    p.w_rt[p.rp.receives[i].peer] = p.w_recv_types[i];
   }
-  check_mpi(MPI_Alltoallw(MPI_BOTTOM, p.a_sc.data(), p.a_sd.data(), p.a_st.data(), MPI_BOTTOM, p.a_rc.data(),
-                          p.a_sd.data(), p.a_rt.data(), p.comm),
+  check_mpi(MPI_Alltoallw(MPI_BOTTOM, p.w_sc.data(), p.w_zero.data(), p.w_st.data(), MPI_BOTTOM, p.w_rc.data(),
+                          p.w_zero.data(), p.w_rt.data(), p.comm),
             "MPI_Alltoallw");
 }
 
@@ -138,14 +138,14 @@ void run_alltoallv(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
     const index_t su = gcd_all(p.rp.sends, p.send_offset), ru = gcd_all(p.rp.receives, p.recv_offset);
     if (fits_int(p.rp.sends, p.send_offset, su) && fits_int(p.rp.receives, p.recv_offset, ru)) {
       const size_t n = static_cast<size_t>(p.size);
-      p.a_sc.assign(n, 0), p.a_sd.assign(n, 0), p.a_rc.assign(n, 0), p.a_rd.assign(n, 0);
+      p.v_sc.assign(n, 0), p.v_sd.assign(n, 0), p.v_rc.assign(n, 0), p.v_rd.assign(n, 0);
       for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-        p.a_sc[p.rp.sends[i].peer] = static_cast<int>(p.rp.sends[i].bytes / su);
-        p.a_sd[p.rp.sends[i].peer] = static_cast<int>(p.send_offset[i] / su);
+        p.v_sc[p.rp.sends[i].peer] = static_cast<int>(p.rp.sends[i].bytes / su);
+        p.v_sd[p.rp.sends[i].peer] = static_cast<int>(p.send_offset[i] / su);
       }
       for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-        p.a_rc[p.rp.receives[i].peer] = static_cast<int>(p.rp.receives[i].bytes / ru);
-        p.a_rd[p.rp.receives[i].peer] = static_cast<int>(p.recv_offset[i] / ru);
+        p.v_rc[p.rp.receives[i].peer] = static_cast<int>(p.rp.receives[i].bytes / ru);
+        p.v_rd[p.rp.receives[i].peer] = static_cast<int>(p.recv_offset[i] / ru);
       }
       p.v_send_unit = byte_run(su);
       p.v_recv_unit = byte_run(ru);
@@ -159,7 +159,7 @@ void run_alltoallv(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < p.rp.sends.size(); ++i) pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
   copy_locals(p, src, dst);
   if (p.v_mode == 1) {
-    check_mpi(MPI_Alltoallv(sbuf, p.a_sc.data(), p.a_sd.data(), p.v_send_unit, rbuf, p.a_rc.data(), p.a_rd.data(),
+    check_mpi(MPI_Alltoallv(sbuf, p.v_sc.data(), p.v_sd.data(), p.v_send_unit, rbuf, p.v_rc.data(), p.v_rd.data(),
                             p.v_recv_unit, p.comm),
               "MPI_Alltoallv");
   } else {

@@ -73,8 +73,10 @@ class PlanImpl {
   bool w_packed_mode = false;  // types describe the packed buffers (alltoallv fallback)
   // Per-rank count, displacement and type arrays of the collectives, and
   // alltoallv's unit types (built on first use, so an execute allocates nothing).
-  std::vector<int> a_sc, a_sd, a_rc, a_rd;
-  std::vector<MPI_Datatype> a_st, a_rt;
+  // Each executor has its own: a plan may alternate executors.
+  std::vector<int> v_sc, v_sd, v_rc, v_rd;          // alltoallv
+  std::vector<int> w_sc, w_rc, w_zero;              // alltoallw
+  std::vector<MPI_Datatype> w_st, w_rt;
   MPI_Datatype v_send_unit = MPI_DATATYPE_NULL, v_recv_unit = MPI_DATATYPE_NULL;
   int v_mode = 0;  // alltoallv: 0 not decided, 1 int counts in units, 2 packed alltoallw
 

@@ -78,6 +78,35 @@ TEST_P(Conformance, PaperCaseSubmatrix) {
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
+// One plan, every executor in turn, twice: executors must not disturb each
+// other's state kept in the plan (buffers, datatypes, count arrays).
+TEST(ConformanceShared, ExecutorsAlternateOnOnePlan) {
+  const int nranks = world_size(), rank = world_rank();
+  Rng rng(31337);
+  for (int c = 0; c < 40; ++c) {
+    const int ndim = static_cast<int>(uniform(rng, 1, 3));
+    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : 14;
+    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
+    Layout src = random_layout(rng, a, nranks, 8), dst = random_layout(rng, b, nranks, 8);
+    Region r = random_region(rng, a, b);
+    LocalStore s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.ptr, 101);
+    Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+    std::string err;
+    for (int round = 0; round < 2; ++round)
+      for (Executor ex : all_executors()) {
+        fill_pattern(dst, rank, d.ptr, 202);
+        plan.execute(s.cptr, d.ptr, ex);
+        CheckResult k = check_redistributed(dst, rank, d.ptr, r, src, 101, 202);
+        if (!k.ok() && err.empty()) err = to_string(ex) + " round " + std::to_string(round) + ": " + k.first_error;
+      }
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "case " << c << "\n  src " << src.spec() << "\n  dst " << dst.spec()
+                             << "\n  region " << r.str() << "\n  " << err;
+    if (!ok) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllExecutors, Conformance, ::testing::ValuesIn(all_executors()),
                          [](const auto& info) { return to_string(info.param); });
 
