@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace redist::cli {
 
@@ -64,6 +65,15 @@ Problem parse_problem(const Args& a, const char* usage) {
   Problem p{Layout::parse(a.positional[0]), Layout::parse(a.positional[1]), {}};
   p.region = a.positional.size() == 3 ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
   return p;
+}
+
+bool print_help_if_asked(int argc, char** argv, const char* usage) {
+  for (int i = 2; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(usage, stdout);
+      return true;
+    }
+  return false;
 }
 
 std::string human_bytes(double b) {

@@ -31,11 +31,16 @@ struct Problem {
 };
 Problem parse_problem(const Args& a, const char* usage);
 
+// True (after printing `usage`) when --help or -h is among argv[2..]: every
+// subcommand answers it before MPI starts.
+bool print_help_if_asked(int argc, char** argv, const char* usage);
+
 std::string human_bytes(double bytes);
 std::string human_rate(double bytes_per_s);
 std::string human_time(double seconds);
 
 int cmd_run(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_calibrate(int argc, char** argv);
 
 }  // namespace redist::cli

@@ -38,11 +38,7 @@ struct Pair {
 }  // namespace
 
 int cmd_plan(int argc, char** argv) {
-  for (int i = 2; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
     const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top"}, {"--help"});
     const Problem pb = parse_problem(a, kUsage);

@@ -19,13 +19,14 @@ const char* kUsage = R"(usage: mpirun -np P redist run SRC DST [REGION] [options
 
 Redistributes REGION of an array laid out as SRC into an array laid out as DST on
 the P launched ranks, times it, verifies every element, and prints the median and
-minimum time, the achieved bandwidth (paper 000 Eq. 3: max over ranks of
-max(remote bytes sent, received) / time), the bound of Eq. 5 from a quick
-measurement of Bnet and Bmemcpy, and per-rank statistics.
+minimum time, the time the cost model predicts (max over ranks), the achieved
+bandwidth (paper 000 Eq. 3: max over ranks of max(remote bytes sent, received) /
+time), the bound of Eq. 5, and per-rank statistics. Machine figures come from
+the calibration file (`redist calibrate`), else from a quick in-run measurement.
 
 options:
-  --executor X     p2p | segment | alltoallv | alltoallw | direct | all, or a
-                   comma list (default all)
+  --executor X     p2p | segment | alltoallv | alltoallw | direct | auto | all,
+                   or a comma list (default all; auto: the model's choice)
   --reps N         timed repetitions per executor, interleaved (default 5)
   --warmup N       untimed runs per executor first (default 1; first touch)
   --max-message B  split messages above B bytes (default 1073741824)
@@ -70,7 +71,11 @@ std::vector<Executor> parse_executors(const std::string& s) {
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     if (comma == std::string::npos) comma = s.size();
-    v.push_back(parse_executor(s.substr(pos, comma - pos)));
+    const std::string one = s.substr(pos, comma - pos);
+    if (one == "all")
+      for (Executor e : all_executors()) v.push_back(e);
+    else
+      v.push_back(parse_executor(one));
     pos = comma + 1;
   }
   return v;
@@ -79,11 +84,7 @@ std::vector<Executor> parse_executors(const std::string& s) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  for (int i = 2; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -115,8 +116,21 @@ int cmd_run(int argc, char** argv) {
     long long mx[3] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
                        st.messages_sent ? st.bytes_sent / st.messages_sent : 0};
     MPI_Allreduce(MPI_IN_PLACE, mx, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-    const Machine machine = quick_calibrate(MPI_COMM_WORLD, mx[2] ? mx[2] : 1 << 20);
-    const double bound = bound_bandwidth(machine, mx[0], mx[1]);
+    const Machine machine = machine_for(MPI_COMM_WORLD);  // file, else quick (collective)
+    const index_t msg = mx[2] ? mx[2] : 1 << 20;
+    const double bnet = machine.net_bandwidth(static_cast<double>(msg));
+    const double bound = bound_bandwidth(machine, mx[0], mx[1], msg);
+    // The model's view: max-over-ranks prediction of every executor, and its pick.
+    std::vector<double> predicted_all;
+    const Executor model_choice = choose_executor(plan.rank_plan(), machine, MPI_COMM_WORLD, &predicted_all);
+    const std::vector<Executor> all = all_executors();
+    auto predicted = [&](Executor e) {
+      if (e == Executor::auto_) e = model_choice;
+      return predicted_all[static_cast<size_t>(std::find(all.begin(), all.end(), e) - all.begin())];
+    };
+    auto name = [&](Executor e) {
+      return e == Executor::auto_ ? "auto(" + to_string(plan.auto_choice()) + ")" : to_string(e);
+    };
 
     const bool tty = isatty(2) && !json && rank == 0;
     for (Executor e : execs)
@@ -165,14 +179,18 @@ int cmd_run(int argc, char** argv) {
                     pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
         std::printf("\"plan_seconds\": %.6g, \"remote_bytes\": %lld, \"local_bytes\": %lld, "
                     "\"max_remote_bytes_per_rank\": %lld, \"messages\": %lld, \"segments\": %lld, "
-                    "\"bnet\": %.6g, \"bmemcpy\": %.6g, \"bound\": %.6g, \"executors\": [",
-                    plan_time, remote, local, mx[0], msgs, segs, machine.bnet, machine.bmemcpy, bound);
+                    "\"bnet\": %.6g, \"bmemcpy\": %.6g, \"bound\": %.6g, \"calibration\": \"%s\", "
+                    "\"model_choice\": \"%s\", \"executors\": [",
+                    plan_time, remote, local, mx[0], msgs, segs, bnet, machine.bmemcpy, bound,
+                    machine.source.c_str(), to_string(model_choice).c_str());
         for (size_t i = 0; i < execs.size(); ++i) {
           const double med = median(times[i]), mn = *std::min_element(times[i].begin(), times[i].end());
           const double bw = achieved_bandwidth(mx[0], med);
-          std::printf("%s{\"name\": \"%s\", \"median_s\": %.6g, \"min_s\": %.6g, \"bandwidth\": %.6g, "
+          std::printf("%s{\"name\": \"%s\", ", i ? ", " : "", to_string(execs[i]).c_str());
+          if (execs[i] == Executor::auto_) std::printf("\"chose\": \"%s\", ", to_string(plan.auto_choice()).c_str());
+          std::printf("\"median_s\": %.6g, \"min_s\": %.6g, \"predicted_s\": %.6g, \"bandwidth\": %.6g, "
                       "\"ratio_to_bound\": %.4g, \"verified\": %s, \"wrong\": %lld, \"times\": [",
-                      i ? ", " : "", to_string(execs[i]).c_str(), med, mn, bw, bound > 0 ? bw / bound : 0,
+                      med, mn, predicted(execs[i]), bw, bound > 0 ? bw / bound : 0,
                       verify ? (wrong[i] ? "false" : "true") : "null", wrong[i]);
           for (size_t k = 0; k < times[i].size(); ++k) std::printf("%s%.6g", k ? ", " : "", times[i][k]);
           std::printf("]}");
@@ -192,15 +210,21 @@ int cmd_run(int argc, char** argv) {
                     "<= %lld segments per target tile\n",
                     human_time(plan_time).c_str(), human_bytes(double(remote)).c_str(), human_bytes(double(local)).c_str(),
                     msgs, segs, maxseg);
+        if (machine.source == "quick")
+          std::printf("calibration quick, measured in this run (no file: `redist calibrate` saves one)\n");
+        else
+          std::printf("calibration %s (%s, %s)\n", machine.source.c_str(), machine.hostname.c_str(),
+                      machine.created.c_str());
         if (bound > 0)
           std::printf("machine  Bnet %s (ping-pong, %s messages), Bmemcpy %s -> bound %s (paper 000 Eq. 5, "
                       "T_extra = 0)\n",
-                      human_rate(machine.bnet).c_str(), human_bytes(double(std::min<long long>(mx[2], 64 << 20))).c_str(),
+                      human_rate(bnet).c_str(), human_bytes(double(msg)).c_str(),
                       human_rate(machine.bmemcpy).c_str(), human_rate(bound).c_str());
         else
           std::printf("machine  no remote bytes (or 1 rank): the bound of Eq. 5 does not apply\n");
-        std::printf("\n%-10s %12s %12s %14s %9s  %s\n", "executor", "median", "min", "bandwidth", "of bound",
-                    verify ? "verified" : "");
+        std::printf("model    picks %s (smallest predicted time, paper 000 Eq. 1)\n", to_string(model_choice).c_str());
+        std::printf("\n%-15s %12s %12s %12s %14s %9s  %s\n", "executor", "median", "min", "predicted", "bandwidth",
+                    "of bound", verify ? "verified" : "");
         for (size_t i = 0; i < execs.size(); ++i) {
           const double med = median(times[i]), mn = *std::min_element(times[i].begin(), times[i].end());
           const double bw = achieved_bandwidth(mx[0], med);
@@ -208,10 +232,12 @@ int cmd_run(int argc, char** argv) {
           if (bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", bw / bound);
           std::string v = !verify ? "" : wrong[i] ? "FAILED (" + std::to_string(wrong[i]) + " wrong)"
                                                    : "ok (" + std::to_string(checked[i]) + " elements)";
-          std::printf("%-10s %12s %12s %14s %9s  %s\n", to_string(execs[i]).c_str(), human_time(med).c_str(),
-                      human_time(mn).c_str(), human_rate(bw).c_str(), ratio, v.c_str());
+          std::printf("%-15s %12s %12s %12s %14s %9s  %s\n", name(execs[i]).c_str(), human_time(med).c_str(),
+                      human_time(mn).c_str(), human_time(predicted(execs[i])).c_str(), human_rate(bw).c_str(), ratio,
+                      v.c_str());
         }
-        std::printf("(median and min of %d interleaved repetitions after %d warm-up; bandwidth = paper 000 Eq. 3)\n",
+        std::printf("(median and min of %d interleaved repetitions after %d warm-up; bandwidth = paper 000 Eq. 3;\n"
+                    " predicted = cost model, max over ranks, docs/executors.md)\n",
                     reps, warmup);
         std::printf("\n%5s %12s %12s %12s %9s %9s %10s %10s\n", "rank", "sent", "received", "local", "msgs out",
                     "msgs in", "segs out", "segs in");

@@ -11,7 +11,9 @@ const char* kHelp = R"(redist - move distributed arrays between data distributio
 usage:
   mpirun -np P redist run  SRC DST [REGION] [options]   redistribute, verify, time
   redist plan SRC DST [REGION] --ranks P [options]      plan only (no MPI): statistics
-  redist help [run|plan|spec]
+  mpirun -np 2 redist calibrate [--out FILE] [--force]  measure the machine for the
+                                                        cost model (--executor auto)
+  redist help [run|plan|calibrate|spec]
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   const char* cmd = argc > 1 ? argv[1] : "help";
   if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
   if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
+  if (!std::strcmp(cmd, "calibrate")) return redist::cli::cmd_calibrate(argc, argv);
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
       std::fputs(kSpecHelp, stdout);
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
       char* args[] = {argv[0], argv[2], help};
       if (!std::strcmp(argv[2], "run")) return redist::cli::cmd_run(3, args);
       if (!std::strcmp(argv[2], "plan")) return redist::cli::cmd_plan(3, args);
+      if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
     }
     std::fputs(kHelp, stdout);
     return 0;

@@ -1,23 +1,95 @@
-// Layer `cost` (first part): the paper's bound and achieved bandwidth, and a quick
-// in-run measurement of the two machine figures they need. The full calibration
-// (NetPIPE-like sweep saved as JSON) and the per-strategy model come later.
+// Layer `cost`: measured machine figures (calibration, saved as JSON), the
+// paper's achieved bandwidth (000 Eq. 3) and bound (Eq. 5), and a per-executor
+// time model T = T_index + T_comm + T_memcpy + T_runtime (000 Eq. 1) built on
+// the message model T = t_m * M + t_w * D of paper 002 Eq. 1, with t_w read
+// from measured curves instead of one constant.
 #pragma once
 
 #include <mpi.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "redist/plan.hpp"
+#include "redist/redist.hpp"
 
 namespace redist {
 
-struct Machine {
-  double bnet = 0;     // bytes/s between two ranks for messages of the plan's size
-  double bmemcpy = 0;  // bytes/s of a single-core memcpy (bytes copied)
+// A curve of measured points (x ascending); interpolated linearly in log(x),
+// clamped at both ends.
+struct Curve {
+  std::vector<double> x, y;
+  bool empty() const { return x.empty(); }
+  double at(double x) const;
 };
 
-// Measures Bnet by a ping-pong of `message_bytes` between ranks 0 and 1 (the
-// median of a few round trips; 0 with a single rank) and Bmemcpy by copying
-// 64 MiB on rank 0; collective, results broadcast to every rank.
+struct Machine {
+  double bnet = 0;     // bytes/s between two ranks at the plan's message size (Eq. 5)
+  double bmemcpy = 0;  // bytes/s of a single-core memcpy of large buffers (bytes copied)
+  double startup = 0;   // t_m: one-way time of a small message (ping-pong), seconds
+  // Measured curves. All but the ping-pong run on ranks 0 and 1 at once, as a
+  // redistribution does (they share the node's memory bandwidth).
+  Curve pingpong;  // message bytes -> one-way seconds (NetPIPE-like)
+  Curve exchange;  // message bytes -> seconds for both ranks to send one to each other
+  Curve stream;    // messages in flight each way -> seconds per 64-byte message
+  Curve copy;      // row bytes -> seconds per byte, strided rows into a packed buffer
+  Curve datatype;  // row bytes -> seconds per byte, exchange of an hvector of rows
+  Curve vm_read;   // row bytes -> seconds per byte, process_vm_readv of rows (empty: unavailable)
+  // The row curves again, measured on a footprint that fits in the cache; the
+  // model interpolates between the two (log of bytes touched per rank).
+  Curve copy_small, datatype_small, vm_read_small;
+  double small_footprint = 0, large_footprint = 0;  // bytes touched per rank in each
+  // Where it came from and on what.
+  std::string source;  // the file read, or "quick" (measured in this run)
+  std::string hostname, build, mpi_library, created;
+  int cores = 0, ranks = 0;
+
+  double net_time(double bytes) const;       // one-way seconds for one message
+  double exchange_time(double bytes) const;  // the same with both ranks sending at once
+  double net_bandwidth(double bytes) const;  // bytes / net_time(bytes)
+};
+
+// --- calibration (collective over comm; ping-pongs between ranks 0 and 1) ---
+struct CalibrateOptions {
+  index_t max_size = index_t{64} << 20;  // largest ping-pong message
+  bool quick = false;                    // fewer sizes and repetitions (~0.2 s)
+};
+// Every rank gets the same Machine (broadcast from rank 0). `progress` is called
+// on rank 0 with one line per step (may be empty).
+Machine calibrate(MPI_Comm comm, const CalibrateOptions& options = {},
+                  const std::function<void(const std::string&)>& progress = {});
+
+// Measures Bnet by a ping-pong of `message_bytes` between ranks 0 and 1 and
+// Bmemcpy by copying 64 MiB on rank 0: the two figures of Eq. 5 alone, fast.
 Machine quick_calibrate(MPI_Comm comm, index_t message_bytes);
+
+// $REDIST_CALIBRATION, else ~/.cache/redist/calibration.json.
+std::string default_calibration_path();
+std::string to_json(const Machine& m);
+Machine machine_from_json(const std::string& text);  // throws redist::Error
+bool load_machine(const std::string& path, Machine& m);  // false when missing or unreadable
+void save_machine(const std::string& path, const Machine& m);  // creates the folder; throws
+
+// Collective: rank 0 reads the default calibration file (once per process,
+// cached) and broadcasts it; without one, every rank joins a quick calibration.
+// source says which.
+Machine machine_for(MPI_Comm comm);
+
+// --- model ---
+struct Prediction {
+  double index = 0, comm = 0, memcpy = 0, runtime = 0;  // paper 000 Eq. 1 terms, seconds
+  double total() const { return index + comm + memcpy + runtime; }
+};
+// This rank's predicted time per execute; the plan's time is the max over ranks
+// (paper 000 Eq. 2): reduce with MPI_MAX. `auto_` is not an executor to predict.
+Prediction predict(const RankPlan& rp, Executor e, const Machine& m);
+
+// Collective: the executor of all_executors() with the smallest max-over-ranks
+// prediction (same on every rank); `predicted` (optional) gets the max-over-ranks
+// seconds of each, in all_executors() order.
+Executor choose_executor(const RankPlan& rp, const Machine& m, MPI_Comm comm,
+                         std::vector<double>* predicted = nullptr);
 
 // Paper 000 Eq. 3: max over ranks of max(remote bytes sent, received) / seconds.
 double achieved_bandwidth(index_t max_remote_bytes, double seconds);
@@ -27,5 +99,9 @@ double achieved_bandwidth(index_t max_remote_bytes, double seconds);
 //   bound = Bnet * Bmemcpy / ((2 + r) * Bnet + Bmemcpy),  r = M_local / M_remote.
 // With no remote bytes the bound is not defined (returns 0).
 double bound_bandwidth(const Machine& m, index_t max_remote_bytes, index_t max_local_bytes);
+// Same with Bnet taken from the calibrated curve at `message_bytes` (when the
+// machine has one; else m.bnet).
+double bound_bandwidth(const Machine& m, index_t max_remote_bytes, index_t max_local_bytes,
+                       index_t message_bytes);
 
 }  // namespace redist

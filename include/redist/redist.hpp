@@ -27,10 +27,12 @@ enum class Executor {
   alltoallw,  // MPI derived datatypes straight from/to user memory, no packing
   direct,     // ranks on one machine: each receiver reads its segments straight from the
               // sender's memory (one copy per byte); falls back to p2p where it cannot
+  auto_,      // "auto": the one with the smallest predicted time (cost.hpp), chosen
+              // collectively on the first execute and kept; not in all_executors()
 };
 std::string to_string(Executor e);
 Executor parse_executor(const std::string& name);  // throws redist::Error
-std::vector<Executor> all_executors();
+std::vector<Executor> all_executors();  // the real ones, without auto_
 
 struct Options {
   Executor executor = Executor::p2p;
@@ -54,6 +56,8 @@ class Plan {
   const Layout& target() const;
   const Region& region() const;
   MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator
+  // What `auto_` chose (Executor::auto_ until an execute with auto_ decided).
+  Executor auto_choice() const;
 
   // Collective. One buffer per rank for `tile` and `local_array` storage (may be
   // null when this rank stores nothing). Source and target buffers must not

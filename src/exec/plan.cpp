@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "plan_impl.hpp"
+#include "redist/cost.hpp"
 
 namespace redist {
 namespace {
@@ -205,6 +206,7 @@ const Layout& Plan::source() const { return impl_->src; }
 const Layout& Plan::target() const { return impl_->dst; }
 const Region& Plan::region() const { return impl_->region; }
 MPI_Comm Plan::comm() const { return impl_->comm; }
+Executor Plan::auto_choice() const { return impl_->auto_choice; }
 
 void Plan::execute(const void* src, void* dst) { execute(src, dst, impl_->options.executor); }
 
@@ -224,10 +226,16 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
              const_cast<const void* const*>(dst_blocks.data()), err);
   if (err.empty()) err = overlap_check(p, src_blocks, dst_blocks);
   // An enum value outside the list would match no case below and silently move nothing.
-  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::direct))
+  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::auto_))
     err = detail::cat("unknown executor ", static_cast<int>(executor),
-                      "; allowed: p2p, segment, alltoallv, alltoallw, direct");
+                      "; allowed: p2p, segment, alltoallv, alltoallw, direct, auto");
   agree_execute(p, err, executor);  // nothing has moved yet: the target is untouched on error
+  if (executor == Executor::auto_) {
+    // Collective once per plan (every rank asked for auto_, checked above): the
+    // same machine figures everywhere, predictions reduced with MPI_MAX.
+    if (p.auto_choice == Executor::auto_) p.auto_choice = choose_executor(p.rp, machine_for(p.comm), p.comm);
+    executor = p.auto_choice;
+  }
 
   const SrcBlocks s{src_blocks};
   const DstBlocks d{dst_blocks};
@@ -237,6 +245,7 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
     case Executor::alltoallv: return run_alltoallv(p, s, d);
     case Executor::alltoallw: return run_alltoallw(p, s, d);
     case Executor::direct: return run_direct(p, s, d);
+    case Executor::auto_: return;  // resolved above
   }
 }
 
@@ -247,6 +256,7 @@ std::string to_string(Executor e) {
     case Executor::alltoallv: return "alltoallv";
     case Executor::alltoallw: return "alltoallw";
     case Executor::direct: return "direct";
+    case Executor::auto_: return "auto";
   }
   return "?";
 }
@@ -258,7 +268,8 @@ std::vector<Executor> all_executors() {
 Executor parse_executor(const std::string& name) {
   for (Executor e : all_executors())
     if (to_string(e) == name) return e;
-  detail::fail("unknown executor '", name, "'; allowed: p2p, segment, alltoallv, alltoallw, direct");
+  if (name == "auto") return Executor::auto_;
+  detail::fail("unknown executor '", name, "'; allowed: p2p, segment, alltoallv, alltoallw, direct, auto");
 }
 
 }  // namespace redist

@@ -52,6 +52,7 @@ class PlanImpl {
   int rank = 0, size = 1;
   std::unique_ptr<LocalIndex> src_local, dst_local;
   RankPlan rp;
+  Executor auto_choice = Executor::auto_;  // decided on the first execute with auto_
 
   // Packed layout of the send and receive buffers: peer i's data at *_offset[i].
   std::vector<index_t> send_offset, recv_offset;

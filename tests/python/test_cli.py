@@ -12,7 +12,8 @@ DST = "100x130 tile=9x20 block_cyclic grid=2x1 storage=local_array"
 def test_help_for_every_subcommand(redist):
     top = redist(["--help"])
     assert top.returncode == 0 and "redist run" in top.stdout and "redist plan" in top.stdout
-    for sub in ("run", "plan"):
+    assert "redist calibrate" in top.stdout
+    for sub in ("run", "plan", "calibrate"):
         r = redist([sub, "--help"])
         assert r.returncode == 0
         assert r.stdout.startswith("usage:") and "--help" in r.stdout
@@ -84,3 +85,72 @@ def test_bad_input_is_one_clear_error(redist, args, words):
 def test_plan_bad_input(redist):
     r = redist(["plan", "100x100", "100x100 random ranks=0"])
     assert r.returncode == 2 and "random ranks=0 must be >= 1" in r.stderr
+
+
+def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):
+    out = tmp_path / "cal.json"
+    r = redist(["calibrate", "--max-size", "65536", "--out", str(out)], ranks=2)
+    assert r.returncode == 0, r.stderr
+    assert "calibrate: ping-pong" in r.stderr          # progress while it runs
+    assert "saved" in r.stdout
+    cal = json.loads(out.read_text())
+    assert cal["format"] == "redist-calibration-1"
+    assert cal["hostname"] and cal["cores"] >= 1 and cal["ranks"] == 2
+    assert "Open MPI" in cal["mpi_library"] or cal["mpi_library"]
+    assert cal["build"] and cal["created"]
+    # 8 B .. 64 KB: powers of 2 and 1.5 x powers of 2, ascending, times positive
+    sizes = cal["pingpong_bytes"]
+    assert sizes[0] == 8 and sizes[-1] == 65536 and 4096 in sizes and 6144 in sizes
+    assert sizes == sorted(sizes) and len(cal["pingpong_s"]) == len(sizes)
+    assert all(t > 0 for t in cal["pingpong_s"])
+    assert 0 < cal["startup_s"] < 1e-3 and cal["bmemcpy"] > 1e8
+    for key in ("copy", "datatype", "vm_read", "copy_small"):
+        rows = cal[f"{key}_row_bytes"]
+        assert 80 in rows and 2048 in rows and len(cal[f"{key}_s_per_byte"]) == len(rows)
+    assert len(cal["stream_messages"]) == len(cal["stream_s_per_message"]) >= 2
+    # reused unless --force
+    again = redist(["calibrate", "--out", str(out)], ranks=2)
+    assert again.returncode == 0 and "reused" in again.stdout and "ping-pong" not in again.stderr
+    assert json.loads(out.read_text())["created"] == cal["created"]
+
+
+def test_calibrate_needs_two_ranks(redist, tmp_path):
+    r = redist(["calibrate", "--out", str(tmp_path / "c.json")], ranks=1)
+    assert r.returncode == 2 and "needs 2 or more ranks" in r.stderr
+
+
+def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
+    import os
+    import subprocess
+    out = tmp_path / "cal.json"
+    assert redist(["calibrate", "--max-size", "65536", "--out", str(out)], ranks=2).returncode == 0
+    env = dict(os.environ, REDIST_CALIBRATION=str(out))
+    from conftest import MPIRUN, REDIST
+    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--executor", "auto,p2p", "--reps", "2", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout)
+    assert o["calibration"] == str(out)
+    auto, p2p = o["executors"]
+    assert auto["name"] == "auto" and p2p["name"] == "p2p"
+    assert auto["chose"] in ("p2p", "segment", "alltoallv", "alltoallw", "direct")
+    assert auto["chose"] == o["model_choice"]
+    assert auto["verified"] is True and p2p["verified"] is True
+    assert auto["predicted_s"] > 0 and p2p["predicted_s"] > 0
+    # the table: a predicted column and auto's choice
+    t = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=300, env=env)
+    assert t.returncode == 0, t.stderr
+    assert "predicted" in t.stdout and f"auto({auto['chose']})" in t.stdout
+    assert f"calibration {out}" in t.stdout
+
+
+def test_run_without_calibration_file_measures_quickly(redist, tmp_path):
+    import os
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    env = dict(os.environ, REDIST_CALIBRATION=str(tmp_path / "none.json"))
+    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--executor", "auto", "--reps", "1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "calibration quick" in r.stdout and "auto(" in r.stdout and "ok (" in r.stdout
+    assert not (tmp_path / "none.json").exists()   # a quick measurement is not saved

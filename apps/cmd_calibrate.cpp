@@ -1,0 +1,113 @@
+// `redist calibrate`: measure the machine figures of the cost model once and
+// save them as JSON; `redist run` and the `auto` executor reuse the file.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "cli.hpp"
+#include "redist/cost.hpp"
+
+namespace redist::cli {
+namespace {
+
+const char* kUsage = R"(usage: mpirun -np 2 redist calibrate [options]
+
+Measures, between ranks 0 and 1, what the cost model of `auto` needs (paper 000
+sec. 7, paper 002 Eq. 1): a NetPIPE-like ping-pong from 8 B to --max-size
+(median one-way time per size; the 8-byte time is the per-message startup),
+single-core memcpy bandwidth and strided row copies (80 B .. 1 MB rows), MPI
+derived-datatype transfers of such rows, and process_vm_readv per row. Saves
+them as JSON with the host name, core count, build and MPI library. An existing
+file is reused unless --force. Needs 2 or more ranks; takes a few seconds.
+
+options:
+  --out FILE       where to save (default $REDIST_CALIBRATION, else
+                   ~/.cache/redist/calibration.json)
+  --force          measure again even when FILE exists
+  --max-size B     largest ping-pong message in bytes (default 67108864)
+  --help           this text
+)";
+
+void summary(const Machine& m, const std::string& path) {
+  std::printf("calibration %s\n  host %s, %d cores, %d ranks, %s\n  %s\n  %s\n", path.c_str(), m.hostname.c_str(),
+              m.cores, m.ranks, m.created.c_str(), m.build.c_str(), m.mpi_library.c_str());
+  std::printf("  per message: startup (ping-pong) %s; in a stream of n each way:", human_time(m.startup).c_str());
+  for (size_t i = 0; i < m.stream.x.size(); ++i)
+    std::printf(" n=%.0f: %s", m.stream.x[i], human_time(m.stream.y[i]).c_str());
+  std::printf("\n");
+  std::printf("  Bnet %s at 1 MB, %s at the largest size; Bmemcpy %s\n",
+              human_rate(m.net_bandwidth(1 << 20)).c_str(),
+              human_rate(m.pingpong.empty() ? 0 : m.pingpong.x.back() / m.pingpong.y.back()).c_str(),
+              human_rate(m.bmemcpy).c_str());
+  auto curve = [](const char* what, const Curve& c) {
+    std::printf("  %-28s", what);
+    for (size_t i = 0; i < c.x.size(); ++i)
+      std::printf(" %s: %s", human_bytes(c.x[i]).c_str(), human_rate(c.y[i] > 0 ? 1 / c.y[i] : 0).c_str());
+    std::printf(c.empty() ? " unavailable\n" : "\n");
+  };
+  std::printf("  %-28s", "exchange (both ways at once)");
+  for (size_t i = 0; i < m.exchange.x.size(); ++i)
+    std::printf(" %s: %s", human_bytes(m.exchange.x[i]).c_str(), human_rate(m.exchange.x[i] / m.exchange.y[i]).c_str());
+  std::printf("\n");
+  curve("row copy (pack/unpack)", m.copy);
+  curve("datatype rows (alltoallw)", m.datatype);
+  curve("process_vm_readv rows", m.vm_read);
+}
+
+}  // namespace
+
+int cmd_calibrate(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int rc = 0;
+  try {
+    const Args a = parse_args(argc, argv, 2, {"--out", "--max-size"}, {"--force", "--help"});
+    if (!a.positional.empty()) detail::fail("unexpected argument '", a.positional[0], "'\n", kUsage);
+    const std::string path = a.get("--out", default_calibration_path());
+    CalibrateOptions opt;
+    opt.max_size = a.get_int("--max-size", opt.max_size, 8);
+    if (opt.max_size > (index_t{1} << 30)) detail::fail("option --max-size must be <= 1073741824");
+    // Rank 0 decides whether to reuse the file; everyone follows.
+    Machine old;
+    int reuse = rank == 0 && !a.has("--force") && load_machine(path, old);
+    MPI_Bcast(&reuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (reuse) {
+      if (rank == 0) {
+        summary(old, path);
+        std::printf("(reused; --force measures again)\n");
+      }
+    } else {
+      if (size < 2) detail::fail("calibrate needs 2 or more ranks (ping-pong between ranks 0 and 1); got 1");
+      const double t0 = MPI_Wtime();
+      Machine m = calibrate(MPI_COMM_WORLD, opt, [](const std::string& s) {
+        std::fprintf(stderr, "calibrate: %s\n", s.c_str());
+      });
+      std::string err;
+      if (rank == 0) try {
+          save_machine(path, m);
+        } catch (const Error& e) {
+          err = e.what();
+        }
+      int bad = !err.empty();
+      MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (bad) {
+        if (rank == 0) std::fprintf(stderr, "redist calibrate: error: %s\n", err.c_str());
+        rc = 2;
+      } else if (rank == 0) {
+        summary(m, path);
+        std::printf("(measured in %.1f s, saved)\n", MPI_Wtime() - t0);
+      }
+    }
+  } catch (const Error& e) {
+    if (rank == 0) std::fprintf(stderr, "redist calibrate: error: %s\n", e.what());
+    rc = 2;
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+}  // namespace redist::cli

@@ -1,0 +1,304 @@
+// Calibration: the machine figures of the model, measured between ranks 0 and 1
+// (paper 000 sec. 7.2 needs Bnet and Bmemcpy; paper 002 Eq. 1 the per-message
+// t_m and per-byte t_w). Every figure is a median of repetitions after a warm-up,
+// so first touch of fresh pages (1 GB/s class here) never enters it.
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+#include <thread>
+
+#include "redist/cost.hpp"
+
+namespace redist {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Ping-pong of one message (MPI type `t`, count 1) between ranks 0 and 1:
+// median one-way time. Other ranks do nothing.
+double pingpong(MPI_Comm comm, int rank, void* buf, MPI_Datatype t, int reps) {
+  std::vector<double> v;
+  for (int i = -1; i < reps; ++i) {  // i = -1: warm-up
+    const double t0 = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buf, 1, t, 1, 0, comm);
+      MPI_Recv(buf, 1, t, 1, 0, comm, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, 1, t, 0, 0, comm, MPI_STATUS_IGNORE);
+      MPI_Send(buf, 1, t, 0, 0, comm);
+    }
+    if (i >= 0) v.push_back((MPI_Wtime() - t0) / 2);
+  }
+  return median(v);
+}
+
+// Rows in the measurements are `row` bytes every 2 * row bytes. (Rows aligned to
+// cache lines with a one-line gap predicted the cases of docs/executors.md worse.)
+size_t stride(size_t row) { return 2 * row; }
+
+// Strided rows of `row` bytes of `src` gathered into `dst`: what pack does.
+void copy_rows(std::vector<char>& src, std::vector<char>& dst, size_t row, size_t bytes) {
+  for (size_t o = 0, s = 0; o + row <= bytes; o += row, s += stride(row)) std::memcpy(&dst[o], &src[s], row);
+  src[row / 2] = dst[row / 3];  // keep the copies observable
+}
+
+std::string now() {
+  char b[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+}  // namespace
+
+Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<void(const std::string&)>& progress) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  auto say = [&](const std::string& s) {
+    if (rank == 0 && progress) progress(s);
+  };
+  Machine m;
+  const bool pair = size >= 2 && rank <= 1;
+  const int reps_small = o.quick ? 9 : 31, reps_large = o.quick ? 3 : 7;
+
+  // 1. NetPIPE-like: powers of 2 and 3 * 2^k, 8 B .. max_size.
+  if (size >= 2) {
+    say("ping-pong between ranks 0 and 1, 8 B .. " + std::to_string(o.max_size) + " B");
+    std::vector<char> buf(pair ? static_cast<size_t>(o.max_size) : 0, 1);
+    for (index_t n = 8; n <= o.max_size; n *= o.quick ? 4 : 2)
+      for (index_t k : {n, n * 3 / 2}) {
+        if (k > o.max_size || (o.quick && k != n)) continue;
+        double t = 0;
+        MPI_Datatype ty;
+        MPI_Type_contiguous(static_cast<int>(k), MPI_BYTE, &ty);
+        MPI_Type_commit(&ty);
+        if (pair) t = pingpong(comm, rank, buf.data(), ty, k <= (1 << 16) ? reps_small : reps_large);
+        MPI_Type_free(&ty);
+        m.pingpong.x.push_back(static_cast<double>(k));
+        m.pingpong.y.push_back(t);
+      }
+    // t_m: the smallest one-way time up to 256 B (the 8-byte point alone is noisy).
+    m.startup = m.pingpong.y.empty() ? 0 : m.pingpong.y.front();
+    for (size_t i = 0; i < m.pingpong.x.size() && m.pingpong.x[i] <= 256; ++i)
+      m.startup = std::min(m.startup, m.pingpong.y[i]);
+  }
+
+  // The rest runs on ranks 0 and 1 AT ONCE, as a redistribution does: copies and
+  // transfers share the memory bandwidth of the node, which a one-rank or one-way
+  // measurement would not see (our first version underpredicted by 2x). Each figure
+  // is the median over repetitions of the slower rank's time.
+  const bool active = rank <= 1;  // copies need no peer
+  auto both = [&](int reps, const std::function<void()>& body) {
+    std::vector<double> v;
+    for (int i = -1; i < reps; ++i) {  // i = -1: warm-up (first touch)
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      body();
+      double dt = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm);
+      if (i >= 0) v.push_back(dt);
+    }
+    return median(v);
+  };
+  const int peer = 1 - rank;
+  // Row curves are measured twice: moving kSmall bytes (a footprint that stays in
+  // the last-level cache) and tens of MB (from memory); the model interpolates by
+  // the plan's footprint.
+  constexpr size_t kSmall = size_t{2} << 20;
+  // Quick mode keeps the large footprint: smaller ones made p2p look best wrongly.
+  const size_t kLarge = size_t{32} << 20;
+  m.small_footprint = 3.0 * kSmall;  // per rank: source span (rows at stride 2) plus target
+  m.large_footprint = 3.0 * static_cast<double>(kLarge);
+
+  // 2. Single-core memcpy of large buffers (rank 0 alone: Bmemcpy of Eq. 5), then
+  // strided rows gathered into a packed buffer on both ranks (pack and unpack).
+  {
+    say("memcpy bandwidth (one core) and row copies (80 B .. 1 MB rows, both ranks)");
+    const size_t big = static_cast<size_t>(o.quick ? 16 : 64) << 20;
+    std::vector<char> a(active ? std::max(big, 3 * kLarge) : 0, 1), b(active ? std::max(big, kLarge) : 0, 2);
+    const double t = both(reps_large, [&] {
+      if (rank == 0) std::memcpy(b.data(), a.data(), big), a[7] = b[9];
+    });
+    m.bmemcpy = static_cast<double>(big) / t;
+    for (int f = 0; f < 2; ++f)
+      for (size_t row : {size_t{80}, size_t{256}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
+        const size_t bytes = f ? kLarge : kSmall;
+        const double tr = both(reps_large, [&] {
+          if (active) copy_rows(a, b, row, bytes);
+        });
+        (f ? m.copy : m.copy_small).x.push_back(static_cast<double>(row));
+        (f ? m.copy : m.copy_small).y.push_back(tr / static_cast<double>(bytes));
+      }
+  }
+
+  if (size >= 2) {
+    // 3. Exchanges: both ranks send and receive at once. Contiguous messages (p2p),
+    // streams of many small messages (segment: the cost per message grows with the
+    // number in flight), rows through MPI's datatype engine (alltoallw).
+    say("exchanges: messages, streams of small messages, derived-datatype rows");
+    const size_t xmax = static_cast<size_t>(std::min<index_t>(o.max_size, index_t{64} << 20));
+    const size_t bufsize = std::max(2 * xmax, 3 * kLarge);
+    std::vector<char> sb(pair ? bufsize : 0, 3), rb(pair ? bufsize : 0, 4);
+    auto exchange = [&](MPI_Datatype ty, int count) {
+      if (!pair) return;
+      MPI_Request r[2];
+      MPI_Irecv(rb.data(), count, ty, peer, 2, comm, &r[0]);
+      MPI_Isend(sb.data(), count, ty, peer, 2, comm, &r[1]);
+      MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    };
+    for (size_t n = 4096; n <= xmax; n = n < xmax && n * (o.quick ? 16 : 4) > xmax ? xmax : n * (o.quick ? 16 : 4)) {
+      const double t = both(n <= (1 << 16) ? reps_small : reps_large, [&] { exchange(MPI_BYTE, static_cast<int>(n)); });
+      m.exchange.x.push_back(static_cast<double>(n)), m.exchange.y.push_back(t);
+    }
+    std::vector<MPI_Request> req;
+    for (int n : {16, 256, 2048, o.quick ? 4096 : 16384}) {
+      if (pair) req.resize(2 * static_cast<size_t>(n));
+      const double t = both(reps_large, [&] {
+        if (!pair) return;
+        for (int k = 0; k < n; ++k) MPI_Irecv(&rb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(k)]);
+        for (int k = 0; k < n; ++k) MPI_Isend(&sb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(n + k)]);
+        MPI_Waitall(2 * n, req.data(), MPI_STATUSES_IGNORE);
+      });
+      m.stream.x.push_back(n), m.stream.y.push_back(t / n);
+    }
+    for (int f = 0; f < 2; ++f)
+    for (size_t row : {size_t{80}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
+      const size_t bytes = f ? kLarge : kSmall;
+      MPI_Datatype ty;
+      MPI_Type_create_hvector(static_cast<int>(bytes / row), static_cast<int>(row), static_cast<MPI_Aint>(stride(row)),
+                              MPI_BYTE, &ty);
+      MPI_Type_commit(&ty);
+      const double t = both(reps_large, [&] { exchange(ty, 1); });
+      MPI_Type_free(&ty);
+      (f ? m.datatype : m.datatype_small).x.push_back(static_cast<double>(row));
+      (f ? m.datatype : m.datatype_small).y.push_back(t / static_cast<double>(bytes));
+    }
+
+    // 4. process_vm_readv of rows, both ranks reading the other's memory at once,
+    // batches of 1024 rows (what `direct` does).
+    say("process_vm_readv of 80 B .. 1 MB rows (both ranks)");
+    std::uint64_t mine[2] = {reinterpret_cast<std::uint64_t>(sb.data()), static_cast<std::uint64_t>(getpid())};
+    std::uint64_t theirs[2] = {0, 0};
+    if (pair) MPI_Sendrecv(mine, 2, MPI_UINT64_T, peer, 4, theirs, 2, MPI_UINT64_T, peer, 4, comm, MPI_STATUS_IGNORE);
+    int vm_ok = 1;
+    std::vector<iovec> l, r;
+    for (int f = 0; f < 2; ++f)
+    for (size_t row : {size_t{80}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
+      const size_t bytes = f ? kLarge : kSmall;
+      const double t = both(reps_large, [&] {
+        for (size_t off = 0; pair && vm_ok && off < bytes; off += row * 1024) {
+          l.clear(), r.clear();
+          for (size_t k = off; k < std::min(bytes, off + row * 1024); k += row) {
+            const size_t at = k / row * stride(row);
+            l.push_back({&rb[at], row});
+            r.push_back({reinterpret_cast<void*>(theirs[0] + at), row});
+          }
+          const ssize_t got = process_vm_readv(static_cast<pid_t>(theirs[1]), l.data(), l.size(), r.data(), r.size(), 0);
+          vm_ok = got == static_cast<ssize_t>(l.size() * row);  // a partial read: treat as unavailable
+        }
+      });
+      MPI_Allreduce(MPI_IN_PLACE, &vm_ok, 1, MPI_INT, MPI_MIN, comm);
+      Curve& c = f ? m.vm_read : m.vm_read_small;
+      if (vm_ok) c.x.push_back(static_cast<double>(row)), c.y.push_back(t / static_cast<double>(bytes));
+    }
+    if (!vm_ok) m.vm_read = m.vm_read_small = {};  // direct falls back to p2p: so does its model
+    MPI_Barrier(comm);           // buffers stay alive until the peer has read them
+  }
+
+  // Rank 0's figures go to everyone, as JSON (the one serialisation we have).
+  std::string js;
+  if (rank == 0) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    m.hostname = host;
+    m.cores = static_cast<int>(std::thread::hardware_concurrency());
+    m.ranks = size;
+    m.mpi_library = std::string(lib, static_cast<size_t>(len));
+    while (!m.mpi_library.empty() && (m.mpi_library.back() == '\n' || m.mpi_library.back() == '\0'))
+      m.mpi_library.pop_back();
+#ifdef NDEBUG
+    m.build = "redist, g++ " __VERSION__ ", optimised (NDEBUG)";
+#else
+    m.build = "redist, g++ " __VERSION__ ", debug (assertions on)";
+#endif
+    m.created = now();
+    if (!m.pingpong.empty()) m.bnet = m.net_bandwidth(1 << 20);
+    js = to_json(m);
+  }
+  long long n = static_cast<long long>(js.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
+  js.resize(static_cast<size_t>(n));
+  MPI_Bcast(js.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
+  Machine out = machine_from_json(js);
+  out.source = o.quick ? "quick" : "measured";
+  return out;
+}
+
+Machine machine_for(MPI_Comm comm) {
+  static Machine cached;  // rank 0's, per process: only rank 0's copy is ever used
+  static bool have = false;
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  std::string js, src;
+  if (rank == 0) {
+    if (!have) have = load_machine(default_calibration_path(), cached);
+    if (have) js = to_json(cached), src = cached.source;
+  }
+  long long n[2] = {static_cast<long long>(js.size()), static_cast<long long>(src.size())};
+  MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm);
+  if (n[0] == 0) {  // no file: a quick in-run calibration, kept for later plans
+    Machine m = calibrate(comm, {index_t{64} << 20, true});
+    if (rank == 0) cached = m, have = true;
+    return m;
+  }
+  js.resize(static_cast<size_t>(n[0])), src.resize(static_cast<size_t>(n[1]));
+  MPI_Bcast(js.data(), static_cast<int>(n[0]), MPI_CHAR, 0, comm);
+  MPI_Bcast(src.data(), static_cast<int>(n[1]), MPI_CHAR, 0, comm);
+  Machine m = machine_from_json(js);
+  m.source = src;
+  return m;
+}
+
+Machine quick_calibrate(MPI_Comm comm, index_t message_bytes) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  double fig[2] = {0, 0};
+  const index_t n = std::clamp<index_t>(message_bytes, 8, index_t{64} << 20);
+  if (size >= 2 && rank <= 1) {
+    std::vector<char> buf(static_cast<size_t>(n), 1);
+    MPI_Datatype ty;
+    MPI_Type_contiguous(static_cast<int>(n), MPI_BYTE, &ty);
+    MPI_Type_commit(&ty);
+    fig[0] = static_cast<double>(n) / pingpong(comm, rank, buf.data(), ty, 6);
+    MPI_Type_free(&ty);
+  }
+  if (rank == 0) {
+    const size_t bytes = size_t{64} << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 2);
+    std::vector<double> t;
+    for (int i = 0; i < 4; ++i) {
+      const double t0 = MPI_Wtime();
+      std::memcpy(b.data(), a.data(), bytes);
+      t.push_back(MPI_Wtime() - t0);
+      a[static_cast<size_t>(i)] = b[static_cast<size_t>(i) + 1];  // keep the copies observable
+    }
+    fig[1] = static_cast<double>(bytes) / *std::min_element(t.begin() + 1, t.end());
+  }
+  MPI_Bcast(fig, 2, MPI_DOUBLE, 0, comm);
+  Machine m;
+  m.bnet = fig[0], m.bmemcpy = fig[1];
+  return m;
+}
+
+}  // namespace redist

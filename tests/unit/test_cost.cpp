@@ -1,0 +1,151 @@
+// Cost model without MPI: curve interpolation, the JSON calibration format, the
+// Eq. 5 bound against hand-computed values, and the shape of the predictions
+// (more volume, more messages -> more time).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "redist/cost.hpp"
+
+using namespace redist;
+
+namespace {
+
+// A made-up machine with every curve present: 1 us per message, 10 GB/s network,
+// 20 GB/s memcpy; small rows cost more per byte than large ones.
+Machine machine() {
+  Machine m;
+  m.bnet = 10e9, m.bmemcpy = 20e9, m.startup = 1e-6;
+  m.pingpong = {{8, 1e6, 1e8}, {1e-6, 1e-6 + 1e6 / 10e9, 1e-6 + 1e8 / 10e9}};
+  m.exchange = {{8, 1e6, 1e8}, {1e-6, 1e-6 + 1e6 / 10e9, 1e-6 + 1e8 / 10e9}};
+  m.stream = {{16, 16384}, {1e-6, 4e-6}};
+  m.copy = {{80, 1e6}, {1 / 4e9, 1 / 20e9}};
+  m.datatype = {{80, 1e6}, {1 / 2e9, 1 / 8e9}};
+  m.vm_read = {{80, 1e6}, {1 / 0.5e9, 1 / 10e9}};
+  m.hostname = "host \"x\"", m.build = "test", m.mpi_library = "lib", m.created = "now";
+  m.cores = 2, m.ranks = 2;
+  return m;
+}
+
+RankPlan plan(index_t n, index_t tile, int rank = 0) {
+  Layout src = block_cyclic_layout({n, n}, {tile, tile}, {1, 2});
+  Layout dst = block_cyclic_layout({n, n}, {tile, tile}, {2, 1});
+  return plan_rank(src, dst, Region::whole(src.shape()), rank, 2);
+}
+
+TEST(Cost, CurveInterpolatesInLogAndClamps) {
+  Curve c{{100, 10000}, {1, 3}};
+  EXPECT_DOUBLE_EQ(c.at(1000), 2);  // halfway in log
+  EXPECT_DOUBLE_EQ(c.at(1), 1);
+  EXPECT_DOUBLE_EQ(c.at(1e9), 3);
+  EXPECT_DOUBLE_EQ(Curve{}.at(5), 0);
+}
+
+TEST(Cost, NetTimeFollowsThePingPong) {
+  const Machine m = machine();
+  EXPECT_DOUBLE_EQ(m.net_time(8), 1e-6);
+  EXPECT_NEAR(m.net_time(1e6), 1e-6 + 1e-4, 1e-15);
+  EXPECT_NEAR(m.net_time(2e8), 2 * (1e-6 + 1e-2), 1e-12);  // beyond: last bandwidth
+  EXPECT_NEAR(m.net_bandwidth(1e8), 1e8 / (1e-6 + 1e-2), 1);
+}
+
+TEST(Cost, BoundIsEq5) {
+  Machine m;
+  m.bnet = 10e9, m.bmemcpy = 20e9;
+  // r = 50/100 = 0.5: 10e9 * 20e9 / (2.5 * 10e9 + 20e9) = 200e18 / 45e9
+  EXPECT_NEAR(bound_bandwidth(m, 100, 50), 200e18 / 45e9, 1);
+  // no local bytes: 10 * 20 / (2 * 10 + 20) GB/s = 5 GB/s
+  EXPECT_NEAR(bound_bandwidth(m, 100, 0), 5e9, 1);
+  EXPECT_EQ(bound_bandwidth(m, 0, 100), 0);
+  // with a curve, Bnet is read at the plan's message size: 1e6 B in 1e-4 s -> 1e10 B/s
+  Machine c;
+  c.bmemcpy = 20e9, c.bnet = 1;  // ignored when the curve is there
+  c.pingpong = {{1e3, 1e6}, {1e-6, 1e-4}};
+  EXPECT_NEAR(bound_bandwidth(c, 100, 0, 1000000), 5e9, 1e3);
+  // at 1e3 B: 1e9 B/s -> 1 * 20 / (2 + 20) GB/s
+  EXPECT_NEAR(bound_bandwidth(c, 100, 0, 1000), 1e9 * 20e9 / (2e9 + 20e9), 1e3);
+}
+
+TEST(Cost, JsonRoundTrip) {
+  const Machine m = machine();
+  const Machine r = machine_from_json(to_json(m));
+  EXPECT_EQ(r.hostname, m.hostname);
+  EXPECT_EQ(r.build, m.build);
+  EXPECT_EQ(r.cores, 2);
+  EXPECT_DOUBLE_EQ(r.bnet, m.bnet);
+  EXPECT_DOUBLE_EQ(r.startup, m.startup);
+  for (auto [a, b] : {std::pair{&m.pingpong, &r.pingpong}, {&m.exchange, &r.exchange}, {&m.stream, &r.stream},
+                      {&m.copy, &r.copy}, {&m.datatype, &r.datatype}, {&m.vm_read, &r.vm_read}}) {
+    ASSERT_EQ(a->x.size(), b->x.size());
+    for (size_t i = 0; i < a->x.size(); ++i) {
+      EXPECT_NEAR(b->x[i], a->x[i], 1e-8 * a->x[i]);
+      EXPECT_NEAR(b->y[i], a->y[i], 1e-8 * a->y[i]);
+    }
+  }
+  // and through a file
+  const std::string path = ::testing::TempDir() + "redist_cost_test/sub/cal.json";
+  save_machine(path, m);
+  Machine f;
+  ASSERT_TRUE(load_machine(path, f));
+  EXPECT_EQ(f.source, path);
+  EXPECT_EQ(to_json(f), to_json(m));
+  EXPECT_FALSE(load_machine(path + ".missing", f));
+}
+
+TEST(Cost, BadJsonIsAClearError) {
+  EXPECT_THROW(machine_from_json("{"), Error);
+  EXPECT_THROW(machine_from_json("{\"format\": \"other\"}"), Error);
+  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-1\", \"copy_row_bytes\": [2, 1], "
+                                 "\"copy_s_per_byte\": [1, 1]}"),
+               Error);
+  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-1\", \"copy_row_bytes\": [1, 2], "
+                                 "\"copy_s_per_byte\": [1]}"),
+               Error);
+}
+
+TEST(Cost, PredictionsGrowWithVolume) {
+  const Machine m = machine();
+  for (Executor e : all_executors()) {
+    double last = 0;
+    for (index_t n : {200, 400, 800, 1600}) {
+      const double t = predict(plan(n, 50), e, m).total();
+      EXPECT_GT(t, last) << to_string(e) << " n=" << n;
+      last = t;
+    }
+  }
+}
+
+TEST(Cost, MoreMessagesCostMore) {
+  const Machine m = machine();
+  // Same volume, smaller tiles: more segments, shorter rows.
+  const RankPlan big = plan(800, 200), small = plan(800, 10);
+  ASSERT_GT(small.stats.segments_sent, big.stats.segments_sent);
+  EXPECT_EQ(small.stats.bytes_sent, big.stats.bytes_sent);
+  for (Executor e : all_executors())
+    EXPECT_GT(predict(small, e, m).total(), predict(big, e, m).total()) << to_string(e);
+  // segment sends one message per segment: beyond p2p by about segments x stream cost
+  const Prediction ps = predict(small, Executor::segment, m), pp = predict(small, Executor::p2p, m);
+  EXPECT_GT(ps.comm - pp.comm, 0.5 * static_cast<double>(small.stats.segments_sent) * 1e-6);
+  EXPECT_DOUBLE_EQ(ps.memcpy, pp.memcpy);
+}
+
+TEST(Cost, TermsOfEq1) {
+  const Machine m = machine();
+  const RankPlan rp = plan(400, 100);
+  const Prediction p2p = predict(rp, Executor::p2p, m), w = predict(rp, Executor::alltoallw, m),
+                   d = predict(rp, Executor::direct, m);
+  EXPECT_GT(p2p.comm, 0);
+  EXPECT_GT(p2p.memcpy, w.memcpy);  // alltoallw packs nothing: only local copies remain
+  EXPECT_DOUBLE_EQ(p2p.total(), p2p.index + p2p.comm + p2p.memcpy + p2p.runtime);
+  EXPECT_GT(d.memcpy, w.memcpy);    // direct's single copy is counted as memcpy
+  // Without process_vm_readv figures, direct falls back to p2p, and so does its model.
+  Machine nv = m;
+  nv.vm_read = {};
+  EXPECT_DOUBLE_EQ(predict(rp, Executor::direct, nv).total(), predict(rp, Executor::p2p, nv).total());
+  // One rank: nothing remote, every executor only copies.
+  const RankPlan one = plan_rank(block_cyclic_layout({100, 100}, {10, 10}, {1, 1}),
+                                 block_cyclic_layout({100, 100}, {7, 7}, {1, 1}), Region::whole({100, 100}), 0, 1);
+  for (Executor e : all_executors()) EXPECT_EQ(predict(one, e, m).comm, 0) << to_string(e);
+}
+
+}  // namespace
