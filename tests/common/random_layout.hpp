@@ -131,4 +131,22 @@ inline Region random_region(Rng& rng, const Coord& a, const Coord& b) {
   return r;
 }
 
+// One random case of the MPI suites: layouts for `nranks` ranks with 1 to
+// `max_ndim` dimensions, element size `esize` (0: one of 1, 2, 4, 8, 16, 3, 24),
+// and a region fitting both.
+struct RandomCase {
+  Layout src, dst;
+  Region region;
+};
+
+inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0) {
+  const int ndim = static_cast<int>(uniform(rng, 1, max_ndim));
+  const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
+  const index_t es = esize ? esize : std::vector<index_t>{1, 2, 4, 8, 16, 3, 24}[uniform(rng, 0, 6)];
+  Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
+  Layout src = random_layout(rng, a, nranks, es), dst = random_layout(rng, b, nranks, es);
+  Region r = random_region(rng, a, b);
+  return {std::move(src), std::move(dst), r};
+}
+
 }  // namespace redist::testing

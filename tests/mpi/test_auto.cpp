@@ -35,12 +35,7 @@ TEST_F(Auto, RandomLayoutsCorrectAndSameChoice) {
   const int nranks = world_size(), rank = world_rank();
   Rng rng(4242);  // same seed everywhere: same cases
   for (int c = 0; c < 60; ++c) {
-    const int ndim = static_cast<int>(uniform(rng, 1, 4));
-    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
-    const index_t es = std::vector<index_t>{1, 2, 4, 8, 16, 3, 24}[uniform(rng, 0, 6)];
-    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-    Layout src = random_layout(rng, a, nranks, es), dst = random_layout(rng, b, nranks, es);
-    Region r = random_region(rng, a, b);
+    const auto [src, dst, r] = random_case(rng, nranks);
     LocalStore s(src, rank), d(dst, rank);
     fill_pattern(src, rank, s.ptr, 101);
     Options opt;

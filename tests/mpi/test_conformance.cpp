@@ -45,12 +45,7 @@ void random_cases(Executor ex, int ncases, std::uint64_t seed, index_t max_messa
   Options opt;
   opt.max_message_bytes = max_message_bytes;
   for (int c = 0; c < ncases; ++c) {
-    const int ndim = static_cast<int>(uniform(rng, 1, 4));
-    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
-    const index_t es = std::vector<index_t>{1, 2, 4, 8, 16, 3, 24}[uniform(rng, 0, 6)];
-    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-    Layout src = random_layout(rng, a, nranks, es), dst = random_layout(rng, b, nranks, es);
-    Region r = random_region(rng, a, b);
+    const auto [src, dst, r] = random_case(rng, nranks);
     std::string err = run_case(src, dst, r, ex, opt);
     const bool ok = all_ok(err.empty());
     EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " executor " << to_string(ex)
@@ -84,11 +79,7 @@ TEST(ConformanceShared, ExecutorsAlternateOnOnePlan) {
   const int nranks = world_size(), rank = world_rank();
   Rng rng(31337);
   for (int c = 0; c < 40; ++c) {
-    const int ndim = static_cast<int>(uniform(rng, 1, 3));
-    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : 14;
-    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-    Layout src = random_layout(rng, a, nranks, 8), dst = random_layout(rng, b, nranks, 8);
-    Region r = random_region(rng, a, b);
+    const auto [src, dst, r] = random_case(rng, nranks, 3, 8);
     LocalStore s(src, rank), d(dst, rank);
     fill_pattern(src, rank, s.ptr, 101);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
