@@ -64,9 +64,16 @@ void check_side(const char* side, size_t given, const LocalIndex& li, const Layo
 
 // Source and target memory must be disjoint (no in-place redistribution).
 std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std::span<void* const> d) {
+  const char* kOverlap = "source and target buffers overlap; redistribution is not in place: use separate buffers";
+  const index_t es = p.src.elem_size();
+  if (s.size() == 1 && d.size() == 1) {  // one buffer per side: no sort, no allocation
+    const auto sl = reinterpret_cast<std::uintptr_t>(s[0]), dl = reinterpret_cast<std::uintptr_t>(d[0]);
+    const auto sh = sl + static_cast<std::uintptr_t>(p.src_local->elements() * es);
+    const auto dh = dl + static_cast<std::uintptr_t>(p.dst_local->elements() * es);
+    return s[0] && d[0] && sh > sl && dh > dl && sl < dh && dl < sh ? kOverlap : "";
+  }
   struct Range { std::uintptr_t lo, hi; int side; };
   std::vector<Range> r;
-  const index_t es = p.src.elem_size();
   for (size_t b = 0; b < s.size(); ++b)
     if (s[b]) {
       auto lo = reinterpret_cast<std::uintptr_t>(s[b]);
@@ -80,8 +87,7 @@ std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std
   std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
   std::uintptr_t max_hi[2] = {0, 0};
   for (const Range& x : r) {
-    if (x.hi > x.lo && x.lo < max_hi[1 - x.side])
-      return "source and target buffers overlap; redistribution is not in place: use separate buffers";
+    if (x.hi > x.lo && x.lo < max_hi[1 - x.side]) return kOverlap;
     max_hi[x.side] = std::max(max_hi[x.side], x.hi);
   }
   return {};
