@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "redist/pattern.hpp"
 #include "redist/redist.hpp"
 #include "scalapack.hpp"
+#include "timing.hpp"
 
 using namespace redist;
 
@@ -36,18 +38,7 @@ const char* kUsage =
     "remote bytes from redist's plan (the same data pdgemr2d must move). Speedup:\n"
     "pdgemr2d median / method median. Exit code 1 when a verification fails.\n";
 
-struct Method {
-  std::string name;
-  std::function<void()> run;
-  std::vector<double> times;
-  bool verified = false;
-  double median() const {
-    auto t = times;
-    std::sort(t.begin(), t.end());
-    return t.empty() ? 0 : t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-  }
-  double min() const { return times.empty() ? 0 : *std::min_element(times.begin(), times.end()); }
-};
+using bench::Method;
 
 Layout as_local_array(const Layout& l) {
   return Layout(l.shape(), l.partitions(), l.ownership(), Storage{StorageKind::local_array, l.storage().ld},
@@ -116,25 +107,14 @@ int main(int argc, char** argv) {
   std::vector<void*> pa{a.data()}, pb{b.data()};
   fill_pattern(src, rank_, pa, 1);
 
-  const int ctxt_a = scalapack::make_grid(src), ctxt_b = scalapack::make_grid(dst);
-  const int line = scalapack::line_grid();
-  int info_a = 0, info_b = 0;
-  const auto desc_a = scalapack::descriptor(src, ctxt_a, lsrc.ld(), info_a);
-  const auto desc_b = scalapack::descriptor(dst, ctxt_b, ldst.ld(), info_b);
-  int bad = info_a || info_b, any_bad = 0;
-  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any_bad) fail("descinit rejected a descriptor");
-  const int m = static_cast<int>(region.size[0]), n = static_cast<int>(region.size[1]);
-  const int ia = static_cast<int>(region.src_offset[0]) + 1, ja = static_cast<int>(region.src_offset[1]) + 1;
-  const int ib = static_cast<int>(region.dst_offset[0]) + 1, jb = static_cast<int>(region.dst_offset[1]) + 1;
+  // Heap-held so that its grids are released before MPI_Finalize.
+  auto pdg = std::make_unique<scalapack::Redistribution>(src, lsrc.ld(), dst, ldst.ld(), region);
+  if (!pdg->ok) fail("descinit rejected a descriptor");
 
   std::vector<Method> methods;
   for (Executor ex : all_executors())
     methods.push_back({to_string(ex), [&, ex] { plan.execute(a.data(), b.data(), ex); }, {}});
-  methods.push_back({"pdgemr2d", [&] {
-                       pdgemr2d_(&m, &n, a.data(), &ia, &ja, desc_a.data(), b.data(), &ib, &jb,
-                                 desc_b.data(), &line);
-                     }, {}});
+  methods.push_back({"pdgemr2d", [&] { pdg->run(a.data(), b.data()); }, {}});
 
   // Warm-up and verification: a fresh target for each method.
   bool all_verified = true;
@@ -153,15 +133,7 @@ int main(int argc, char** argv) {
     all_verified = false;
   }
 
-  for (int r = 0; r < reps; ++r)
-    for (Method& me : methods) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      me.run();
-      double t = MPI_Wtime() - t0, tmax = 0;
-      MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      me.times.push_back(tmax);
-    }
+  bench::time_interleaved(methods, reps, MPI_COMM_WORLD);
 
   // Paper 000, Eq. 3: the busiest rank's remote volume.
   const PlanStats& st = plan.stats();
@@ -202,9 +174,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (ctxt_a >= 0) Cblacs_gridexit(ctxt_a);
-  if (ctxt_b >= 0) Cblacs_gridexit(ctxt_b);
-  Cblacs_gridexit(line);
+  pdg.reset();
   int ok = all_verified, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "redist/layout.hpp"
+#include "redist/plan.hpp"
 
 extern "C" {
 void Cblacs_pinfo(int* mypnum, int* nprocs);
@@ -96,5 +97,40 @@ inline std::array<int, 9> descriptor(const Layout& l, int ctxt, index_t ld, int&
   descinit_(desc.data(), &m, &n, &mb, &nb, &rsrc, &csrc, &ctxt, &lld, &info);
   return desc;
 }
+
+// One pdgemr2d call moving `region` from `src` to `dst` (both local_array, and
+// unsupported() empty for both): the grids and descriptors are built once
+// (collective) and released on destruction. `ok` is false on every rank when
+// descinit rejected a descriptor on any rank.
+struct Redistribution {
+  int ctxt_a = -1, ctxt_b = -1, line = -1, m = 0, n = 0, ia = 1, ja = 1, ib = 1, jb = 1;
+  std::array<int, 9> desc_a{}, desc_b{};
+  bool ok = false;
+
+  Redistribution(const Layout& src, index_t ld_src, const Layout& dst, index_t ld_dst, const Region& region) {
+    ctxt_a = make_grid(src);
+    ctxt_b = make_grid(dst);
+    line = line_grid();
+    int info_a = 0, info_b = 0;
+    desc_a = descriptor(src, ctxt_a, ld_src, info_a);
+    desc_b = descriptor(dst, ctxt_b, ld_dst, info_b);
+    int bad = info_a || info_b, any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    ok = !any_bad;
+    m = static_cast<int>(region.size[0]), n = static_cast<int>(region.size[1]);
+    ia = static_cast<int>(region.src_offset[0]) + 1, ja = static_cast<int>(region.src_offset[1]) + 1;
+    ib = static_cast<int>(region.dst_offset[0]) + 1, jb = static_cast<int>(region.dst_offset[1]) + 1;
+  }
+  Redistribution(const Redistribution&) = delete;
+  Redistribution& operator=(const Redistribution&) = delete;
+  ~Redistribution() {
+    if (ctxt_a >= 0) Cblacs_gridexit(ctxt_a);
+    if (ctxt_b >= 0) Cblacs_gridexit(ctxt_b);
+    if (line >= 0) Cblacs_gridexit(line);
+  }
+  void run(double* a, double* b) const {
+    pdgemr2d_(&m, &n, a, &ia, &ja, desc_a.data(), b, &ib, &jb, desc_b.data(), &line);
+  }
+};
 
 }  // namespace redist::scalapack

@@ -1,0 +1,128 @@
+#include "suites.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace redist::bench {
+namespace {
+
+const std::vector<long> kTiles = {10, 25, 50, 100, 200, 400};  // Figs. 9-12
+
+std::string s(long v) { return std::to_string(v); }
+long scaled(double n, double scale) { return std::max(16L, std::lround(n * scale)); }
+std::string square(long n) { return s(n) + "x" + s(n); }
+
+// Source grid 1xP, target grid Px1, ScaLAPACK storage so pdgemr2d applies.
+std::string bc2(long n, long mb, long nb, const std::string& grid) {
+  return square(n) + " tile=" + s(mb) + "x" + s(nb) + " block_cyclic grid=" + grid + " storage=local_array";
+}
+
+std::vector<Case> categories(int p, double scale) {
+  std::vector<Case> out;
+  for (long mbs : kTiles) {
+    // Smaller arrays for small tiles keep the per-segment executors fast enough.
+    const long n = scaled(mbs <= 50 ? 2000 : mbs <= 200 ? 3000 : 4000, scale);
+    for (int cid = 0; cid < 9; ++cid) {
+      const long mbt = mbs * (cid / 3 + 1), nbt = mbs * (cid % 3 + 1);
+      out.push_back({"categories", "category " + s(cid), "MBs=" + s(mbs) + " cat=" + s(cid), double(mbs),
+                     "source tile MBs", bc2(n, mbs, mbs, "1x" + s(p)), bc2(n, mbt, nbt, s(p) + "x1"), "", false});
+    }
+  }
+  return out;
+}
+
+std::vector<Case> volume(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(4000, scale);
+  // Tiles scale with the array here: the figure is about their ratio to it.
+  const long mbt = std::max(1L, std::lround(400 * scale));
+  for (long mbs = 400; mbs <= 2000; mbs += 400) {
+    const long t = std::max(1L, std::lround(mbs * scale));
+    out.push_back({"volume", "MBt=400", "MBs=" + s(mbs), double(mbs), "source tile MBs (at scale 1)",
+                   bc2(n, t, t, "1x" + s(p)), bc2(n, mbt, mbt, s(p) + "x1"), "", false});
+  }
+  return out;
+}
+
+// 1 x P, one column strip per rank <-> 2-D block-cyclic on a near-square grid.
+std::vector<Case> scatter_gather(int p, double scale, bool gather) {
+  std::vector<Case> out;
+  const long n = scaled(2000, scale);
+  int pr = static_cast<int>(std::sqrt(double(p)));
+  while (p % pr) --pr;
+  const std::string grid2 = s(p / pr) + "x" + s(pr);
+  const std::string strip = bc2(n, n, (n + p - 1) / p, "1x" + s(p));
+  const std::string suite = gather ? "gather" : "scatter";
+  for (long t : kTiles) {
+    const std::string cyc = bc2(n, t, t, grid2);
+    out.push_back({suite, suite, "tile=" + s(t), double(t), "block-cyclic tile", gather ? cyc : strip,
+                   gather ? strip : cyc, "", false});
+  }
+  return out;
+}
+
+std::vector<Case> random_suite(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(2000, scale);
+  for (long t : kTiles) {
+    const std::string tile = square(n) + " tile=" + s(t) + "x" + s(t);
+    out.push_back({"random", "random", "random tile=" + s(t), double(t), "tile", tile + " random seed=1 ranks=" + s(p),
+                   tile + " random seed=2 ranks=" + s(p), "", false});
+    out.push_back({"random", "block_cyclic", "block_cyclic tile=" + s(t), double(t), "tile",
+                   bc2(n, t, t, "1x" + s(p)), bc2(n, t, t, s(p) + "x1"), "", false});
+  }
+  return out;
+}
+
+// Paper 001 Table 2: 1-D block-cyclic r -> K*r beside MPI_Alltoall.
+std::vector<Case> blocksize(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(4000000, scale), r = 256;
+  for (long k = 2; k <= 20; k += 2)
+    out.push_back({"blocksize", "r -> K*r", "K=" + s(k), double(k), "K", s(n) + " tile=" + s(r) + " block_cyclic grid=" + s(p),
+                   s(n) + " tile=" + s(k * r) + " block_cyclic grid=" + s(p), "", true});
+  return out;
+}
+
+// Regions at displacements that the tile sizes do not divide.
+std::vector<Case> submatrix(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(4000, scale);
+  const long size = n - std::lround(n * 0.16);
+  const std::string region = square(size) + " from=" + s(std::lround(n * 0.083)) + "x" + s(std::lround(n * 0.129)) +
+                             " to=" + s(std::lround(n * 0.153)) + "x" + s(std::lround(n * 0.024));
+  for (auto [ts, td] : {std::pair{97L, 131L}, {250L, 173L}, {401L, 333L}, {1000L, 300L}})
+    out.push_back({"submatrix", "submatrix", "tiles " + s(ts) + "->" + s(td), double(ts), "source tile",
+                   bc2(n, ts, ts, "1x" + s(p)), bc2(n, td, td, s(p) + "x1"), region, false});
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& suite_names() {
+  static const std::vector<std::string> names = {"categories", "volume", "scatter",  "gather",
+                                                 "random",     "blocksize", "submatrix"};
+  return names;
+}
+
+std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool smoke) {
+  std::vector<Case> out;
+  if (suite == "all") {
+    for (const std::string& name : suite_names()) {
+      auto part = make_suite(name, p, scale, smoke);
+      out.insert(out.end(), part.begin(), part.end());
+    }
+    return out;
+  }
+  if (suite == "categories") out = categories(p, scale);
+  else if (suite == "volume") out = volume(p, scale);
+  else if (suite == "scatter" || suite == "gather") out = scatter_gather(p, scale, suite == "gather");
+  else if (suite == "random") out = random_suite(p, scale);
+  else if (suite == "blocksize") out = blocksize(p, scale);
+  else if (suite == "submatrix") out = submatrix(p, scale);
+  if (smoke && out.size() > 2) out = {out.front(), out.back()};
+  return out;
+}
+
+}  // namespace redist::bench
