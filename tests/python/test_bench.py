@@ -49,3 +49,44 @@ def test_wrong_result_fails(tmp_path):
     res = run_bench(["submatrix", "--smoke", "--inject-error", "--out", str(tmp_path)])
     assert res.returncode == 1
     assert "wrong" in res.stderr and "FAILED" in res.stderr
+
+
+def test_pool_launches(tmp_path):
+    """Two launches of one suite pooled: every repetition kept, medians and ratios
+    recomputed from the pooled times, and pooling a launch with itself changes no median."""
+    runs = []
+    for i in range(2):
+        res = run_bench(["volume", "--smoke", "--out", str(tmp_path / f"l{i}")])
+        assert res.returncode == 0, res.stdout + res.stderr
+        runs.append(json.loads((tmp_path / f"l{i}" / "results.json").read_text()))
+    pool = [sys.executable, str(ROOT / "bench" / "pool.py")]
+    res = subprocess.run(pool + [str(tmp_path / "l0" / "results.json"), str(tmp_path / "l1" / "results.json"),
+                                 "--out", str(tmp_path / "pooled")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "pooled 2 launches of volume" in res.stdout
+    pooled = json.loads((tmp_path / "pooled" / "results.json").read_text())
+    assert len(pooled["launches"]) == 2 and pooled["reps"] == runs[0]["reps"] + runs[1]["reps"]
+    for k, case in enumerate(pooled["cases"]):
+        for j, m in enumerate(case["methods"]):
+            a, b = runs[0]["cases"][k]["methods"][j], runs[1]["cases"][k]["methods"][j]
+            assert sorted(m["times_s"]) == sorted(a["times_s"] + b["times_s"])
+            assert m["min_s"] == min(a["min_s"], b["min_s"])
+            assert min(a["times_s"] + b["times_s"]) <= m["median_s"] <= max(a["times_s"] + b["times_s"])
+            # Eq. 3: same numerator, pooled median
+            assert abs(m["bandwidth_Bps"] * m["median_s"] - a["bandwidth_Bps"] * a["median_s"]) <= 1e-6 * (
+                a["bandwidth_Bps"] * a["median_s"])
+    # A launch pooled with itself: medians unchanged (each time twice), summary unchanged.
+    res = subprocess.run(pool + [str(tmp_path / "l0" / "results.json")] * 2 + ["--out", str(tmp_path / "self")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    same = json.loads((tmp_path / "self" / "results.json").read_text())
+    for k, case in enumerate(same["cases"]):
+        for j, m in enumerate(case["methods"]):
+            # the C++ report prints medians with 6 significant digits
+            assert m["median_s"] == pytest.approx(runs[0]["cases"][k]["methods"][j]["median_s"], rel=1e-5)
+    assert same["summary"][0]["auto_within_10pct"] == runs[0]["summary"][0]["auto_within_10pct"]
+    # plot.py reads a pooled file like a single launch's
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "plot.py"), str(tmp_path / "pooled" / "results.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "pooled" / "volume_bandwidth.png").exists()

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Pools several launches of one redist-bench suite into one result.
+
+    scripts/mpirun.sh -np 2 build/bench/redist-bench volume --out results/volume-1
+    scripts/mpirun.sh -np 2 build/bench/redist-bench volume --out results/volume-2
+    .venv/bin/python bench/pool.py results/volume-*/results.json --out results/volume-pooled
+    .venv/bin/python bench/plot.py results/volume-pooled/results.json
+
+Timings on this kind of machine jump between two levels from one launch to the
+next, so one launch's median can sit on either level. Pooling puts every
+repetition of every launch of a case and method into one list, then takes the
+median and minimum of that; bandwidth (paper 000 Eq. 3), ratio to the bound and
+speedup over pdgemr2d are recomputed from the pooled medians, and so is the
+summary. The pooled JSON has the same format as one launch's (plot.py reads it)
+plus "launches": the run facts of each launch.
+"""
+import argparse
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+REDIST_EXECUTORS = ("p2p", "segment", "alltoallv", "alltoallw", "direct")
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def case_key(case):
+    return (case["series"], case["name"], case["src"], case["dst"], case.get("region", ""))
+
+
+def pool_case(cases):
+    """cases: the same case from every launch -> one pooled case."""
+    out = dict(cases[0])
+    methods = []
+    for i, m0 in enumerate(cases[0]["methods"]):
+        same = [c["methods"][i] for c in cases]
+        if any(m["name"] != m0["name"] for m in same):
+            sys.exit(f"pool.py: launches list different methods for case {cases[0]['name']}")
+        times = [t for m in same for t in m["times_s"]]
+        median = statistics.median(times)
+        # Eq. 3's numerator (max over ranks of remote bytes) is the same in every launch.
+        numerator = m0["bandwidth_Bps"] * m0["median_s"]
+        bandwidth = numerator / median if median > 0 else 0.0
+        bound = out.get("bound_Bps") or 0.0
+        methods.append(dict(m0, times_s=times, median_s=median, min_s=min(times), bandwidth_Bps=bandwidth,
+                            ratio_to_bound=bandwidth / bound if bound else 0.0,
+                            verified=all(m["verified"] for m in same)))
+    pd = next((m for m in methods if m["name"] == "pdgemr2d"), None)
+    for m in methods:
+        if "speedup_vs_pdgemr2d" in m:
+            m["speedup_vs_pdgemr2d"] = pd["median_s"] / m["median_s"] if pd and m["median_s"] > 0 else 0.0
+    out["methods"] = methods
+    return out
+
+
+def summarize(cases):
+    """One summary entry per suite, in the order the suites appear (an `all` run holds several)."""
+    suites = list(dict.fromkeys(c["suite"] for c in cases))
+    out = []
+    for suite in suites:
+        mine = [c for c in cases if c["suite"] == suite]
+        within = 0
+        for c in mine:
+            t = {m["name"]: m["median_s"] for m in c["methods"]}
+            best = min((t[n] for n in REDIST_EXECUTORS if n in t), default=None)
+            if best and "auto" in t and t["auto"] <= 1.1 * best:
+                within += 1
+        methods = {}
+        for n in dict.fromkeys(m["name"] for c in mine for m in c["methods"]):
+            ms = [m for c in mine for m in c["methods"] if m["name"] == n]
+            entry = {"best_ratio_to_bound": max((m.get("ratio_to_bound", 0.0) for m in ms), default=0.0)}
+            g = geomean([m.get("speedup_vs_pdgemr2d") for m in ms])
+            if g:
+                entry["geomean_speedup_vs_pdgemr2d"] = g
+            methods[n] = entry
+        out.append({"suite": suite, "cases": len(mine), "auto_within_10pct": within, "methods": methods})
+    return out
+
+
+def pool(datas):
+    suite = datas[0]["suite"]
+    if any(d["suite"] != suite for d in datas):
+        sys.exit("pool.py: the inputs are not all the same suite")
+    keys = [case_key(c) for c in datas[0]["cases"]]
+    index = [{case_key(c): c for c in d["cases"]} for d in datas]
+    if any(set(ix) != set(keys) for ix in index):
+        sys.exit("pool.py: the launches do not hold the same cases (same suite, --scale and sizes needed)")
+    cases = [pool_case([ix[k] for ix in index]) for k in keys]
+    out = dict(datas[0], cases=cases, summary=summarize(cases),
+               reps=sum(d["reps"] for d in datas), launches=[d["run"] for d in datas])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("inputs", nargs="+", type=pathlib.Path, help="results.json of each launch")
+    ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the pooled results.json")
+    a = ap.parse_args()
+    datas = [json.loads(p.read_text()) for p in a.inputs]
+    pooled = pool(datas)
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "results.json").write_text(json.dumps(pooled, indent=1))
+    for s in pooled["summary"]:
+        print(f"pooled {len(datas)} launches of {s['suite']}: {s['cases']} cases, "
+              f"auto within 10% of the fastest executor in {s['auto_within_10pct']}/{s['cases']}")
+        for name, m in s["methods"].items():
+            g = m.get("geomean_speedup_vs_pdgemr2d")
+            print(f"  {name:10s} best ratio to bound {m['best_ratio_to_bound']:.2f}"
+                  + (f", geomean speedup over pdgemr2d {g:.2f}" if g else ""))
+
+if __name__ == "__main__":
+    main()
