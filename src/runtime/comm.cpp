@@ -28,6 +28,32 @@ void check_mpi(int rc, const char* what) {
   if (rc != MPI_SUCCESS) fail("MPI error ", rc, " in ", what);
 }
 
+// MPI_Testsome over `reqs`: moves the items of the requests that completed to
+// `done` (in order), keeps the others with their requests, and returns how many
+// completed. Receives and sends share it; the index array is reused per thread.
+template <class T>
+int reap(std::vector<MPI_Request>& reqs, std::vector<T>& items, std::vector<T>& done) {
+  if (reqs.empty()) return 0;
+  thread_local std::vector<int> idx;
+  idx.resize(reqs.size());
+  int count = 0;
+  check_mpi(MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &count, idx.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
+  if (count <= 0) return 0;  // none, or MPI_UNDEFINED (no active request)
+  std::size_t w = 0;
+  for (std::size_t j = 0; j < reqs.size(); ++j) {
+    if (reqs[j] == MPI_REQUEST_NULL) {  // completed just now: Testsome nulls it
+      done.push_back(std::move(items[j]));
+    } else {
+      reqs[w] = reqs[j];
+      items[w++] = std::move(items[j]);
+    }
+  }
+  reqs.resize(w);
+  items.resize(w);
+  return count;
+}
+
 }  // namespace
 
 Comm::Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handlers handlers)
@@ -193,22 +219,9 @@ bool Comm::progress(int worker, bool blocking) {
     did = true;
   }
 
-  if (!recv_reqs_.empty()) {
-    int n = static_cast<int>(recv_reqs_.size()), done = 0;
-    std::vector<int> idx(n);
-    check_mpi(MPI_Testsome(n, recv_reqs_.data(), &done, idx.data(), MPI_STATUSES_IGNORE),
-              "MPI_Testsome");
-    if (done > 0 && done != MPI_UNDEFINED) {
-      std::vector<Recv> finished;
-      for (int k = 0; k < done; ++k) finished.push_back(std::move(recvs_[idx[k]]));
-      std::size_t w = 0;
-      for (std::size_t j = 0; j < recv_reqs_.size(); ++j)
-        if (recv_reqs_[j] != MPI_REQUEST_NULL) {
-          recv_reqs_[w] = recv_reqs_[j];
-          recvs_[w++] = std::move(recvs_[j]);
-        }
-      recv_reqs_.resize(w);
-      recvs_.resize(w);
+  {
+    std::vector<Recv> finished;
+    if (const int done = reap(recv_reqs_, recvs_, finished)) {
       for (Recv& r : finished) handlers_.data(worker, *r.cls, r.params, r.flow, r.data);
       pending_.fetch_sub(done, std::memory_order_acq_rel);
       did = true;
@@ -218,26 +231,9 @@ bool Comm::progress(int worker, bool blocking) {
   std::vector<SendKeep> released;  // freed outside the lock
   {
     std::lock_guard sl(send_mutex_);
-    if (!send_reqs_.empty()) {
-      int n = static_cast<int>(send_reqs_.size()), done = 0;
-      std::vector<int> idx(n);
-      check_mpi(MPI_Testsome(n, send_reqs_.data(), &done, idx.data(), MPI_STATUSES_IGNORE),
-                "MPI_Testsome");
-      if (done > 0 && done != MPI_UNDEFINED) {
-        std::size_t w = 0;
-        for (std::size_t j = 0; j < send_reqs_.size(); ++j) {
-          if (send_reqs_[j] != MPI_REQUEST_NULL) {
-            send_reqs_[w] = send_reqs_[j];
-            send_keep_[w++] = std::move(send_keep_[j]);
-          } else {
-            released.push_back(std::move(send_keep_[j]));
-          }
-        }
-        send_reqs_.resize(w);
-        send_keep_.resize(w);
-        pending_.fetch_sub(done, std::memory_order_acq_rel);
-        did = true;
-      }
+    if (const int done = reap(send_reqs_, send_keep_, released)) {
+      pending_.fetch_sub(done, std::memory_order_acq_rel);
+      did = true;
     }
   }
   return did;
