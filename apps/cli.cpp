@@ -1,5 +1,7 @@
 #include "cli.hpp"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -74,6 +76,22 @@ bool print_help_if_asked(int argc, char** argv, const char* usage) {
       return true;
     }
   return false;
+}
+
+int run_with_mpi(int& argc, char**& argv, const char* command,
+                 const std::function<int(int rank, int size)>& body) {
+  MPI_Init(&argc, &argv);
+  int rank, size, rc;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  try {
+    rc = body(rank, size);
+  } catch (const Error& e) {
+    if (rank == 0) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
+    rc = 2;
+  }
+  MPI_Finalize();
+  return rc;
 }
 
 std::string human_bytes(double b) {

@@ -1,6 +1,7 @@
 // Shared pieces of the `redist` command-line program.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ Problem parse_problem(const Args& a, const char* usage);
 // True (after printing `usage`) when --help or -h is among argv[2..]: every
 // subcommand answers it before MPI starts.
 bool print_help_if_asked(int argc, char** argv, const char* usage);
+
+// Starts MPI, runs body(rank, size) -> exit code, ends MPI. A redist::Error is the
+// same on every rank (arguments are, validation agrees collectively): rank 0
+// prints it once as "redist COMMAND: error: ..." and the exit code is 2.
+int run_with_mpi(int& argc, char**& argv, const char* command,
+                 const std::function<int(int rank, int size)>& body);
 
 std::string human_bytes(double bytes);
 std::string human_rate(double bytes_per_s);

@@ -59,12 +59,8 @@ void summary(const Machine& m, const std::string& path) {
 
 int cmd_calibrate(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int rc = 0;
-  try {
+  return run_with_mpi(argc, argv, "calibrate", [&](int rank, int size) {
+    int rc = 0;
     const Args a = parse_args(argc, argv, 2, {"--out", "--max-size"}, {"--force", "--help"});
     if (!a.positional.empty()) detail::fail("unexpected argument '", a.positional[0], "'\n", kUsage);
     const std::string path = a.get("--out", default_calibration_path());
@@ -102,12 +98,8 @@ int cmd_calibrate(int argc, char** argv) {
         std::printf("(measured in %.1f s, saved)\n", MPI_Wtime() - t0);
       }
     }
-  } catch (const Error& e) {
-    if (rank == 0) std::fprintf(stderr, "redist calibrate: error: %s\n", e.what());
-    rc = 2;
-  }
-  MPI_Finalize();
-  return rc;
+    return rc;
+  });
 }
 
 }  // namespace redist::cli

@@ -85,12 +85,8 @@ std::vector<Executor> parse_executors(const std::string& s) {
 
 int cmd_run(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int rc = 0;
-  try {
+  return run_with_mpi(argc, argv, "run", [&](int rank, int size) {
+    int rc = 0;
     const Args a = parse_args(argc, argv, 2, {"--executor", "--reps", "--warmup", "--max-message"},
                               {"--no-verify", "--json", "--help"});
     const Problem pb = parse_problem(a, kUsage);
@@ -248,13 +244,8 @@ int cmd_run(int argc, char** argv) {
         if (size > 64) std::printf("  ... %d more ranks\n", size - 64);
       }
     }
-  } catch (const Error& e) {
-    // Arguments and collective validation give the same error on every rank: print once.
-    if (rank == 0) std::fprintf(stderr, "redist run: error: %s\n", e.what());
-    rc = 2;
-  }
-  MPI_Finalize();
-  return rc;
+    return rc;
+  });
 }
 
 }  // namespace redist::cli
