@@ -93,7 +93,8 @@ std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std
   return {};
 }
 
-// Every rank must describe the same redistribution: compare with rank 0 by hash.
+// Every rank must describe the same redistribution: compare with rank 0 by a hash
+// of the canonical strings (every rank runs the same binary, so std::hash agrees).
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default executor pairs different message schemes;
 // both would hang or truncate instead of failing. Rank 0's text is broadcast
@@ -107,7 +108,7 @@ void agree_same_everywhere(PlanImpl& p, const Layout& src, const Layout& dst, co
       detail::cat("executor=", to_string(options.executor), " max_message_bytes=", options.max_message_bytes)};
   std::uint64_t h[n], h0[n];
   for (int i = 0; i < n; ++i)
-    h[i] = h0[i] = i == 0 ? src.hash() : i == 1 ? dst.hash() : std::hash<std::string>{}(mine[i]);
+    h[i] = h0[i] = std::hash<std::string>{}(mine[i]);  // the spec strings, built once
   check_mpi(MPI_Bcast(h0, n, MPI_UINT64_T, 0, p.comm), "MPI_Bcast");
   // Lowest differing rank and its first differing item, in one reduction.
   long long key = LLONG_MAX, first = LLONG_MAX;
