@@ -8,6 +8,8 @@
 #include <queue>
 
 #include "cli.hpp"
+#include "redist/cost.hpp"
+#include "redist/redist.hpp"
 
 namespace redist::cli {
 namespace {
@@ -16,13 +18,17 @@ const char* kUsage = R"(usage: redist plan SRC DST [REGION] --ranks P [options]
 
 Plans the redistribution for P simulated ranks without MPI and prints the volume
 moved (remote and local), messages and segments per rank, segments per target
-tile, the heaviest peer pairs, and the time planning one rank took.
+tile, the heaviest peer pairs, and the time planning one rank took. With
+--predict, also the cost model's time for every executor (max over the planned
+ranks, as `auto` decides) from a calibration file (`redist calibrate`).
 
 options:
-  --ranks P    ranks of the simulated communicator (default: what the layouts need)
-  --rank R     plan only rank R and list its peers
-  --top K      heaviest peer pairs to list (default 10)
-  --help       this text
+  --ranks P         ranks of the simulated communicator (default: what the layouts need)
+  --rank R          plan only rank R and list its peers
+  --top K           heaviest peer pairs to list (default 10)
+  --predict         print the model's time per executor and its pick
+  --calibration F   machine figures for --predict (default: the `redist calibrate` file)
+  --help            this text
 
 example:
   redist plan "65536x65536 tile=512x512 block_cyclic grid=64x64" \
@@ -40,7 +46,7 @@ struct Pair {
 int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
-    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top"}, {"--help"});
+    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top", "--calibration"}, {"--help", "--predict"});
     const Problem pb = parse_problem(a, kUsage);
     const int need = std::max(pb.src.ownership().ranks_needed(), pb.dst.ownership().ranks_needed());
     const int P = static_cast<int>(a.get_int("--ranks", need, 1));
@@ -55,6 +61,13 @@ int cmd_plan(int argc, char** argv) {
     const int top = static_cast<int>(a.get_int("--top", 10, 0));
     const int only = static_cast<int>(a.get_int("--rank", -1, 0));
     if (only >= P) detail::fail("--rank ", only, " must be < --ranks ", P);
+    const bool predict_times = a.has("--predict") || a.has("--calibration");
+    Machine machine;
+    const std::string cal = a.get("--calibration", default_calibration_path());
+    if (predict_times && !load_machine(cal, machine))
+      detail::fail("--predict needs machine figures: cannot read ", cal, " (run `redist calibrate` first)");
+    const std::vector<Executor> execs = all_executors();
+    std::vector<double> predicted(execs.size(), 0);
 
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
                 pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
@@ -71,6 +84,9 @@ int cmd_plan(int argc, char** argv) {
       tmax = std::max(tmax, dt);
       tsum += dt;
       const PlanStats& s = rp.stats;
+      if (predict_times)
+        for (size_t e = 0; e < execs.size(); ++e)
+          predicted[e] = std::max(predicted[e], predict(rp, execs[e], machine).total());
       remote += s.bytes_sent;
       local += s.bytes_local;
       msgs += s.messages_sent;
@@ -108,6 +124,13 @@ int cmd_plan(int argc, char** argv) {
                 tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
     std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",
                 human_time(tsum / planned).c_str(), human_time(tmax).c_str(), planned, human_time(tsum).c_str());
+    if (predict_times) {
+      std::printf("\nmodel     (%s, max over %d ranks; docs/executors.md)\n", cal.c_str(), planned);
+      const size_t pick = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+      for (size_t e = 0; e < execs.size(); ++e)
+        std::printf("  %-10s %12s%s\n", to_string(execs[e]).c_str(), human_time(predicted[e]).c_str(),
+                    e == pick ? "  <- auto" : "");
+    }
     std::vector<Pair> list;
     while (!heavy.empty()) list.push_back(heavy.top()), heavy.pop();
     std::reverse(list.begin(), list.end());

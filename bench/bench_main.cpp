@@ -134,8 +134,14 @@ CaseResult run_case(const Case& c, const Machine& machine, int reps, bool inject
   }
   time_interleaved(methods, reps, MPI_COMM_WORLD);
 
+  // The model's view of each executor (max over ranks), beside what was measured.
+  std::vector<double> predicted;
+  choose_executor(plan.rank_plan(), machine, MPI_COMM_WORLD, &predicted);
+  const std::vector<Executor> ex = all_executors();
   for (const Method& me : methods) {
-    MethodResult m{me.name, me.median(), me.min(), me.verified, me.times, ""};
+    MethodResult m{me.name, me.median(), me.min(), me.verified, me.times, "", 0};
+    for (size_t k = 0; k < ex.size(); ++k)
+      if (me.name == to_string(ex[k])) m.predicted = predicted[k];
     if (me.name == "auto") m.chose = to_string(plan.auto_choice());
     res.methods.push_back(m);
   }

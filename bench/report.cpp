@@ -138,6 +138,7 @@ bool Report::write(const std::string& dir) const {
       const double bw = r.bandwidth(m), sp = r.speedup(m), ratio = r.bound > 0 ? bw / r.bound : NAN;
       js << (k ? ",\n" : "\n") << "   {\"name\": \"" << m.name << "\", \"chose\": \"" << m.chose
          << "\", \"median_s\": " << num(m.median) << ", \"min_s\": " << num(m.min)
+         << ", \"predicted_s\": " << (m.predicted > 0 ? num(m.predicted) : "null")
          << ", \"bandwidth_Bps\": " << num(bw) << ", \"ratio_to_bound\": " << num(ratio)
          << ", \"speedup_vs_pdgemr2d\": " << (sp > 0 ? num(sp) : "null")
          << ", \"verified\": " << (m.verified ? "true" : "false") << ", \"times_s\": [";

@@ -17,6 +17,7 @@ struct MethodResult {
   bool verified = false;
   std::vector<double> times;
   std::string chose;  // auto only: the executor it picked
+  double predicted = 0;  // the cost model's time, max over ranks (0: no model for it)
 };
 
 struct CaseResult {

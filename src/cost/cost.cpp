@@ -88,9 +88,13 @@ Rates rates(const RankPlan& rp, const Machine& m, bool packs) {
                    0.0, 1.0);
   const double inv_mem = m.bmemcpy > 0 ? 1 / m.bmemcpy : 0;
   const double inv_net = m.bnet > 0 ? 1 / m.bnet : inv_mem;
+  // process_vm_readv reads what another core wrote, so `direct` is charged the
+  // from-memory curve at every footprint: blending in the in-cache curve as for the
+  // other executors predicted it 15-30% fast at 8-40 MB footprints and made auto pick
+  // it wrongly in the blocksize suite (docs/executors.md, "How auto decides").
   return {{&m.copy, &m.copy_small, w, inv_mem},
           {&m.datatype, &m.datatype_small, w, inv_net + 2 * inv_mem},
-          {&m.vm_read, &m.vm_read_small, w, inv_mem}};
+          {&m.vm_read, &m.vm_read_small, 1, inv_mem}};
 }
 
 struct Side {

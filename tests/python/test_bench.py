@@ -33,6 +33,9 @@ def test_smoke_results_and_plots(tmp_path):
         assert ("pdgemr2d" in names) == (case["suite"] not in ("blocksize",) and "random " not in case["name"])
         for m in case["methods"]:
             assert m["verified"] and m["median_s"] > 0 and len(m["times_s"]) == 2
+            # the model's time beside the measured one, for the executors it models
+            modelled = m["name"] not in ("auto", "pdgemr2d", "alltoall")
+            assert (m["predicted_s"] is not None and m["predicted_s"] > 0) == modelled
     assert (tmp_path / "results.csv").read_text().startswith("suite,series,case,")
 
     plots = tmp_path / "plots"

@@ -154,3 +154,31 @@ def test_run_without_calibration_file_measures_quickly(redist, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "calibration quick" in r.stdout and "auto(" in r.stdout and "ok (" in r.stdout
     assert not (tmp_path / "none.json").exists()   # a quick measurement is not saved
+
+
+def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
+    """`redist plan --predict` simulates every rank without MPI; its pick must be
+    what the MPI run's model (same calibration, max over real ranks) picks."""
+    import os
+    import re
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    out = tmp_path / "cal.json"
+    assert redist(["calibrate", "--max-size", "65536", "--out", str(out)], ranks=2).returncode == 0
+    for src, dst in (("120x90 tile=16x11 block_cyclic grid=1x2",
+                      "120x90 tile=9x20 block_cyclic grid=2x1 storage=local_array"),
+                     ("300x200 tile=10x10 block_cyclic grid=1x2", "300x200 tile=37x23 block_cyclic grid=2x1"),
+                     ("64x64x8 tile=16x16x8 random ranks=2", "64x64x8 tile=8x32x4 block_cyclic grid=2x1x1")):
+        p = redist(["plan", src, dst, "--ranks", "2", "--predict", "--calibration", str(out)])
+        assert p.returncode == 0, p.stderr
+        times = dict(re.findall(r"^\s+(p2p|segment|alltoallv|alltoallw|direct)\s+([\d.]+ \w+)", p.stdout, re.M))
+        assert set(times) == {"p2p", "segment", "alltoallv", "alltoallw", "direct"}, p.stdout
+        picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto$", p.stdout, re.M)
+        assert len(picks) == 1, p.stdout
+        env = dict(os.environ, REDIST_CALIBRATION=str(out))
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "run", src, dst, "--executor", "p2p",
+                            "--reps", "1", "--json"], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["model_choice"] == picks[0]
+    missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
+    assert missing.returncode == 2 and "cannot read" in missing.stderr and "redist calibrate" in missing.stderr
