@@ -31,6 +31,9 @@ enum class Executor {
               // collectively on the first execute and kept; not in all_executors()
 };
 std::string to_string(Executor e);
+// `segment` keeps at most this many receives and as many sends in flight (the
+// cost model charges its messages at this depth).
+inline constexpr int kSegmentWindow = 64;
 Executor parse_executor(const std::string& name);  // throws redist::Error
 std::vector<Executor> all_executors();  // the real ones, without auto_
 

@@ -108,8 +108,10 @@ struct Side {
 Side side(const std::vector<PeerPlan>& peers, index_t es, const Machine& m, const Rates& rt) {
   index_t nseg = 0;
   for (const PeerPlan& p : peers) nseg += static_cast<index_t>(p.segments.size());
-  // Per message in a stream of nseg (matching costs grow with the messages in flight).
-  const double per_msg = m.stream.empty() ? m.startup : m.stream.at(static_cast<double>(nseg));
+  // Per message in a stream (matching costs grow with the messages in flight; the
+  // segment executor keeps at most kSegmentWindow in flight each way).
+  const double per_msg =
+      m.stream.empty() ? m.startup : m.stream.at(static_cast<double>(std::min<index_t>(nseg, kSegmentWindow)));
   Side s;
   for (const PeerPlan& p : peers) {
     s.msgs += m.exchange_time(static_cast<double>(p.bytes));
@@ -134,8 +136,9 @@ Side side(const std::vector<PeerPlan>& peers, index_t es, const Machine& m, cons
 //   p2p            T_comm = max(sum_send x(bytes_peer), sum_recv x(bytes_peer)),
 //                  T_memcpy = pack(send rows) + unpack(receive rows) + L
 //   alltoallv      as p2p; T_runtime = t_m per peer (the collective's synchronisation)
-//   segment        as p2p, plus n * s(n) for its n messages (one per segment),
-//                  s(n) the measured cost per message in a stream of n
+//   segment        as p2p, plus n * s(min(n, 64)) for its n messages (one per
+//                  segment, 64 in flight), s(k) the measured cost per message in a
+//                  stream of k
 //   alltoallw      T_comm = max over directions of (t_m per peer + rows moved by the
 //                  datatype engine, measured per byte by row size), T_memcpy = L
 //   direct         T_comm = 2 t_m per peer (pointers, done); T_memcpy = L +

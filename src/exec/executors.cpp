@@ -77,80 +77,92 @@ void run_p2p(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   check_mpi(MPI_Waitall(static_cast<int>(ns), req + nr, MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
+namespace {
+// Walks the messages of one direction of the segment executor in order: every
+// segment, split above max_message_bytes. `buf` is the segment's offset in the
+// packed buffer, `off` the message's offset within the segment.
+struct MessageCursor {
+  const std::vector<PeerPlan>* peers;
+  index_t es, max;
+  size_t peer = 0, seg = 0, flat = 0;  // flat: segment number over all peers
+  index_t off = 0, buf = 0;
+  bool done() const { return peer >= peers->size(); }
+  const Segment& segment() const { return (*peers)[peer].segments[seg]; }
+  index_t bytes() const { return std::min(max, segment().elements() * es - off); }
+  void next() {
+    off += max;
+    if (off < segment().elements() * es) return;
+    buf += segment().elements() * es;
+    off = 0;
+    ++flat;
+    if (++seg == (*peers)[peer].segments.size()) seg = 0, ++peer;
+  }
+};
+}  // namespace
+
+// One message per segment, at most kWindow receives and kWindow sends in flight:
+// with every message posted at once, Open MPI's cost per message grew from 0.2 us
+// (16 in flight) to 7 us (16,384), and 20,000 segments of 800 bytes took 3.5x as
+// long as pdgemr2d. A finished slot is refilled at once; each segment is unpacked
+// when its last message lands.
 void run_segment(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
+  constexpr int kWindow = kSegmentWindow;
   const index_t es = p.rp.elem_size;
   const index_t max = p.options.max_message_bytes;
-  // Messages: every segment, split further only above max_message_bytes.
-  auto count_msgs = [&](const std::vector<PeerPlan>& peers) {
-    size_t n = 0;
-    for (const PeerPlan& pp : peers)
-      for (const Segment& s : pp.segments) n += static_cast<size_t>((s.elements() * es + max - 1) / max);
-    return n;
-  };
-  const size_t nr = count_msgs(p.rp.receives), ns = count_msgs(p.rp.sends);
-  MPI_Request* req = request_array(p, nr + ns);
+  MPI_Request* req = request_array(p, 2 * kWindow);
   std::byte* rbuf = p.recv_buffer();
   std::byte* sbuf = p.send_buffer();
-  size_t r = 0;
-  index_t off = 0, flat = 0;
+  MessageCursor rc{&p.rp.receives, es, max}, sc{&p.rp.sends, es, max};
+  // Per receive slot: its segment (flat number) and place in the receive buffer.
+  struct Slot {
+    const Segment* seg = nullptr;
+    index_t flat = 0, buf = 0;
+  };
+  Slot slot[kWindow];
+  p.pending.clear();  // per receive segment: its messages still in flight (1 unless split)
   for (const PeerPlan& pp : p.rp.receives)
-    for (const Segment& s : pp.segments) {
-      const index_t bytes = s.elements() * es;
-      for (index_t o = 0; o < bytes; o += max, ++r) {
-        check_mpi(MPI_Irecv(rbuf + off + o, static_cast<int>(std::min(max, bytes - o)), MPI_BYTE, pp.peer,
-                            kTag, p.comm, &req[r]),
-                  "MPI_Irecv");
-      }
-      off += bytes;
-      ++flat;
-    }
-  size_t q = nr;
-  off = 0;
-  for (const PeerPlan& pp : p.rp.sends)
-    for (const Segment& s : pp.segments) {
-      const index_t bytes = s.elements() * es;
-      detail::copy_box(s.shape, es, src.at(s.at, es), s.at.strides, sbuf + off, detail::packed_strides(s.shape));
-      for (index_t o = 0; o < bytes; o += max, ++q)
-        check_mpi(MPI_Isend(sbuf + off + o, static_cast<int>(std::min(max, bytes - o)), MPI_BYTE, pp.peer,
-                            kTag, p.comm, &req[q]),
-                  "MPI_Isend");
-      off += bytes;
-    }
+    for (const Segment& g : pp.segments) p.pending.push_back((g.elements() * es + max - 1) / max);
+  auto post_recv = [&](int i) {
+    slot[i] = {&rc.segment(), static_cast<index_t>(rc.flat), rc.buf};
+    check_mpi(MPI_Irecv(rbuf + rc.buf + rc.off, static_cast<int>(rc.bytes()), MPI_BYTE, p.rp.receives[rc.peer].peer,
+                        kTag, p.comm, &req[i]),
+              "MPI_Irecv");
+    rc.next();
+  };
+  auto post_send = [&](int i) {
+    const Segment& g = sc.segment();
+    if (sc.off == 0)
+      detail::copy_box(g.shape, es, src.at(g.at, es), g.at.strides, sbuf + sc.buf, detail::packed_strides(g.shape));
+    check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, p.rp.sends[sc.peer].peer,
+                        kTag, p.comm, &req[kWindow + i]),
+              "MPI_Isend");
+    sc.next();
+  };
+  int active = 0;
+  for (int i = 0; i < kWindow; ++i) {
+    req[i] = req[kWindow + i] = MPI_REQUEST_NULL;
+    if (!rc.done()) post_recv(i), ++active;
+  }
+  for (int i = 0; i < kWindow && !sc.done(); ++i) post_send(i), ++active;
   copy_locals(p, src, dst);
-  // A segment larger than max_message_bytes arrives in several messages: then wait
-  // for everything and unpack in order; otherwise unpack each segment as it lands.
-  const bool split = nr != static_cast<size_t>(flat);
-  if (split) {
-    check_mpi(MPI_Waitall(static_cast<int>(nr), req, MPI_STATUSES_IGNORE), "MPI_Waitall");
-    for (size_t i = 0; i < p.rp.receives.size(); ++i)
-      unpack_peer(p, static_cast<int>(i), rbuf + p.recv_offset[i], dst);
-  } else {
-    // Request k receives segment k: its place in the plan and the buffer (built once).
-    if (p.seg_ptr.size() != nr) {
-      p.seg_ptr.clear();
-      p.seg_off.clear();
-      index_t o = 0;
-      for (const PeerPlan& pp : p.rp.receives)
-        for (const Segment& s : pp.segments) {
-          p.seg_ptr.push_back(&s);
-          p.seg_off.push_back(o);
-          o += s.elements() * es;
-        }
-    }
-    for (size_t left = nr; left > 0;) {
-      int count = 0;
-      check_mpi(MPI_Waitsome(static_cast<int>(nr), req, &count, p.done_index.data(), MPI_STATUSES_IGNORE),
-                "MPI_Waitsome");
-      for (int j = 0; j < count; ++j) {
-        const int k = p.done_index[j];
-        const Segment& s = *p.seg_ptr[k];
-        detail::copy_box(s.shape, es, rbuf + p.seg_off[k], detail::packed_strides(s.shape), dst.at(s.at, es),
-                         s.at.strides);
+  while (active > 0) {
+    int count = 0;
+    check_mpi(MPI_Waitsome(2 * kWindow, req, &count, p.done_index.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+    if (count == MPI_UNDEFINED) break;
+    active -= count;
+    for (int j = 0; j < count; ++j) {
+      const int i = p.done_index[j];
+      if (i < kWindow) {
+        const Slot& s = slot[i];
+        if (--p.pending[static_cast<size_t>(s.flat)] == 0)
+          detail::copy_box(s.seg->shape, es, rbuf + s.buf, detail::packed_strides(s.seg->shape), dst.at(s.seg->at, es),
+                           s.seg->at.strides);
+        if (!rc.done()) post_recv(i), ++active;
+      } else if (!sc.done()) {
+        post_send(i - kWindow), ++active;
       }
-      left -= static_cast<size_t>(count);
     }
   }
-  check_mpi(MPI_Waitall(static_cast<int>(ns), req + nr, MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
 }  // namespace redist

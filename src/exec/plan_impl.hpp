@@ -62,9 +62,7 @@ class PlanImpl {
   std::unique_ptr<std::byte[]> send_buf, recv_buf;
   std::vector<MPI_Request> requests;
   std::vector<int> done_index;
-  std::vector<index_t> pending;  // per receive peer: chunks still in flight
-  std::vector<const Segment*> seg_ptr;  // segment executor: receive segments in order
-  std::vector<index_t> seg_off;         // and their offsets in the receive buffer
+  std::vector<index_t> pending;  // per receive peer (p2p) or segment (segment): messages in flight
 
   // alltoallw: one derived datatype per peer and direction, built for the block
   // pointers last seen (rebuilt only when they change).
