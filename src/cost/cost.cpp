@@ -100,7 +100,8 @@ Rates rates(const RankPlan& rp, const Machine& m, bool packs) {
 struct Side {
   double copy = 0;      // pack (or unpack) with memcpy, seconds
   double datatype = 0;  // the same rows moved by MPI's datatype engine, seconds
-  double vm = 0;        // the same rows read with process_vm_readv, seconds
+  double vm = 0;        // direct: rows read with process_vm_readv, short ones packed, seconds
+  double vm_pack = 0;   // direct, sending side: packing the short rows, seconds
   double msgs = 0;      // seconds of one message per peer
   double seg_msgs = 0;  // seconds of one message per segment
 };
@@ -120,7 +121,12 @@ Side side(const std::vector<PeerPlan>& peers, index_t es, const Machine& m, cons
       const Runs r = runs(g.shape, g.at.strides, es);
       s.copy += rt.copy.time(r);
       s.datatype += rt.datatype.time(r);
-      s.vm += rt.vm.time(r);
+      if (r.row_bytes < static_cast<double>(kDirectPackBelow)) {  // packed, read as one run, unpacked
+        s.vm_pack += rt.copy.time(r);
+        s.vm += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
+      } else {
+        s.vm += rt.vm.time(r);
+      }
     }
   }
   // One message per segment: the volume moves as in p2p, plus each message's share
@@ -141,9 +147,10 @@ Side side(const std::vector<PeerPlan>& peers, index_t es, const Machine& m, cons
 //                  stream of k
 //   alltoallw      T_comm = max over directions of (t_m per peer + rows moved by the
 //                  datatype engine, measured per byte by row size), T_memcpy = L
-//   direct         T_comm = 2 t_m per peer (pointers, done); T_memcpy = L +
-//                  max(rows this rank reads, rows its readers read from it) at the
-//                  measured process_vm_readv cost per row size; p2p without it.
+//   direct         T_comm = 2 t_m per peer (pointers, done); T_memcpy = L + the
+//                  rows this rank reads at the measured process_vm_readv cost per
+//                  row size; rows under kDirectPackBelow: packed by the sender
+//                  (charged to it), read as one run, unpacked; p2p without it.
 // x(n) is the measured time of an exchange of n bytes each way, both ranks at once
 // (paper 002 Eq. 1, t_m + t_w n, with t_w read from the curve). Row costs are
 // per byte at the row size (contiguous run), blended between the in-cache and the
@@ -174,7 +181,7 @@ Prediction predict(const RankPlan& rp, Executor e, const Machine& m) {
       break;
     case Executor::direct:
       p.comm = 2 * m.startup * peers;
-      p.memcpy = local + std::max(snd.vm, rcv.vm);
+      p.memcpy = local + snd.vm_pack + rcv.vm;
       break;
     case Executor::auto_:
       break;
