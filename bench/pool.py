@@ -74,9 +74,8 @@ def summarize(cases):
         for n in dict.fromkeys(m["name"] for c in mine for m in c["methods"]):
             ms = [m for c in mine for m in c["methods"] if m["name"] == n]
             entry = {"best_ratio_to_bound": max((m.get("ratio_to_bound", 0.0) for m in ms), default=0.0)}
-            g = geomean([m.get("speedup_vs_pdgemr2d") for m in ms])
-            if g:
-                entry["geomean_speedup_vs_pdgemr2d"] = g
+            # null where pdgemr2d did not run, as the C++ report writes it
+            entry["geomean_speedup_vs_pdgemr2d"] = geomean([m.get("speedup_vs_pdgemr2d") for m in ms]) or None
             methods[n] = entry
         out.append({"suite": suite, "cases": len(mine), "auto_within_10pct": within, "methods": methods})
     return out
