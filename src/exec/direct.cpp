@@ -247,6 +247,10 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
     check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &st.req[nr + i]), "MPI_Irecv");
   std::byte* sbuf = p.send_buffer();
   const index_t es = p.rp.elem_size;
+  index_t packed_out = 0, packed_in = 0;
+  for (index_t b : st.packed_send_bytes) packed_out += b;
+  for (index_t b : st.packed_recv_bytes) packed_in += b;
+  const bool stream_out = detail::stream_for(packed_out), stream_in = detail::stream_for(packed_in);
   for (size_t i = 0; i < ns; ++i) {
     const auto& segs = p.rp.sends[i].segments;
     index_t nblocks = 0;
@@ -255,9 +259,10 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
       nblocks = std::max(nblocks, segs[k].at.block + 1);
       if (!st.pack_send[i][k]) continue;
       detail::copy_box(segs[k].shape, es, src.at(segs[k].at, es), segs[k].at.strides, at,
-                       detail::packed_strides(segs[k].shape));
+                       detail::packed_strides(segs[k].shape), stream_out);
       at += segs[k].elements() * es;
     }
+    if (stream_out) detail::stream_fence();
     auto& out = st.out_bases[i];
     out.resize(static_cast<size_t>(nblocks) + 1);
     for (index_t b = 0; b < nblocks; ++b) out[static_cast<size_t>(b)] = reinterpret_cast<std::uint64_t>(src.ptr[b]);
@@ -289,9 +294,11 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
       for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
         if (!st.pack_recv[i][k]) continue;
         const Segment& g = pp.segments[k];
-        detail::copy_box(g.shape, es, packed, detail::packed_strides(g.shape), dst.at(g.at, es), g.at.strides);
+        detail::copy_box(g.shape, es, packed, detail::packed_strides(g.shape), dst.at(g.at, es), g.at.strides,
+                         stream_in);
         packed += g.elements() * es;
       }
+      if (stream_in) detail::stream_fence();
       check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]),
                 "MPI_Isend");
     }

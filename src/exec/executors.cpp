@@ -18,26 +18,34 @@ MPI_Request* request_array(PlanImpl& p, size_t n) {
 }
 }  // namespace
 
+// Copy phases stream (detail::kStreamAbove) when the whole phase of this execute
+// is large: all local copies, all packing, all unpacking of this rank.
 void copy_locals(const PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
+  const bool stream = detail::stream_for(p.rp.stats.bytes_local);
   for (const LocalCopy& c : p.rp.locals)
-    detail::copy_box(c.shape, es, src.at(c.from, es), c.from.strides, dst.at(c.to, es), c.to.strides);
+    detail::copy_box(c.shape, es, src.at(c.from, es), c.from.strides, dst.at(c.to, es), c.to.strides, stream);
+  if (stream) detail::stream_fence();
 }
 
 void pack_peer(const PlanImpl& p, int i, const SrcBlocks& src, std::byte* buf) {
   const index_t es = p.rp.elem_size;
+  const bool stream = detail::stream_for(p.rp.stats.bytes_sent);
   for (const Segment& s : p.rp.sends[i].segments) {
-    detail::copy_box(s.shape, es, src.at(s.at, es), s.at.strides, buf, detail::packed_strides(s.shape));
+    detail::copy_box(s.shape, es, src.at(s.at, es), s.at.strides, buf, detail::packed_strides(s.shape), stream);
     buf += s.shape.volume() * es;
   }
+  if (stream) detail::stream_fence();
 }
 
 void unpack_peer(const PlanImpl& p, int i, const std::byte* buf, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
+  const bool stream = detail::stream_for(p.rp.stats.bytes_received);
   for (const Segment& s : p.rp.receives[i].segments) {
-    detail::copy_box(s.shape, es, buf, detail::packed_strides(s.shape), dst.at(s.at, es), s.at.strides);
+    detail::copy_box(s.shape, es, buf, detail::packed_strides(s.shape), dst.at(s.at, es), s.at.strides, stream);
     buf += s.shape.volume() * es;
   }
+  if (stream) detail::stream_fence();
 }
 
 void run_p2p(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
@@ -113,6 +121,8 @@ void run_segment(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   std::byte* rbuf = p.recv_buffer();
   std::byte* sbuf = p.send_buffer();
   MessageCursor rc{&p.rp.receives, es, max}, sc{&p.rp.sends, es, max};
+  const bool stream_out = detail::stream_for(p.rp.stats.bytes_sent);
+  const bool stream_in = detail::stream_for(p.rp.stats.bytes_received);
   // Per receive slot: its segment (flat number) and place in the receive buffer.
   struct Slot {
     const Segment* seg = nullptr;
@@ -131,8 +141,11 @@ void run_segment(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   };
   auto post_send = [&](int i) {
     const Segment& g = sc.segment();
-    if (sc.off == 0)
-      detail::copy_box(g.shape, es, src.at(g.at, es), g.at.strides, sbuf + sc.buf, detail::packed_strides(g.shape));
+    if (sc.off == 0) {
+      detail::copy_box(g.shape, es, src.at(g.at, es), g.at.strides, sbuf + sc.buf, detail::packed_strides(g.shape),
+                       stream_out);
+      if (stream_out) detail::stream_fence();
+    }
     check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, p.rp.sends[sc.peer].peer,
                         kTag, p.comm, &req[kWindow + i]),
               "MPI_Isend");
@@ -156,13 +169,14 @@ void run_segment(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
         const Slot& s = slot[i];
         if (--p.pending[static_cast<size_t>(s.flat)] == 0)
           detail::copy_box(s.seg->shape, es, rbuf + s.buf, detail::packed_strides(s.seg->shape), dst.at(s.seg->at, es),
-                           s.seg->at.strides);
+                           s.seg->at.strides, stream_in);
         if (!rc.done()) post_recv(i), ++active;
       } else if (!sc.done()) {
         post_send(i - kWindow), ++active;
       }
     }
   }
+  if (stream_in) detail::stream_fence();
 }
 
 }  // namespace redist
