@@ -133,7 +133,8 @@ int cmd_run(int argc, char** argv) {
       for (int w = 0; w < warmup; ++w) plan.execute(s.cptr, d.ptr, e);
     std::vector<std::vector<double>> times(execs.size());
     for (int r = 0; r < reps; ++r) {
-      for (size_t i = 0; i < execs.size(); ++i) {  // interleaved: A B C D A B C D ...
+      for (size_t k = 0; k < execs.size(); ++k) {  // interleaved, rotating: A B C, B C A, C A B ...
+        const size_t i = (static_cast<size_t>(r) + k) % execs.size();  // (no executor always follows the same one)
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         plan.execute(s.cptr, d.ptr, execs[i]);

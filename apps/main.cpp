@@ -1,6 +1,9 @@
 // `redist`: run or plan a redistribution from the command line.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "cli.hpp"
 
@@ -13,7 +16,9 @@ usage:
   redist plan SRC DST [REGION] --ranks P [options]      plan only (no MPI): statistics
   mpirun -np 2 redist calibrate [--out FILE] [--force]  measure the machine for the
                                                         cost model (--executor auto)
-  redist help [run|plan|calibrate|spec]
+  mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
+                                                        beside pdgemr2d (redist-bench)
+  redist help [run|plan|calibrate|bench|spec]
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
@@ -38,6 +43,28 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
              function name=NAME ranks=R      (registered in C++)
 )";
 
+// `redist bench ...` is the redist-bench program (it links ScaLAPACK, which
+// redist itself does not need): replace this process by it, before any MPI
+// call, so that under mpirun each rank becomes a redist-bench rank.
+int exec_bench(int argc, char** argv) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv[0]);
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  for (const std::string& path : {dir + "redist-bench", dir + "../bench/redist-bench"}) {
+    if (access(path.c_str(), X_OK) != 0) continue;
+    argv[1] = const_cast<char*>(path.c_str());  // redist-bench SUITE [options]
+    execv(path.c_str(), argv + 1);
+    std::perror(("redist bench: cannot start " + path).c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "redist bench: redist-bench not found beside %s (looked in %s and %s../bench/); "
+                       "it is built with ScaLAPACK in build/bench/\n", self, dir.c_str(), dir.c_str());
+  (void)argc;
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,6 +72,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
   if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
   if (!std::strcmp(cmd, "calibrate")) return redist::cli::cmd_calibrate(argc, argv);
+  if (!std::strcmp(cmd, "bench")) return exec_bench(argc, argv);
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
       std::fputs(kSpecHelp, stdout);
@@ -56,6 +84,10 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[2], "run")) return redist::cli::cmd_run(3, args);
       if (!std::strcmp(argv[2], "plan")) return redist::cli::cmd_plan(3, args);
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
+      if (!std::strcmp(argv[2], "bench")) {
+        args[1] = const_cast<char*>("bench");
+        return exec_bench(3, args);
+      }
     }
     std::fputs(kHelp, stdout);
     return 0;

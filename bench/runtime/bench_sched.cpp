@@ -20,7 +20,9 @@ static const char* kUsage =
     "ratio_seq = (sequential time / (threads * ranks)) / runtime time (paper 004's ideal);\n"
     "ratio_thr = time of plain threads running Nb/threads DGEMMs each (static split, no\n"
     "runtime) / runtime time: the ideal this machine can reach when its cores do not\n"
-    "scale (the paper's \"simple Posix threads parallelization\").\n";
+    "scale (the paper's \"simple Posix threads parallelization\").\n"
+    "One rank with several threads: launch with mpirun --bind-to none (mpirun binds a\n"
+    "rank to one core when it starts at most 2 ranks).\n";
 
 int main(int argc, char** argv) {
   const int rank = bench::init_mpi(&argc, &argv);
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   const int threads = static_cast<int>(args.get("--threads", 2));
   const int reps = static_cast<int>(args.get("--reps", 5));
   const double work = static_cast<double>(args.get("--work", 2000000000));
+  bench::report_cpus(threads);
+  bench::settle_blas();
   if (rank == 0)
     std::printf("# ranks=%d threads=%d reps=%d (runtime and threads: medians; seq: fastest)\n"
                 "%6s %9s %10s %10s %10s %10s %10s %10s\n", ranks, threads, reps, "N", "Nb", "seq_s",

@@ -2,13 +2,16 @@
 #pragma once
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace bench {
@@ -66,6 +69,35 @@ inline double max_over_ranks(double t) {
   MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return m;
 }
+
+// CPUs this process may run on. mpirun binds each rank to one core by default
+// when it starts at most 2 ranks, so `-np 1` with 2 worker threads puts both on
+// one core unless it is launched with `--bind-to none`.
+inline int cpus_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+// Prints the CPUs each rank may use, and a warning on ranks with fewer than
+// `threads` (their threads would share cores and every ratio would be off).
+inline void report_cpus(int threads) {
+  int rank = 0, ranks = 1, mine = cpus_available(), least = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  std::printf("# cpus per rank (affinity): %d; threads per rank: %d\n", least, threads);
+  if (least < threads)
+    std::printf("# WARNING: fewer cpus than threads per rank: launch with mpirun --bind-to none\n");
+}
+
+// OpenBLAS's helper threads spin (sched_yield) for ~0.1 s (2^28 cycles,
+// THREAD_TIMEOUT) after start-up and after every multi-threaded call before they
+// sleep; a timing taken meanwhile loses a core. Call before timing anything and
+// after a multi-threaded BLAS/LAPACK call.
+inline void settle_blas() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
 inline int init_mpi(int* argc, char*** argv) {
   int provided = 0;

@@ -25,7 +25,10 @@ static const char* kUsage =
     "  --no-lapack, --no-scalapack   skip a peer\n"
     "  --check          compare L with LAPACK on rank 0 (small N only)\n"
     "GFLOP/s count N^3/3 flops. DGEMM peak: one core's DGEMM rate while every core\n"
-    "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C).\n";
+    "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C); %alone_nb\n"
+    "uses one core's rate with every other core idle instead (stricter).\n"
+    "One rank with several threads: launch with mpirun --bind-to none (mpirun binds a\n"
+    "rank to one core when it starts at most 2 ranks).\n";
 
 namespace {
 int g_rank = 0, g_ranks = 1;
@@ -41,30 +44,42 @@ void quiet_barrier() {
   }
 }
 
+// GFLOP/s of the calling thread running size x size DGEMMs (as the Cholesky's
+// DGEMM tasks call it) for 0.5 s.
+double dgemm_core_rate_local(int size) {
+  std::vector<double> m(3 * static_cast<std::size_t>(size) * size, 0.001);
+  auto gemm = [&] {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, size, size, size, -1.0, m.data(), size,
+                m.data() + size * size, size, 1.0, m.data() + 2 * size * size, size);
+  };
+  gemm();
+  int calls = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  while (secs < 0.5) {
+    gemm();
+    ++calls;
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return 2.0 * size * size * static_cast<double>(size) * calls / secs / 1e9;
+}
+
 // GFLOP/s of one core running size x size DGEMMs while `threads` threads on every
-// rank do the same; returns the median per-core rate.
-double dgemm_core_rate(int size, int threads) {
+// rank do the same; returns the median per-core rate. With `alone`, one thread of
+// rank 0 measures while every other core is idle (the upper bound of one core).
+double dgemm_core_rate(int size, int threads, bool alone = false) {
   std::vector<double> rates(threads);
   MPI_Barrier(MPI_COMM_WORLD);
+  if (alone) {
+    double rate = 0;
+    if (g_rank == 0) rate = dgemm_core_rate_local(size);
+    quiet_barrier();
+    MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return rate;
+  }
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      std::vector<double> m(3 * static_cast<std::size_t>(size) * size, 0.001);
-      auto gemm = [&] {
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, size, size, size, -1.0, m.data(), size,
-                    m.data() + size * size, size, 1.0, m.data() + 2 * size * size, size);
-      };
-      gemm();
-      int calls = 0;
-      auto t0 = std::chrono::steady_clock::now();
-      double secs = 0;
-      while (secs < 0.5) {
-        gemm();
-        ++calls;
-        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-      rates[t] = 2.0 * size * size * static_cast<double>(size) * calls / secs / 1e9;
-    });
+    pool.emplace_back([&, t] { rates[t] = dgemm_core_rate_local(size); });
   for (auto& t : pool) t.join();
   std::vector<double> all(static_cast<std::size_t>(threads) * g_ranks);
   MPI_Allgather(rates.data(), threads, MPI_DOUBLE, all.data(), threads, MPI_DOUBLE, MPI_COMM_WORLD);
@@ -84,6 +99,7 @@ double lapack_seconds(int n, int cores) {
     openblas_set_num_threads(1);
     if (info != 0) std::fprintf(stderr, "dpotrf failed: info %d\n", info);
   }
+  bench::settle_blas();
   quiet_barrier();
   MPI_Bcast(&secs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return secs;
@@ -111,6 +127,7 @@ double scalapack_seconds(int n, int nb, int p, int q, int threads) {
   pdpotrf_("L", &n, a.data(), &one, &one, desc, &info);
   double secs = bench::max_over_ranks(MPI_Wtime() - t0);
   openblas_set_num_threads(1);
+  if (threads > 1) bench::settle_blas();
   if (info != 0 && g_rank == 0) std::fprintf(stderr, "pdpotrf failed: info %d\n", info);
   Cblacs_gridexit(ctx);
   return secs;
@@ -159,6 +176,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int cores = g_ranks * threads;
+  bench::report_cpus(threads);
+  bench::settle_blas();
   std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400});
   int big = std::min(n, 1024);
   double peak_big = dgemm_core_rate(big, threads);
@@ -171,12 +190,13 @@ int main(int argc, char** argv) {
     if (lapack > 0)
       std::printf("# LAPACK dpotrf (rank 0, %d OpenBLAS threads): %.3f s, %.2f GFLOP/s\n", cores, lapack,
                   flops / lapack / 1e9);
-    std::printf("%6s %10s %10s %14s %10s %12s %10s %10s\n", "NB", "rt_s", "rt_GF/s", "gemm_nb_peak",
-                "%peak_nb", "%peak_1024", "pd_GF/s", "rt/pd");
+    std::printf("%6s %10s %10s %14s %10s %11s %12s %10s %10s\n", "NB", "rt_s", "rt_GF/s", "gemm_nb_peak",
+                "%peak_nb", "%alone_nb", "%peak_1024", "pd_GF/s", "rt/pd");
   }
   bool ok = true;
   for (std::int64_t nb : nbs) {
     double peak_nb = dgemm_core_rate(static_cast<int>(nb), threads) * cores;
+    double alone_nb = dgemm_core_rate(static_cast<int>(nb), threads, true) * cores;
     std::vector<double> times;
     for (int r = 0; r < reps; ++r) {
       rt::TiledMatrix a({.rows = n, .cols = n, .tile_rows = nb, .tile_cols = nb, .grid_rows = p, .grid_cols = q},
@@ -195,8 +215,9 @@ int main(int argc, char** argv) {
     double pd = args.flag("--no-scalapack") ? 0 : scalapack_seconds(n, static_cast<int>(nb), p, q, threads);
     double gf = flops / t / 1e9, pd_gf = pd > 0 ? flops / pd / 1e9 : 0;
     if (g_rank == 0)
-      std::printf("%6lld %10.3f %10.2f %14.2f %10.1f %12.1f %10.2f %10.2f\n", static_cast<long long>(nb), t, gf,
-                  peak_nb, 100 * gf / peak_nb, 100 * gf / (peak_big * cores), pd_gf, pd > 0 ? gf / pd_gf : 0.0);
+      std::printf("%6lld %10.3f %10.2f %14.2f %10.1f %11.1f %12.1f %10.2f %10.2f\n", static_cast<long long>(nb), t,
+                  gf, peak_nb, 100 * gf / peak_nb, 100 * gf / alone_nb, 100 * gf / (peak_big * cores), pd_gf,
+                  pd > 0 ? gf / pd_gf : 0.0);
   }
   MPI_Finalize();
   return ok ? 0 : 1;

@@ -97,3 +97,19 @@ def test_pool_launches(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "pooled" / "blocksize_bandwidth.png").stat().st_size > 1000
+
+
+def test_redist_bench_subcommand(tmp_path):
+    """`redist bench SUITE` (the issue's name) runs redist-bench on every rank."""
+    from conftest import REDIST
+    res = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "submatrix", "--smoke", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "summary submatrix" in res.stdout
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["suite"] == "submatrix" and data["cases"]
+    bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "nosuchsuite"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown suite 'nosuchsuite'" in bad.stderr
+    helped = subprocess.run([str(REDIST), "help", "bench"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "SUITE: categories" in helped.stdout
