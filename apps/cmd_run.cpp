@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 #include <cstdio>
 #include <cstring>
 
@@ -132,9 +134,15 @@ int cmd_run(int argc, char** argv) {
     for (Executor e : execs)
       for (int w = 0; w < warmup; ++w) plan.execute(s.cptr, d.ptr, e);
     std::vector<std::vector<double>> times(execs.size());
+    std::vector<size_t> order(execs.size());
     for (int r = 0; r < reps; ++r) {
-      for (size_t k = 0; k < execs.size(); ++k) {  // interleaved, rotating: A B C, B C A, C A B ...
-        const size_t i = (static_cast<size_t>(r) + k) % execs.size();  // (no executor always follows the same one)
+      // Interleaved, in a new order each round (seeded by the round, so the same
+      // on every rank): no executor always follows the same one and inherits its
+      // cache state.
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::mt19937 shuffle_rng(static_cast<unsigned>(r) + 1);
+      std::shuffle(order.begin(), order.end(), shuffle_rng);
+      for (size_t i : order) {
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         plan.execute(s.cptr, d.ptr, execs[i]);

@@ -32,7 +32,7 @@ const char* kUsage =
     "  --reps N timed runs per method (default 5), after one untimed warm-up each that\n"
     "           is also verified against the pattern oracle (pattern.hpp)\n"
     "  --json F also write the results as JSON to F (rank 0)\n"
-    "Methods run interleaved (A B C, B C A, C A B ..) so that machine noise hits all alike;\n"
+    "Methods run interleaved, in a new order each round, so that machine noise hits all alike;\n"
     "MPI_Barrier before each run; a run's time is the slowest rank's. Bandwidth (paper\n"
     "000, Eq. 3): max over ranks of max(remote bytes sent, received) / time, with the\n"
     "remote bytes from redist's plan (the same data pdgemr2d must move). Speedup:\n"

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <ctime>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,17 +29,20 @@ struct Method {
   double min() const { return times.empty() ? 0 : *std::min_element(times.begin(), times.end()); }
 };
 
-// Runs the methods interleaved so that machine noise hits all alike, each
-// round starting one method later (A B C, B C A, C A B, ..): in a fixed order
-// each method always follows the same one and inherits its cache state, which
-// made `auto` (after `direct`) time 10-30% faster than the executor it ran
-// (after `alltoallv`). A barrier before each run; a run's time is the slowest
+// Runs the methods interleaved so that machine noise hits all alike, in a new
+// order each round (a shuffle seeded by the round: the same on every rank). In
+// a fixed order, or a rotated one, each method always follows the same one and
+// inherits its cache state: `auto`, after `direct`, timed 10-30% faster than
+// the executor it ran. A barrier before each run; a run's time is the slowest
 // rank's.
 inline void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm) {
-  const size_t n = methods.size();
-  for (int r = 0; r < reps; ++r)
-    for (size_t k = 0; k < n; ++k) {
-      Method& me = methods[(static_cast<size_t>(r) + k) % n];
+  std::vector<size_t> order(methods.size());
+  for (int r = 0; r < reps; ++r) {
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937 shuffle_rng(static_cast<unsigned>(r) + 1);
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    for (size_t i : order) {
+      Method& me = methods[i];
       MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
       me.run();
@@ -45,6 +50,7 @@ inline void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm co
       MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
       me.times.push_back(tmax);
     }
+  }
 }
 
 // Where and with what a result was measured (rank 0's view).
