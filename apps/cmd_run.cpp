@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <numeric>
-#include <random>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <random>
 
 #include "cli.hpp"
 #include "redist/cost.hpp"

@@ -35,8 +35,9 @@ std::string to_string(Executor e);
 // cost model charges its messages at this depth).
 inline constexpr int kSegmentWindow = 64;
 // `direct` has the sender pack segments whose contiguous run is shorter than this
-// many bytes (one process_vm_readv per short row costs more than packing it).
-inline constexpr index_t kDirectPackBelow = 1024;
+// many bytes (one process_vm_readv per short row costs more than packing it,
+// streamed, and unpacking it: measured crossover between 1.6 KB and 3.2 KB rows).
+inline constexpr index_t kDirectPackBelow = 2048;
 Executor parse_executor(const std::string& name);  // throws redist::Error
 std::vector<Executor> all_executors();  // the real ones, without auto_
 

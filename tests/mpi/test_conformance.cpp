@@ -73,13 +73,14 @@ TEST_P(Conformance, PaperCaseSubmatrix) {
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
-// Contiguous runs on both sides of 1 KiB in one plan (130, 70, 60 and 41 rows
-// of 8 bytes, tile storage to ScaLAPACK storage): `direct` reads the long ones
-// row by row and has the short ones packed by the sender.
+// Contiguous runs on both sides of kDirectPackBelow in one plan (260, 140, 120
+// and 82 rows of 8 bytes, tile storage to ScaLAPACK storage): `direct` reads the
+// long ones row by row and has the short ones packed by the sender.
 TEST_P(Conformance, LongAndShortRows) {
+  static_assert(260 * 8 >= kDirectPackBelow && 140 * 8 < kDirectPackBelow);
   const int p = world_size();
-  Layout src = block_cyclic_layout({301, 40}, {200, 3}, {p, 1});
-  Layout dst = block_cyclic_layout({301, 40}, {130, 9}, {1, p}, 8, StorageKind::local_array);
+  Layout src = block_cyclic_layout({602, 40}, {400, 3}, {p, 1});
+  Layout dst = block_cyclic_layout({602, 40}, {260, 9}, {1, p}, 8, StorageKind::local_array);
   std::string err = run_case(src, dst, Region::whole(src.shape()), GetParam(), {});
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
