@@ -5,6 +5,8 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "comm.hpp"
@@ -18,6 +20,11 @@ namespace redist::runtime {
 namespace detail {
 namespace {
 
+// Points of an execution space are claimed by the workers of a rank in chunks of
+// this many consecutive points: few enough atomic operations, small enough for
+// the workers to finish within a few tasks of each other.
+constexpr std::int64_t kChunk = 32;
+
 class Engine {
  public:
   Engine(TaskGraph& graph, MPI_Comm comm, const Options& options, std::int64_t local_tasks)
@@ -30,41 +37,36 @@ class Engine {
                                     const Data& d) { release_remote(w, c, p, f, d); },
                              [this](int origin, std::string msg) {
                                fail(origin, std::move(msg), false);
-                             }}) {
+                             }}),
+        next_chunk_(new std::atomic<std::int64_t>[graph.num_classes()]) {
     MPI_Comm_rank(comm, &rank_);
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    // On one rank no message can ever arrive: no communication thread, the calling
+    // thread is worker 0 and nobody polls MPI (N threads on N cores, not N + 1).
+    inline_ = ranks == 1;
+    progress_ = options.comm_mode == CommMode::multiple && ranks > 1;
+    for (int id = 0; id < graph.num_classes(); ++id) {
+      next_chunk_[id].store(0, std::memory_order_relaxed);
+      if (!graph.at(id).has_priority()) lazy_classes_.push_back(id);
+    }
+    for (int w = 0; w < options.threads; ++w) workers_.push_back(std::make_unique<Worker>());
   }
 
   void run(Stats& stats) {
-    std::vector<std::thread> workers;
-    for (int w = 0; w < options_.threads; ++w) workers.emplace_back([this, w] { worker_loop(w); });
-    try {
-      enumerate_startup();
-    } catch (const std::exception& e) {
-      fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
-    }
-    // The calling thread is the communication thread (paper 004, sec. III-C).
-    for (int idle = 0; !aborted_.load(std::memory_order_acquire);) {
-      bool did = false;
-      try {
-        did = comm_.progress(-1, true);
-      } catch (const std::exception& e) {
-        fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
-      }
-      if (executed_.load(std::memory_order_acquire) == local_tasks_ && comm_.idle()) break;
-      // While a worker polls MPI itself (multiple mode), a second poller would only
-      // take its core: step aside. When all workers compute, progress here.
-      if (polling_.load(std::memory_order_acquire) > 0) {
-        sched_yield();
-        continue;
-      }
-      backoff(did ? (idle = 0) : ++idle);
-    }
+    std::vector<std::thread> threads;
+    for (int w = inline_ ? 1 : 0; w < options_.threads; ++w)
+      threads.emplace_back([this, w] { worker_main(w); });
+    if (inline_)
+      worker_main(0);
+    else
+      comm_loop();
     finished_.store(true, std::memory_order_release);
     sched_.wake_all();
-    for (auto& t : workers) t.join();
+    for (auto& t : threads) t.join();
     if (aborted_) comm_.abandon();
-    stats.tasks = executed_;
-    stats.steals = steals_;
+    stats.tasks = executed();
+    for (auto& w : workers_) stats.steals += w->steals;
     stats.activations_sent = comm_.activations_sent();
     stats.eager_bytes = comm_.eager_bytes();
     stats.rendezvous_bytes = comm_.rendezvous_bytes();
@@ -74,6 +76,42 @@ class Engine {
   const std::string& error_message() const { return error_message_; }
 
  private:
+  struct alignas(64) Worker {
+    std::atomic<std::int64_t> executed{0};  // written by its worker only
+    std::int64_t steals = 0;
+    // The walk over the classes without priorities (lazy_classes_), resumed
+    // whenever this worker has nothing of priority >= 0 queued.
+    std::size_t lazy_index = 0;
+    std::optional<SpaceWalk> walk;
+    std::int64_t at = -1, end = 0;  // position of walk, end of the claimed chunk
+  };
+
+  std::int64_t executed() const {
+    std::int64_t n = 0;
+    for (auto& w : workers_) n += w->executed.load(std::memory_order_acquire);
+    return n;
+  }
+
+  // The communication thread (paper 004, sec. III-C), when there are other ranks.
+  void comm_loop() {
+    for (int idle = 0; !aborted_.load(std::memory_order_acquire);) {
+      bool did = false;
+      try {
+        did = comm_.progress(-1, true);
+      } catch (const std::exception& e) {
+        fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
+      }
+      if (executed() == local_tasks_ && comm_.idle()) break;
+      // While a worker polls MPI itself (multiple mode), a second poller would only
+      // take its core: step aside. When all workers compute, progress here.
+      if (polling_.load(std::memory_order_acquire) > 0) {
+        sched_yield();
+        continue;
+      }
+      backoff(did ? (idle = 0) : ++idle);
+    }
+  }
+
   // The comm thread is not meant to own a core (paper 004, sec. III-C: it calls
   // nanosleep); it spins briefly first so that a ping-pong stays fast.
   static void backoff(int idle) {
@@ -85,38 +123,110 @@ class Engine {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 
-  void enumerate_startup() {
-    // Each rank enumerates only its own tasks; those with no task input start now.
+  // Moves `walk` (at position `at`) to the next point this worker owns, claiming
+  // a new chunk of the class's points when the current one is used up.
+  bool next_claimed(SpaceWalk& walk, std::int64_t& at, std::int64_t& end, int cls) {
+    if (at + 1 < end) {
+      ++at;
+      return walk.advance(1);
+    }
+    const std::int64_t start = next_chunk_[cls].fetch_add(1, std::memory_order_relaxed) * kChunk;
+    const std::int64_t skip = start - at;  // >= 1: chunks are claimed in increasing order
+    at = start;
+    end = start + kChunk;
+    return walk.advance(skip);
+  }
+
+  // Fills `t` when (c, p) runs on this rank and waits for no task input.
+  bool startup_task(const TaskClass& c, const Params& p, ReadyTask& t) {
+    if (c.rank_of(p) != rank_ || prepare_inputs(c, p, t.flows) != 0) return false;
+    t.cls = &c;
+    t.params = p;
+    t.priority = c.priority_of(p);
+    return true;
+  }
+
+  // Enumeration (paper 004, sec. III-B), shared by the workers: each walks the
+  // execution spaces, claims chunks of points and queues its startup tasks of the
+  // classes with priorities in one batch, so that they compete by priority.
+  void enumerate_prioritized(int w) {
+    std::vector<ReadyTask> ready;
     for (int id = 0; id < graph_.num_classes(); ++id) {
       const TaskClass& c = graph_.at(id);
-      for_each_point(c, [&](const Params& p) {
-        if (c.rank_of(p) != rank_ || aborted_.load(std::memory_order_relaxed)) return;
-        ReadyTask t;
-        if (prepare_inputs(c, p, t.flows) != 0) return;
-        t.cls = &c;
-        t.params = p;
-        t.priority = c.priority_of(p);
-        sched_.push(-1, std::move(t));
-      });
+      if (!c.has_priority()) continue;
+      SpaceWalk walk(c);
+      std::int64_t at = -1, end = 0;
+      ReadyTask t;
+      while (!aborted_.load(std::memory_order_relaxed) && next_claimed(walk, at, end, id))
+        if (startup_task(c, walk.params(), t)) ready.push_back(std::move(t));
     }
+    sched_.push_all(w, ready);
+  }
+
+  // The next startup task of the classes without priorities (all at priority 0)
+  // this worker claims. Runs straight from the walk: no queue, lock or allocation
+  // for independent tasks.
+  bool next_lazy(int w, ReadyTask& t) {
+    Worker& me = *workers_[w];
+    while (me.lazy_index < lazy_classes_.size()) {
+      const int id = lazy_classes_[me.lazy_index];
+      const TaskClass& c = graph_.at(id);
+      if (!me.walk) {
+        me.walk.emplace(c);
+        me.at = -1;
+        me.end = 0;
+      }
+      while (!aborted_.load(std::memory_order_relaxed) && next_claimed(*me.walk, me.at, me.end, id))
+        if (startup_task(c, me.walk->params(), t)) return true;
+      me.walk.reset();
+      ++me.lazy_index;
+    }
+    return false;
+  }
+
+  void worker_main(int w) {
+    try {
+      enumerate_prioritized(w);
+    } catch (const std::exception& e) {
+      fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
+    }
+    worker_loop(w);
   }
 
   void worker_loop(int w) {
-    const bool progress = options_.comm_mode == CommMode::multiple;
+    Worker& me = *workers_[w];
+    bool lazy = !lazy_classes_.empty();
     int idle = 0;
     ReadyTask t;
     while (!finished_.load(std::memory_order_acquire) && !aborted_.load(std::memory_order_acquire)) {
-      bool stolen = false;
-      if (sched_.pop(w, t, stolen)) {
-        if (progress && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
-        steals_ += stolen;
+      bool stolen = false, got = false;
+      if (lazy) {
+        // Queued tasks of priority >= 0 first, then the walk (priority 0).
+        got = sched_.pop_own_at_least(w, 0, t);
+        if (!got) {
+          try {
+            got = next_lazy(w, t);
+          } catch (const std::exception& e) {
+            fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
+          }
+          lazy = got;
+        }
+      }
+      if (got || sched_.pop(w, t, stolen)) {
+        if (progress_ && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
+        me.steals += stolen;
         execute(w, t);
         idle = 0;
         continue;
       }
+      if (inline_ && executed() == local_tasks_) {  // no communication thread to tell us
+        finished_.store(true, std::memory_order_release);
+        sched_.wake_all();
+        break;
+      }
       // An idle worker progresses MPI itself, so that the task a message enables
       // runs on the thread that received it, without a thread switch.
-      if (progress) {
+      if (progress_) {
         if (idle == 0) polling_.fetch_add(1, std::memory_order_acq_rel);
         bool did = false;
         try {
@@ -134,11 +244,11 @@ class Engine {
         sched_yield();
         continue;
       }
-      if (progress) polling_.fetch_sub(1, std::memory_order_acq_rel);
+      if (progress_) polling_.fetch_sub(1, std::memory_order_acq_rel);
       sched_.sleep();
       idle = 0;
     }
-    if (progress && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
+    if (progress_ && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
   }
 
   void execute(int w, ReadyTask& t) {
@@ -154,7 +264,8 @@ class Engine {
            true);
     }
     t.flows.clear();  // release the data before counting the task as done
-    executed_.fetch_add(1, std::memory_order_acq_rel);
+    auto& done = workers_[w]->executed;
+    done.store(done.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
   // Evaluates the OUT dependencies of a completed task: local successors are
@@ -223,7 +334,11 @@ class Engine {
   Scheduler sched_;
   DepTable deps_;
   Comm comm_;
-  std::atomic<std::int64_t> executed_{0}, steals_{0};
+  bool inline_ = false;    // one rank: the calling thread is worker 0, no comm thread
+  bool progress_ = false;  // idle workers progress MPI (CommMode::multiple, > 1 rank)
+  std::unique_ptr<std::atomic<std::int64_t>[]> next_chunk_;  // per class: next chunk to claim
+  std::vector<int> lazy_classes_;  // classes without priorities: started from the walk
+  std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> polling_{0};  // workers currently polling MPI while idle
   std::atomic<bool> finished_{false}, aborted_{false};
   std::mutex error_mutex_;

@@ -51,6 +51,72 @@ void for_each_point(const TaskClass& c, F&& f) {
   }
 }
 
+// A resumable walk over the execution space of `c`, in the order of for_each_point.
+// Lets the workers of a rank share one enumeration: each claims chunks of
+// consecutive points and skips the others (paper 004, sec. III-B).
+class SpaceWalk {
+ public:
+  explicit SpaceWalk(const TaskClass& c) : c_(c), n_(c.num_params()) {}
+
+  // Moves `k` >= 1 points forward; the walk starts before the first point, so
+  // advance(1) lands on it. Returns false (for good) past the last point.
+  bool advance(std::int64_t k) {
+    if (done_) return false;
+    if (n_ == 0) {  // a class without parameters has exactly one task
+      done_ = started_ || k > 1;
+      started_ = true;
+      return !done_;
+    }
+    if (!started_) {
+      started_ = true;
+      level_ = 0;
+      p_[0] = c_.lo(0, p_);
+      hi_[0] = c_.hi(0, p_);
+      if (!settle()) return false;
+      --k;
+    }
+    const int last = n_ - 1;
+    while (k > 0) {
+      const std::int64_t room = hi_[last] - p_[last];  // points after this one in its row
+      if (k <= room) {
+        p_[last] += k;
+        return true;
+      }
+      k -= room + 1;  // the first point of the next non-empty row is room + 1 away
+      p_[last] = hi_[last] + 1;
+      if (!settle()) return false;
+    }
+    return true;
+  }
+  const Params& params() const { return p_; }
+
+ private:
+  // From a position whose current level may be exhausted, moves to the next point.
+  bool settle() {
+    while (level_ >= 0) {
+      if (p_[level_] > hi_[level_]) {
+        p_[level_] = 0;
+        if (--level_ >= 0) ++p_[level_];
+      } else if (level_ == n_ - 1) {
+        return true;
+      } else {
+        ++level_;
+        p_[level_] = c_.lo(level_, p_);
+        hi_[level_] = c_.hi(level_, p_);
+      }
+    }
+    done_ = true;
+    return false;
+  }
+
+  const TaskClass& c_;
+  const int n_;
+  Params p_{};
+  std::array<std::int64_t, kMaxParams> hi_{};
+  int level_ = 0;
+  bool started_ = false, done_ = false;
+};
+
 // Calls f(params) for every task a Targets value names.
 template <class F>
 void for_each_target(const Targets& t, F&& f) {

@@ -21,13 +21,39 @@ void Scheduler::push(int worker, ReadyTask&& task) {
     std::push_heap(q.heap.begin(), q.heap.end(), lower_priority);
     q.size.store(static_cast<int>(q.heap.size()), std::memory_order_release);
   }
+  wake_one();
+}
+
+void Scheduler::push_all(int worker, std::vector<ReadyTask>& tasks) {
+  if (tasks.empty()) return;
+  Queue& q = *queues_[worker % static_cast<int>(queues_.size())];
+  {
+    std::lock_guard lock(q.mutex);
+    const bool was_empty = q.heap.empty();
+    for (ReadyTask& t : tasks) q.heap.push_back(std::move(t));
+    if (was_empty)
+      std::make_heap(q.heap.begin(), q.heap.end(), lower_priority);
+    else
+      for (auto it = q.heap.end() - static_cast<std::ptrdiff_t>(tasks.size()); it != q.heap.end();)
+        std::push_heap(q.heap.begin(), ++it, lower_priority);
+    q.size.store(static_cast<int>(q.heap.size()), std::memory_order_release);
+  }
+  tasks.clear();
+  if (sleepers_.load(std::memory_order_acquire) > 0) wake_all();
+}
+
+void Scheduler::wake_one() {
   if (sleepers_.load(std::memory_order_acquire) > 0) {
     std::lock_guard lock(sleep_mutex_);
     sleep_cv_.notify_one();
   }
 }
 
-bool Scheduler::pop_from(Queue& q, ReadyTask& task, bool try_only) {
+bool Scheduler::pop_own_at_least(int worker, int min_priority, ReadyTask& task) {
+  return pop_from(*queues_[worker], task, false, min_priority);
+}
+
+bool Scheduler::pop_from(Queue& q, ReadyTask& task, bool try_only, int min_priority) {
   if (q.size.load(std::memory_order_acquire) == 0) return false;
   std::unique_lock lock(q.mutex, std::defer_lock);
   if (try_only) {
@@ -35,7 +61,7 @@ bool Scheduler::pop_from(Queue& q, ReadyTask& task, bool try_only) {
   } else {
     lock.lock();
   }
-  if (q.heap.empty()) return false;
+  if (q.heap.empty() || q.heap.front().priority < min_priority) return false;
   std::pop_heap(q.heap.begin(), q.heap.end(), lower_priority);
   task = std::move(q.heap.back());
   q.heap.pop_back();

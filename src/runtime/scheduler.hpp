@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,11 @@ class Scheduler {
   // Queues `task` on worker `worker`'s queue (worker < 0: round robin) and wakes a
   // sleeping worker. Any thread may call it.
   void push(int worker, ReadyTask&& task);
+  // Queues all of `tasks` on `worker`'s queue under one lock (startup tasks a
+  // worker enumerated) and empties `tasks`.
+  void push_all(int worker, std::vector<ReadyTask>& tasks);
+  // Pops the top of `worker`'s own queue if its priority is at least `min_priority`.
+  bool pop_own_at_least(int worker, int min_priority, ReadyTask& task);
   // Pops the highest-priority task of `worker`'s own queue, or else steals the best
   // task of another queue. Returns false when all queues looked empty.
   bool pop(int worker, ReadyTask& task, bool& stolen);
@@ -34,7 +40,8 @@ class Scheduler {
     std::vector<ReadyTask> heap;  // max-heap by priority
     std::atomic<int> size{0};
   };
-  bool pop_from(Queue& q, ReadyTask& task, bool try_only);
+  bool pop_from(Queue& q, ReadyTask& task, bool try_only, int min_priority = INT_MIN);
+  void wake_one();
 
   std::vector<std::unique_ptr<Queue>> queues_;
   std::atomic<unsigned> next_{0};

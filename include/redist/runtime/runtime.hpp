@@ -38,7 +38,8 @@ struct Stats {
 
 // Runs `graph` to completion on every rank of `comm` (collective). Each rank runs
 // the tasks whose affinity is its rank, with options.threads workers plus the
-// calling thread as the communication thread.
+// calling thread as the communication thread; on a communicator of one rank there
+// is no communication thread and the calling thread is one of the workers.
 // Preconditions: the same graph and options on every rank; MPI initialized with
 // MPI_THREAD_MULTIPLE when options.comm_mode == CommMode::multiple.
 // Throws redist::Error with the same message on every rank when the graph is

@@ -151,6 +151,7 @@ class TaskClass {
   std::int64_t hi(int i, const Params& p) const { return ranges_[i].second.fn(p); }
   bool has_affinity() const { return static_cast<bool>(affinity_); }
   int rank_of(const Params& p) const { return affinity_(p); }
+  bool has_priority() const { return static_cast<bool>(priority_); }
   int priority_of(const Params& p) const { return priority_ ? priority_(p) : 0; }
   const Body& body_fn() const { return body_; }
   bool in_space(const Params& p) const;

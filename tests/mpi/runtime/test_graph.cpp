@@ -207,4 +207,68 @@ TEST_P(Graph, RanksWithoutTasks) {
   EXPECT_EQ(rt::run(empty, MPI_COMM_WORLD, options_of(GetParam())).tasks, 0);
 }
 
+// Tasks without task inputs, enumerated by the workers together (chunks of a
+// shared walk): every point of dependent, partly empty ranges runs exactly once on
+// its rank, with a parameterless class and classes with and without priorities.
+// With one worker, startup tasks run strictly by priority (no priority = 0).
+TEST_P(Graph, StartupTasks) {
+  const int ranks = world_size(), n = 40;
+  std::vector<std::atomic<int>> runs(n * n * n + 200);
+  std::mutex m;
+  std::vector<int> order;  // priorities in run order on rank 0
+  auto record = [&](int prio) {
+    std::lock_guard lock(m);
+    order.push_back(prio);
+  };
+  rt::TaskGraph g;
+  auto& a = g.task_class("A");  // i = 0..n-1, j = 0..i-1 (empty for i = 0), k = j..j+i%3
+  a.param("i", 0, n - 1)
+      .param("j", 0, [](P p) { return p[0] - 1; })
+      .param("k", [](P p) { return p[1]; }, [](P p) { return p[1] + p[0] % 3; })
+      .affinity([=](P p) { return static_cast<int>((p[0] + p[1] + p[2]) % ranks); });
+  a.body([&](rt::TaskContext& c) {
+    ++runs[(c[0] * n + c[1]) * n + c[2]];
+    record(0);
+  });
+  auto& b = g.task_class("B");  // no parameters: one task
+  b.affinity([=](P) { return ranks - 1; });
+  b.body([&](rt::TaskContext&) {
+    ++runs[n * n * n];
+    record(0);
+  });
+  auto& c = g.task_class("C");  // priorities -3..3 around the 0 of A and B
+  c.param("i", 0, 99).affinity([=](P p) { return static_cast<int>(p[0] % ranks); }).priority([](P p) {
+    return static_cast<int>(p[0] * 5 % 7) - 3;
+  });
+  c.body([&](rt::TaskContext& ctx) {
+    ++runs[n * n * n + 1 + ctx[0]];
+    record(static_cast<int>(ctx[0] * 5 % 7) - 3);
+  });
+  auto& d = g.task_class("D");  // every row empty: no task
+  d.param("i", 0, 9).param("j", [](P p) { return p[0] + 1; }, [](P p) { return p[0]; });
+  d.affinity([](P) { return 0; }).body([](rt::TaskContext&) { ADD_FAILURE() << "D has no task"; });
+
+  rt::Stats s = rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
+  std::int64_t expected = 0, wrong = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < i; ++j)
+      for (std::int64_t k = j; k <= j + i % 3; ++k) {
+        bool mine = (i + j + k) % ranks == world_rank();
+        expected += mine;
+        wrong += runs[(i * n + j) * n + k] != (mine ? 1 : 0);
+      }
+  expected += world_rank() == ranks - 1;
+  wrong += runs[n * n * n] != (world_rank() == ranks - 1 ? 1 : 0);
+  for (int i = 0; i < 100; ++i) {
+    bool mine = i % ranks == world_rank();
+    expected += mine;
+    wrong += runs[n * n * n + 1 + i] != (mine ? 1 : 0);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(s.tasks, expected);
+  if (std::get<0>(GetParam()) == 1) {
+    for (std::size_t i = 1; i < order.size(); ++i) EXPECT_GE(order[i - 1], order[i]) << "at " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtime, Graph, RUNTIME_CONFIGS);
