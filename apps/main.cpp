@@ -45,8 +45,9 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
 
 // `redist bench ...` is the redist-bench program (it links ScaLAPACK, which
 // redist itself does not need): replace this process by it, before any MPI
-// call, so that under mpirun each rank becomes a redist-bench rank.
-int exec_bench(int argc, char** argv) {
+// call, so that under mpirun each rank becomes a redist-bench rank. `argv` is
+// main's (null-terminated), argv[1] == "bench".
+int exec_bench(char** argv) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   self[n > 0 ? n : 0] = '\0';
@@ -61,7 +62,6 @@ int exec_bench(int argc, char** argv) {
   }
   std::fprintf(stderr, "redist bench: redist-bench not found beside %s (looked in %s and %s../bench/); "
                        "it is built with ScaLAPACK in build/bench/\n", self, dir.c_str(), dir.c_str());
-  (void)argc;
   return 2;
 }
 
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
   if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
   if (!std::strcmp(cmd, "calibrate")) return redist::cli::cmd_calibrate(argc, argv);
-  if (!std::strcmp(cmd, "bench")) return exec_bench(argc, argv);
+  if (!std::strcmp(cmd, "bench")) return exec_bench(argv);
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
       std::fputs(kSpecHelp, stdout);
@@ -80,14 +80,11 @@ int main(int argc, char** argv) {
     }
     if (argc > 2) {
       char help[] = "--help";
-      char* args[] = {argv[0], argv[2], help};
+      char* args[] = {argv[0], argv[2], help, nullptr};  // an argv: execv needs the null
       if (!std::strcmp(argv[2], "run")) return redist::cli::cmd_run(3, args);
       if (!std::strcmp(argv[2], "plan")) return redist::cli::cmd_plan(3, args);
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
-      if (!std::strcmp(argv[2], "bench")) {
-        args[1] = const_cast<char*>("bench");
-        return exec_bench(3, args);
-      }
+      if (!std::strcmp(argv[2], "bench")) return exec_bench(args);
     }
     std::fputs(kHelp, stdout);
     return 0;
