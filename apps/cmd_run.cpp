@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
-#include <random>
 
 #include "cli.hpp"
 #include "redist/cost.hpp"
 #include "redist/pattern.hpp"
 #include "redist/redist.hpp"
+#include "timing.hpp"
 
 namespace redist::cli {
 namespace {
@@ -57,11 +56,6 @@ struct Store {
   }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 struct RankRow {  // gathered to rank 0 for the per-rank table
   long long sent, received, local, msgs_out, msgs_in, segs_out, segs_in, max_seg_tile;
 };
@@ -104,7 +98,7 @@ int cmd_run(int argc, char** argv) {
     fill_pattern(pb.dst, rank, d.ptr, 2);
 
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    const double t0 = MPI_Wtime();
     Plan plan = make_plan(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
     double plan_time = MPI_Wtime() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &plan_time, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -133,25 +127,12 @@ int cmd_run(int argc, char** argv) {
     const bool tty = isatty(2) && !json && rank == 0;
     for (Executor e : execs)
       for (int w = 0; w < warmup; ++w) plan.execute(s.cptr, d.ptr, e);
-    std::vector<std::vector<double>> times(execs.size());
-    std::vector<size_t> order(execs.size());
-    for (int r = 0; r < reps; ++r) {
-      // Interleaved, in a new order each round (seeded by the round, so the same
-      // on every rank): no executor always follows the same one and inherits its
-      // cache state.
-      std::iota(order.begin(), order.end(), size_t{0});
-      std::mt19937 shuffle_rng(static_cast<unsigned>(r) + 1);
-      std::shuffle(order.begin(), order.end(), shuffle_rng);
-      for (size_t i : order) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        plan.execute(s.cptr, d.ptr, execs[i]);
-        double dt = MPI_Wtime() - t0;
-        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        times[i].push_back(dt);
-      }
+    // Interleaved in a new order each round, the slowest rank's time (bench/timing.hpp).
+    std::vector<bench::Method> timed;
+    for (Executor e : execs) timed.push_back({to_string(e), [&, e] { plan.execute(s.cptr, d.ptr, e); }, {}});
+    bench::time_interleaved(timed, reps, MPI_COMM_WORLD, [&](int r) {
       if (tty) std::fprintf(stderr, "\rtiming: repetition %d/%d", r + 1, reps);
-    }
+    });
     if (tty) std::fprintf(stderr, "\r%40s\r", "");
 
     std::vector<long long> wrong(execs.size(), 0), checked(execs.size(), 0);
@@ -189,7 +170,7 @@ int cmd_run(int argc, char** argv) {
                     plan_time, remote, local, mx[0], msgs, segs, bnet, machine.bmemcpy, bound,
                     machine.source.c_str(), to_string(model_choice).c_str());
         for (size_t i = 0; i < execs.size(); ++i) {
-          const double med = median(times[i]), mn = *std::min_element(times[i].begin(), times[i].end());
+          const double med = timed[i].median(), mn = timed[i].min();
           const double bw = achieved_bandwidth(mx[0], med);
           std::printf("%s{\"name\": \"%s\", ", i ? ", " : "", to_string(execs[i]).c_str());
           if (execs[i] == Executor::auto_) std::printf("\"chose\": \"%s\", ", to_string(plan.auto_choice()).c_str());
@@ -197,7 +178,7 @@ int cmd_run(int argc, char** argv) {
                       "\"ratio_to_bound\": %.4g, \"verified\": %s, \"wrong\": %lld, \"times\": [",
                       med, mn, predicted(execs[i]), bw, bound > 0 ? bw / bound : 0,
                       verify ? (wrong[i] ? "false" : "true") : "null", wrong[i]);
-          for (size_t k = 0; k < times[i].size(); ++k) std::printf("%s%.6g", k ? ", " : "", times[i][k]);
+          for (size_t k = 0; k < timed[i].times.size(); ++k) std::printf("%s%.6g", k ? ", " : "", timed[i].times[k]);
           std::printf("]}");
         }
         std::printf("], \"per_rank\": [");
@@ -231,7 +212,7 @@ int cmd_run(int argc, char** argv) {
         std::printf("\n%-15s %12s %12s %12s %14s %9s  %s\n", "executor", "median", "min", "predicted", "bandwidth",
                     "of bound", verify ? "verified" : "");
         for (size_t i = 0; i < execs.size(); ++i) {
-          const double med = median(times[i]), mn = *std::min_element(times[i].begin(), times[i].end());
+          const double med = timed[i].median(), mn = timed[i].min();
           const double bw = achieved_bandwidth(mx[0], med);
           char ratio[16] = "-";
           if (bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", bw / bound);

@@ -1,4 +1,4 @@
-// Shared by the benchmarks (redist-compare, redist-bench): one measured method,
+// Shared by the benchmarks (redist-compare, redist-bench, `redist run`): one measured method,
 // interleaved timing and the facts about the run that a result must carry.
 #pragma once
 
@@ -34,8 +34,10 @@ struct Method {
 // a fixed order, or a rotated one, each method always follows the same one and
 // inherits its cache state: `auto`, after `direct`, timed 10-30% faster than
 // the executor it ran. A barrier before each run; a run's time is the slowest
-// rank's.
-inline void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm) {
+// rank's. `after_round(r)`, when given, runs after round r (0-based), e.g. to
+// show progress.
+inline void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm,
+                             const std::function<void(int)>& after_round = {}) {
   std::vector<size_t> order(methods.size());
   for (int r = 0; r < reps; ++r) {
     std::iota(order.begin(), order.end(), size_t{0});
@@ -50,6 +52,7 @@ inline void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm co
       MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
       me.times.push_back(tmax);
     }
+    if (after_round) after_round(r);
   }
 }
 
