@@ -119,11 +119,12 @@ Side side(const std::vector<PeerPlan>& peers, index_t es, const Machine& m, cons
     s.datatype += m.startup;
     for (const Segment& g : p.segments) {
       const Runs r = runs(g.shape, g.at.strides, es);
-      s.copy += rt.copy.time(r);
+      const double copy = rt.copy.time(r);
+      s.copy += copy;
       s.datatype += rt.datatype.time(r);
       if (r.row_bytes < static_cast<double>(kDirectPackBelow)) {  // packed, read as one run, unpacked
-        s.vm_pack += rt.copy.time(r);
-        s.vm += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
+        s.vm_pack += copy;
+        s.vm += copy + rt.vm.time({r.row_bytes * r.rows, 1});
       } else {
         s.vm += rt.vm.time(r);
       }
