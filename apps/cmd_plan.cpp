@@ -19,14 +19,14 @@ const char* kUsage = R"(usage: redist plan SRC DST [REGION] --ranks P [options]
 Plans the redistribution for P simulated ranks without MPI and prints the volume
 moved (remote and local), messages and segments per rank, segments per target
 tile, the heaviest peer pairs, and the time planning one rank took. With
---predict, also the cost model's time for every executor (max over the planned
+--predict, also the cost model's time for every strategy (max over the planned
 ranks, as `auto` decides) from a calibration file (`redist calibrate`).
 
 options:
   --ranks P         ranks of the simulated communicator (default: what the layouts need)
   --rank R          plan only rank R and list its peers
   --top K           heaviest peer pairs to list (default 10)
-  --predict         print the model's time per executor and its pick
+  --predict         print the model's time per strategy and its pick
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
   --help            this text
 
@@ -66,8 +66,8 @@ int cmd_plan(int argc, char** argv) {
     const std::string cal = a.get("--calibration", default_calibration_path());
     if (predict_times && !load_machine(cal, machine))
       detail::fail("--predict needs machine figures: cannot read ", cal, " (run `redist calibrate` first)");
-    const std::vector<Executor> execs = all_executors();
-    std::vector<double> predicted(execs.size(), 0);
+    const std::vector<std::string> names = strategy_names();
+    std::vector<double> predicted(names.size(), 0);
 
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
                 pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
@@ -85,8 +85,8 @@ int cmd_plan(int argc, char** argv) {
       tsum += dt;
       const PlanStats& s = rp.stats;
       if (predict_times)
-        for (size_t e = 0; e < execs.size(); ++e)
-          predicted[e] = std::max(predicted[e], predict(rp, execs[e], machine).total());
+        for (size_t e = 0; e < names.size(); ++e)
+          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine).total());
       remote += s.bytes_sent;
       local += s.bytes_local;
       msgs += s.messages_sent;
@@ -125,10 +125,10 @@ int cmd_plan(int argc, char** argv) {
     std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",
                 human_time(tsum / planned).c_str(), human_time(tmax).c_str(), planned, human_time(tsum).c_str());
     if (predict_times) {
-      std::printf("\nmodel     (%s, max over %d ranks; docs/executors.md)\n", cal.c_str(), planned);
+      std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
       const size_t pick = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
-      for (size_t e = 0; e < execs.size(); ++e)
-        std::printf("  %-10s %12s%s\n", to_string(execs[e]).c_str(), human_time(predicted[e]).c_str(),
+      for (size_t e = 0; e < names.size(); ++e)
+        std::printf("  %-10s %12s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
                     e == pick ? "  <- auto" : "");
     }
     std::vector<Pair> list;

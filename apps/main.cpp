@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "redist/exec.hpp"
 
 namespace {
 
@@ -15,10 +16,11 @@ usage:
   mpirun -np P redist run  SRC DST [REGION] [options]   redistribute, verify, time
   redist plan SRC DST [REGION] --ranks P [options]      plan only (no MPI): statistics
   mpirun -np 2 redist calibrate [--out FILE] [--force]  measure the machine for the
-                                                        cost model (--executor auto)
+                                                        cost model (--strategy auto)
   mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
-                                                        beside pdgemr2d (redist-bench)
-  redist help [run|plan|calibrate|bench|spec]
+                                                        beside pdgemr2d; compare SRC DST;
+                                                        pingpong|sched|tasks|cholesky
+  redist help [run|plan|calibrate|bench|spec|strategies]
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
@@ -43,9 +45,18 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
              function name=NAME ranks=R      (registered in C++)
 )";
 
-// `redist bench ...` is the redist-bench program (it links ScaLAPACK, which
-// redist itself does not need): replace this process by it, before any MPI
-// call, so that under mpirun each rank becomes a redist-bench rank. `argv` is
+void print_strategies() {
+  std::printf("strategies (--strategy NAME; `all` is every one and auto):\n");
+  for (const redist::StrategyInfo& s : redist::strategies()) std::printf("  %-10s %s\n", s.name.c_str(), s.summary.c_str());
+  std::printf("  %-10s the strategy the cost model predicts fastest (needs `redist calibrate`, else measures quickly)\n",
+              "auto");
+  std::printf("How each works and its cost model: docs/strategies.md.\n");
+}
+
+// `redist bench ...` is another program: redist-bench (it links ScaLAPACK, which
+// redist itself does not need) or, for the task runtime's, redist-bench-pingpong,
+// -sched, -tasks and redist-cholesky. Replace this process by it, before any MPI
+// call, so that under mpirun each rank becomes one of its ranks. `argv` is
 // main's (null-terminated), argv[1] == "bench".
 int exec_bench(char** argv) {
   char self[4096];
@@ -53,15 +64,20 @@ int exec_bench(char** argv) {
   self[n > 0 ? n : 0] = '\0';
   std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv[0]);
   dir = dir.substr(0, dir.find_last_of('/') + 1);
-  for (const std::string& path : {dir + "redist-bench", dir + "../bench/redist-bench"}) {
+  std::string program = "redist-bench", sub = "";
+  const std::string what = argv[2] ? argv[2] : "";
+  if (what == "pingpong" || what == "sched" || what == "tasks") program = "redist-bench-" + what, sub = "runtime/";
+  if (what == "cholesky") program = "redist-cholesky", sub = "runtime/";
+  if (!sub.empty()) ++argv;  // the runtime's programs take their options only
+  for (const std::string& path : {dir + program, dir + "../bench/" + sub + program}) {
     if (access(path.c_str(), X_OK) != 0) continue;
-    argv[1] = const_cast<char*>(path.c_str());  // redist-bench SUITE [options]
+    argv[1] = const_cast<char*>(path.c_str());  // PROGRAM [SUITE] [options]
     execv(path.c_str(), argv + 1);
     std::perror(("redist bench: cannot start " + path).c_str());
     return 2;
   }
-  std::fprintf(stderr, "redist bench: redist-bench not found beside %s (looked in %s and %s../bench/); "
-                       "it is built with ScaLAPACK in build/bench/\n", self, dir.c_str(), dir.c_str());
+  std::fprintf(stderr, "redist bench: %s not found beside %s (looked in %s and %s../bench/%s); "
+                       "it is built in build/bench/\n", program.c_str(), self, dir.c_str(), dir.c_str(), sub.c_str());
   return 2;
 }
 
@@ -76,6 +92,10 @@ int main(int argc, char** argv) {
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
       std::fputs(kSpecHelp, stdout);
+      return 0;
+    }
+    if (argc > 2 && !std::strcmp(argv[2], "strategies")) {
+      print_strategies();
       return 0;
     }
     if (argc > 2) {

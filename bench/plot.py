@@ -107,7 +107,7 @@ def plot_suite(suite, cases, out):
 def summary(data):
     lines = []
     for s in data.get("summary", []):
-        lines.append(f"{s['suite']}: auto within 10% of the fastest redist executor in "
+        lines.append(f"{s['suite']}: auto within 10% of the fastest redist strategy in "
                      f"{s['auto_within_10pct']}/{s['cases']} cases")
         for name, m in s["methods"].items():
             g = m["geomean_speedup_vs_pdgemr2d"]

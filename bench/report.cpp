@@ -9,74 +9,53 @@
 namespace redist::bench {
 namespace {
 
-std::string esc(const std::string& s) {  // JSON string body
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\', o += ch;
-    else if (ch == '\n') o += "\\n";
-    else if (static_cast<unsigned char>(ch) >= 0x20) o += ch;
-  }
-  return o;
-}
+using harness::CaseResult;
+using harness::json_number;
+using harness::json_string;
+using harness::MethodResult;
 
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-bool is_redist_executor(const std::string& name) { return name != "auto" && name != "pdgemr2d" && name != "alltoall"; }
+bool is_strategy(const std::string& name) { return name != "auto" && name != "pdgemr2d" && name != "alltoall"; }
 
 }  // namespace
 
-const MethodResult* CaseResult::find(const std::string& name) const {
-  for (const MethodResult& m : methods)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-double CaseResult::bandwidth(const MethodResult& m) const { return m.median > 0 ? remote_bytes / m.median : 0; }
-double CaseResult::speedup(const MethodResult& m) const {
-  const MethodResult* p = find("pdgemr2d");
-  return p && m.median > 0 ? p->median / m.median : 0;
-}
-
 void Report::print_header(FILE* f) const {
-  std::fprintf(f, "redist-bench %s on %s: %d ranks, %u cores, %s build, %s\n  %s\n", suite_.c_str(),
-               info_.hostname.c_str(), info_.ranks, info_.cores, info_.build_type.c_str(), info_.compiler.c_str(),
-               info_.mpi_library.c_str());
+  const harness::RunInfo& i = r_.run;
+  std::fprintf(f, "%s on %s: %d ranks, %u cores, %s build, %s\n  %s\n", r_.tool.c_str(), i.hostname.c_str(), i.ranks,
+               i.cores, i.build_type.c_str(), i.compiler.c_str(), i.mpi_library.c_str());
   std::fprintf(f, "  reps %d (median, slowest rank), scale %g; machine from %s: Bnet %.2f GB/s, Bmemcpy %.2f GB/s\n",
-               reps_, scale_, machine_.source.c_str(), machine_.bnet / 1e9, machine_.bmemcpy / 1e9);
+               r_.reps, r_.scale, r_.machine->source.c_str(), r_.machine->bnet / 1e9, r_.machine->bmemcpy / 1e9);
 }
 
 void Report::print_launches(FILE* f) const {
-  std::fprintf(f, "  launches: %d ranks, %d on this node with %u cores%s\n", info_.ranks, ranks_per_node, info_.cores,
-               oversubscribed() ? " -- OVERSUBSCRIBED: timings are not meaningful" : " (one core each or more)");
+  const harness::RunInfo& i = r_.run;
+  std::fprintf(f, "  launches: %d ranks, %d on this node with %u cores%s\n", i.ranks, i.ranks_per_node, i.cores,
+               i.oversubscribed() ? " -- OVERSUBSCRIBED: timings are not meaningful" : " (one core each or more)");
 }
 
 void print_case(FILE* f, const CaseResult& r, size_t i, size_t n) {
-  std::fprintf(f, "\n[%zu/%zu] %s %s\n  src %s\n  dst %s%s%s\n", i, n, r.c.suite.c_str(), r.c.name.c_str(),
-               r.c.src.c_str(), r.c.dst.c_str(), r.c.region.empty() ? "" : "\n  region ", r.c.region.c_str());
+  std::fprintf(f, "\n[%zu/%zu] %s %s\n  src %s\n  dst %s\n  region %s\n", i, n, r.suite.c_str(), r.name.c_str(),
+               r.src.c_str(), r.dst.c_str(), r.region.c_str());
   std::fprintf(f, "  remote %.2f MB/rank, local %.2f MB/rank, mean message %.1f KB, bound %.3f GB/s\n",
-               r.remote_bytes / 1e6, r.local_bytes / 1e6, r.message_bytes / 1e3, r.bound / 1e9);
+               r.stats.max_remote_bytes / 1e6, r.stats.max_local_bytes / 1e6, r.stats.max_message_bytes / 1e3,
+               r.limits.bound / 1e9);
   std::fprintf(f, "  %-16s %10s %10s %8s %7s %9s %s\n", "method", "median ms", "min ms", "GB/s", "/bound",
                "vs pdgemr", "ok");
   for (const MethodResult& m : r.methods) {
     const std::string name = m.chose.empty() ? m.name : m.name + "(" + m.chose + ")";
     const double bw = r.bandwidth(m), sp = r.speedup(m);
     char ratio[16] = "-", speed[16] = "n/a";
-    if (r.bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", bw / r.bound);
+    if (r.limits.bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio_to_bound(m));
     if (sp > 0) std::snprintf(speed, sizeof speed, "%.2fx", sp);
     std::fprintf(f, "  %-16s %10.3f %10.3f %8.3f %7s %9s %s\n", name.c_str(), m.median * 1e3, m.min * 1e3, bw / 1e9,
-                 ratio, speed, m.verified ? "yes" : "NO");
+                 ratio, speed, !m.verified ? "-" : *m.verified ? "yes" : "NO");
   }
   std::fflush(f);
 }
 
 std::vector<SuiteSummary> Report::summaries() const {
   std::vector<SuiteSummary> out;
-  for (const CaseResult& r : cases) {
-    if (out.empty() || out.back().suite != r.c.suite) out.push_back({r.c.suite, {}, {}, {}, {}, 0, 0});
+  for (const CaseResult& r : r_.cases) {
+    if (out.empty() || out.back().suite != r.suite) out.push_back({r.suite, {}, {}, {}, {}, 0, 0});
     SuiteSummary& s = out.back();
     s.cases++;
     double best = 0;
@@ -88,8 +67,8 @@ std::vector<SuiteSummary> Report::summaries() const {
         s.speedup_cases.push_back(0);
       }
       if (const double sp = r.speedup(m); sp > 0) s.geomean_speedup[k] += std::log(sp), s.speedup_cases[k]++;
-      if (r.bound > 0) s.best_ratio[k] = std::max(s.best_ratio[k], r.bandwidth(m) / r.bound);
-      if (is_redist_executor(m.name) && m.median > 0 && (best == 0 || m.median < best)) best = m.median;
+      s.best_ratio[k] = std::max(s.best_ratio[k], r.ratio_to_bound(m));
+      if (is_strategy(m.name) && m.median > 0 && (best == 0 || m.median < best)) best = m.median;
     }
     if (const MethodResult* a = r.find("auto"); a && best > 0 && a->median <= 1.1 * best) s.auto_within_10++;
   }
@@ -101,7 +80,7 @@ std::vector<SuiteSummary> Report::summaries() const {
 
 void Report::print_summary(FILE* f) const {
   for (const SuiteSummary& s : summaries()) {
-    std::fprintf(f, "\nsummary %s (%d cases): auto within 10%% of the fastest redist executor in %d/%d\n",
+    std::fprintf(f, "\nsummary %s (%d cases): auto within 10%% of the fastest redist strategy in %d/%d\n",
                  s.suite.c_str(), s.cases, s.auto_within_10, s.cases);
     std::fprintf(f, "  %-10s %22s %16s\n", "method", "geomean vs pdgemr2d", "best /bound");
     for (size_t k = 0; k < s.methods.size(); ++k) {
@@ -113,59 +92,38 @@ void Report::print_summary(FILE* f) const {
 }
 
 bool Report::write(const std::string& dir) const {
-  std::ostringstream js;
-  js << "{\"suite\": \"" << esc(suite_) << "\", \"reps\": " << reps_ << ", \"scale\": " << num(scale_) << ",\n"
-     << " \"run\": {\"hostname\": \"" << esc(info_.hostname) << "\", \"cores\": " << info_.cores
-     << ", \"ranks\": " << info_.ranks << ", \"ranks_per_node\": " << ranks_per_node
-     << ", \"oversubscribed\": " << (oversubscribed() ? "true" : "false") << ", \"build_type\": \""
-     << esc(info_.build_type) << "\", \"compiler\": \"" << esc(info_.compiler) << "\", \"mpi_library\": \""
-     << esc(info_.mpi_library) << "\", \"date\": \"" << esc(info_.date) << "\"},\n"
-     << " \"machine\": {\"source\": \"" << esc(machine_.source) << "\", \"bnet\": " << num(machine_.bnet)
-     << ", \"bmemcpy\": " << num(machine_.bmemcpy) << "},\n \"cases\": [";
-  std::ostringstream csv;
-  csv << "suite,series,case,x,x_label,remote_bytes,local_bytes,message_bytes,bound_Bps,method,chose,median_s,min_s,"
-         "bandwidth_Bps,ratio_to_bound,speedup_vs_pdgemr2d,verified\n";
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const CaseResult& r = cases[i];
-    js << (i ? ",\n" : "\n") << "  {\"suite\": \"" << esc(r.c.suite) << "\", \"series\": \"" << esc(r.c.series)
-       << "\", \"name\": \"" << esc(r.c.name) << "\", \"x\": " << num(r.c.x) << ", \"x_label\": \""
-       << esc(r.c.x_label) << "\", \"src\": \"" << esc(r.c.src) << "\", \"dst\": \"" << esc(r.c.dst)
-       << "\", \"region\": \"" << esc(r.c.region) << "\", \"remote_bytes\": " << r.remote_bytes
-       << ", \"local_bytes\": " << r.local_bytes << ", \"message_bytes\": " << r.message_bytes
-       << ", \"bound_Bps\": " << num(r.bound) << ", \"methods\": [";
-    for (size_t k = 0; k < r.methods.size(); ++k) {
-      const MethodResult& m = r.methods[k];
-      const double bw = r.bandwidth(m), sp = r.speedup(m), ratio = r.bound > 0 ? bw / r.bound : NAN;
-      js << (k ? ",\n" : "\n") << "   {\"name\": \"" << m.name << "\", \"chose\": \"" << m.chose
-         << "\", \"median_s\": " << num(m.median) << ", \"min_s\": " << num(m.min)
-         << ", \"predicted_s\": " << (m.predicted > 0 ? num(m.predicted) : "null")
-         << ", \"bandwidth_Bps\": " << num(bw) << ", \"ratio_to_bound\": " << num(ratio)
-         << ", \"speedup_vs_pdgemr2d\": " << (sp > 0 ? num(sp) : "null")
-         << ", \"verified\": " << (m.verified ? "true" : "false") << ", \"times_s\": [";
-      for (size_t t = 0; t < m.times.size(); ++t) js << (t ? ", " : "") << num(m.times[t]);
-      js << "]}";
-      csv << r.c.suite << "," << r.c.series << ",\"" << r.c.name << "\"," << num(r.c.x) << "," << r.c.x_label << ","
-          << r.remote_bytes << "," << r.local_bytes << "," << r.message_bytes << "," << num(r.bound) << "," << m.name
-          << "," << m.chose << "," << num(m.median) << "," << num(m.min) << "," << num(bw) << ","
-          << (r.bound > 0 ? num(ratio) : "") << "," << (sp > 0 ? num(sp) : "") << "," << (m.verified ? 1 : 0) << "\n";
-    }
-    js << "]}";
-  }
-  js << "\n ],\n \"summary\": [";
+  std::ostringstream sum;
+  sum << "\"summary\": [";
   const auto sums = summaries();
   for (size_t i = 0; i < sums.size(); ++i) {
     const SuiteSummary& s = sums[i];
-    js << (i ? ",\n" : "\n") << "  {\"suite\": \"" << s.suite << "\", \"cases\": " << s.cases
-       << ", \"auto_within_10pct\": " << s.auto_within_10 << ", \"methods\": {";
+    sum << (i ? ",\n  " : "\n  ") << "{\"suite\": " << json_string(s.suite) << ", \"cases\": " << s.cases
+        << ", \"auto_within_10pct\": " << s.auto_within_10 << ", \"methods\": {";
     for (size_t k = 0; k < s.methods.size(); ++k)
-      js << (k ? ", " : "") << "\"" << s.methods[k] << "\": {\"geomean_speedup_vs_pdgemr2d\": "
-         << (s.speedup_cases[k] ? num(s.geomean_speedup[k]) : "null") << ", \"best_ratio_to_bound\": "
-         << num(s.best_ratio[k]) << "}";
-    js << "}}";
+      sum << (k ? ", " : "") << json_string(s.methods[k]) << ": {\"geomean_speedup_vs_pdgemr2d\": "
+          << (s.speedup_cases[k] ? json_number(s.geomean_speedup[k]) : "null")
+          << ", \"best_ratio_to_bound\": " << json_number(s.best_ratio[k]) << "}";
+    sum << "}}";
   }
-  js << "\n ]}\n";
+  sum << "\n ]";
+  harness::Results doc = r_;
+  doc.extra_members = sum.str();
+
+  std::ostringstream csv;
+  csv << "suite,series,case,x,x_label,max_remote_bytes,max_local_bytes,max_message_bytes,bound_Bps,method,chose,"
+         "median_s,min_s,bandwidth_Bps,ratio_to_bound,speedup_vs_pdgemr2d,verified\n";
+  for (const CaseResult& r : r_.cases)
+    for (const MethodResult& m : r.methods) {
+      const double sp = r.speedup(m);
+      csv << r.suite << "," << r.series << ",\"" << r.name << "\"," << json_number(r.x) << "," << r.x_label << ","
+          << r.stats.max_remote_bytes << "," << r.stats.max_local_bytes << "," << r.stats.max_message_bytes << ","
+          << json_number(r.limits.bound) << "," << m.name << "," << m.chose << "," << json_number(m.median) << ","
+          << json_number(m.min) << "," << json_number(r.bandwidth(m)) << ","
+          << (r.limits.bound > 0 ? json_number(r.ratio_to_bound(m)) : "") << "," << (sp > 0 ? json_number(sp) : "")
+          << "," << (m.verified ? (*m.verified ? "1" : "0") : "") << "\n";
+    }
   std::ofstream fj(dir + "/results.json"), fc(dir + "/results.csv");
-  fj << js.str();
+  fj << harness::to_json(doc);
   fc << csv.str();
   return bool(fj) && bool(fc);
 }

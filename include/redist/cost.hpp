@@ -1,8 +1,9 @@
 // Layer `cost`: measured machine figures (calibration, saved as JSON), the
-// paper's achieved bandwidth (000 Eq. 3) and bound (Eq. 5), and a per-executor
-// time model T = T_index + T_comm + T_memcpy + T_runtime (000 Eq. 1) built on
-// the message model T = t_m * M + t_w * D of paper 002 Eq. 1, with t_w read
-// from measured curves instead of one constant.
+// paper's achieved bandwidth (000 Eq. 3) and bound (Eq. 5), and the terms of the
+// time model T = T_index + T_comm + T_memcpy + T_runtime (000 Eq. 1) built on the
+// message model T = t_m * M + t_w * D of paper 002 Eq. 1, with t_w read from
+// measured curves instead of one constant. Each strategy's own model sits beside
+// its code (layer exec, src/exec/strategies/); redist::predict() runs it.
 #pragma once
 
 #include <mpi.h>
@@ -12,7 +13,6 @@
 #include <vector>
 
 #include "redist/plan.hpp"
-#include "redist/redist.hpp"
 
 namespace redist {
 
@@ -60,10 +60,6 @@ struct CalibrateOptions {
 Machine calibrate(MPI_Comm comm, const CalibrateOptions& options = {},
                   const std::function<void(const std::string&)>& progress = {});
 
-// Measures Bnet by a ping-pong of `message_bytes` between ranks 0 and 1 and
-// Bmemcpy by copying 64 MiB on rank 0: the two figures of Eq. 5 alone, fast.
-Machine quick_calibrate(MPI_Comm comm, index_t message_bytes);
-
 // $REDIST_CALIBRATION, else ~/.cache/redist/calibration.json.
 std::string default_calibration_path();
 std::string to_json(const Machine& m);
@@ -71,25 +67,18 @@ Machine machine_from_json(const std::string& text);  // throws redist::Error
 bool load_machine(const std::string& path, Machine& m);  // false when missing or unreadable
 void save_machine(const std::string& path, const Machine& m);  // creates the folder; throws
 
-// Collective: rank 0 reads the default calibration file (once per process,
-// cached) and broadcasts it; without one, every rank joins a quick calibration.
-// source says which.
-Machine machine_for(MPI_Comm comm);
+// Collective: rank 0 reads the calibration file at `path` (empty: the default
+// path; each file once per process, cached) and broadcasts it; without one, every
+// rank joins a quick calibration (kept for later calls). `source` says which.
+Machine machine_for(MPI_Comm comm, const std::string& path = {});
 
 // --- model ---
+// A strategy's predicted time for one execute on one rank, by the terms of paper
+// 000 Eq. 1; the plan's time is the max over ranks (Eq. 2).
 struct Prediction {
-  double index = 0, comm = 0, memcpy = 0, runtime = 0;  // paper 000 Eq. 1 terms, seconds
+  double index = 0, comm = 0, memcpy = 0, runtime = 0;  // seconds
   double total() const { return index + comm + memcpy + runtime; }
 };
-// This rank's predicted time per execute; the plan's time is the max over ranks
-// (paper 000 Eq. 2): reduce with MPI_MAX. `auto_` is not an executor to predict.
-Prediction predict(const RankPlan& rp, Executor e, const Machine& m);
-
-// Collective: the executor of all_executors() with the smallest max-over-ranks
-// prediction (same on every rank); `predicted` (optional) gets the max-over-ranks
-// seconds of each, in all_executors() order.
-Executor choose_executor(const RankPlan& rp, const Machine& m, MPI_Comm comm,
-                         std::vector<double>* predicted = nullptr);
 
 // Paper 000 Eq. 3: max over ranks of max(remote bytes sent, received) / seconds.
 double achieved_bandwidth(index_t max_remote_bytes, double seconds);

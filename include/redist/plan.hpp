@@ -32,18 +32,30 @@ struct Region {
 };
 
 // One piece of a message: `shape` elements at `at` in this rank's storage.
+// `run`: elements of its longest contiguous run there (the leading dimensions
+// whose storage is contiguous, merged), computed once by the planner for the
+// copy kernels, the strategies and their cost models.
 struct Segment {
   Coord shape;
   Address at;
+  index_t run = 0;
   index_t elements() const { return shape.volume(); }
 };
 
-// A local piece: copied from the source storage to the target storage.
+// A local piece: copied from the source storage to the target storage. `run`:
+// its longest run contiguous in both storages.
 struct LocalCopy {
   Coord shape;
   Address from;
   Address to;
+  index_t run = 0;
 };
+
+// Elements of the leading run of a box of `shape` that is contiguous in storage
+// with element strides `strides` (dimension 0 contiguous): the product of the
+// leading extents while each next stride equals the run so far (dimensions of
+// extent 1 are skipped).
+index_t contiguous_run(const Coord& shape, const Coord& strides);
 
 // Everything exchanged with one peer, in message order: the message is the
 // segments packed one after another, each column-major.

@@ -8,9 +8,10 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <thread>
 
-#include "../exec/copy.hpp"
+#include "kernels/copy.hpp"
 #include "redist/cost.hpp"
 
 namespace redist {
@@ -259,21 +260,26 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
   return out;
 }
 
-Machine machine_for(MPI_Comm comm) {
-  static Machine cached;  // rank 0's, per process: only rank 0's copy is ever used
-  static bool have = false;
+Machine machine_for(MPI_Comm comm, const std::string& path) {
+  // Rank 0's, per process and file: only rank 0's copy is ever used.
+  static std::map<std::string, Machine> cached;
   int rank;
   MPI_Comm_rank(comm, &rank);
+  const std::string file = path.empty() ? default_calibration_path() : path;
   std::string js, src;
   if (rank == 0) {
-    if (!have) have = load_machine(default_calibration_path(), cached);
-    if (have) js = to_json(cached), src = cached.source;
+    auto it = cached.find(file);
+    if (it == cached.end()) {
+      Machine m;
+      if (load_machine(file, m)) it = cached.emplace(file, m).first;
+    }
+    if (it != cached.end()) js = to_json(it->second), src = it->second.source;
   }
   long long n[2] = {static_cast<long long>(js.size()), static_cast<long long>(src.size())};
   MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm);
   if (n[0] == 0) {  // no file: a quick in-run calibration, kept for later plans
     Machine m = calibrate(comm, {index_t{64} << 20, true});
-    if (rank == 0) cached = m, have = true;
+    if (rank == 0) cached[file] = m;
     return m;
   }
   js.resize(static_cast<size_t>(n[0])), src.resize(static_cast<size_t>(n[1]));
@@ -281,38 +287,6 @@ Machine machine_for(MPI_Comm comm) {
   MPI_Bcast(src.data(), static_cast<int>(n[1]), MPI_CHAR, 0, comm);
   Machine m = machine_from_json(js);
   m.source = src;
-  return m;
-}
-
-Machine quick_calibrate(MPI_Comm comm, index_t message_bytes) {
-  int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  double fig[2] = {0, 0};
-  const index_t n = std::clamp<index_t>(message_bytes, 8, index_t{64} << 20);
-  if (size >= 2 && rank <= 1) {
-    std::vector<char> buf(static_cast<size_t>(n), 1);
-    MPI_Datatype ty;
-    MPI_Type_contiguous(static_cast<int>(n), MPI_BYTE, &ty);
-    MPI_Type_commit(&ty);
-    fig[0] = static_cast<double>(n) / pingpong(comm, rank, buf.data(), ty, 6);
-    MPI_Type_free(&ty);
-  }
-  if (rank == 0) {
-    const size_t bytes = size_t{64} << 20;
-    std::vector<char> a(bytes, 1), b(bytes, 2);
-    std::vector<double> t;
-    for (int i = 0; i < 4; ++i) {
-      const double t0 = MPI_Wtime();
-      std::memcpy(b.data(), a.data(), bytes);
-      t.push_back(MPI_Wtime() - t0);
-      a[static_cast<size_t>(i)] = b[static_cast<size_t>(i) + 1];  // keep the copies observable
-    }
-    fig[1] = static_cast<double>(bytes) / *std::min_element(t.begin() + 1, t.end());
-  }
-  MPI_Bcast(fig, 2, MPI_DOUBLE, 0, comm);
-  Machine m;
-  m.bnet = fig[0], m.bmemcpy = fig[1];
   return m;
 }
 

@@ -1,11 +1,36 @@
-// make_plan and Plan: collective validation, planning, buffer checks, dispatch.
+// make_plan and Plan: collective validation, planning, buffer checks, and the
+// dispatch to the strategy named (its state made on first use, from the registry).
 #include <algorithm>
 #include <climits>
 
-#include "plan_impl.hpp"
-#include "redist/cost.hpp"
+#include "exec/strategy.hpp"
+#include "mpi/agree.hpp"
 
 namespace redist {
+
+using detail::agree;
+using detail::check_mpi;
+
+class PlanImpl {
+ public:
+  detail::PlanCore core;
+  std::shared_ptr<const Machine> machine;  // auto's model, fixed at make_plan (may be null)
+  std::string auto_choice;                 // decided on the first execute with auto
+  // Per registry entry: its state, made on first use, and the entry that runs in
+  // its place (itself, or its fallback when not available here).
+  std::vector<std::unique_ptr<detail::Strategy>> states;
+  std::vector<int> runs_as;
+
+  ~PlanImpl() {
+    states.clear();  // strategies free their MPI objects before the communicator goes
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
+  }
+  // The state of registry entry `i`, made (and probed, collectively) on first use.
+  detail::Strategy& state(int i);
+};
+
 namespace {
 
 std::string local_checks(const Layout& src, const Layout& dst, const Region& region, int size) {
@@ -30,20 +55,6 @@ std::string ld_check(const Layout& l, const LocalIndex& li, const char* side) {
   return {};
 }
 
-// Splits each peer's bytes into messages of at most `max` bytes (MPI counts are int).
-std::vector<Chunk> chunk_peers(const std::vector<PeerPlan>& peers, std::vector<index_t>& offsets,
-                               index_t max) {
-  std::vector<Chunk> chunks;
-  offsets.assign(peers.size() + 1, 0);
-  for (size_t i = 0; i < peers.size(); ++i) {
-    offsets[i + 1] = offsets[i] + peers[i].bytes;
-    for (index_t off = 0; off < peers[i].bytes; off += max)
-      chunks.push_back({static_cast<int>(i), peers[i].peer, offsets[i] + off,
-                        std::min(max, peers[i].bytes - off)});
-  }
-  return chunks;
-}
-
 void check_side(const char* side, size_t given, const LocalIndex& li, const Layout& l,
                 const void* const* ptr, std::string& err) {
   if (!err.empty()) return;
@@ -63,7 +74,7 @@ void check_side(const char* side, size_t given, const LocalIndex& li, const Layo
 }
 
 // Source and target memory must be disjoint (no in-place redistribution).
-std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std::span<void* const> d) {
+std::string overlap_check(const detail::PlanCore& p, std::span<const void* const> s, std::span<void* const> d) {
   const char* kOverlap = "source and target buffers overlap; redistribution is not in place: use separate buffers";
   const index_t es = p.src.elem_size();
   if (s.size() == 1 && d.size() == 1) {  // one buffer per side: no sort, no allocation
@@ -99,13 +110,14 @@ std::string overlap_check(const PlanImpl& p, std::span<const void* const> s, std
 // sender and receiver, another default executor pairs different message schemes;
 // both would hang or truncate instead of failing. Rank 0's text is broadcast
 // only when some rank differs, so the error can show both values.
-void agree_same_everywhere(PlanImpl& p, const Layout& src, const Layout& dst, const Region& region,
+void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
                            const Options& options) {
   constexpr int n = 4;
   const char* what[n] = {"source layout", "target layout", "region", "options"};
   const std::string mine[n] = {
       src.spec(), dst.spec(), region.str(),
-      detail::cat("executor=", to_string(options.executor), " max_message_bytes=", options.max_message_bytes)};
+      detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
+                  " calibration=", options.calibration, " machine=", options.machine ? "given" : "none")};
   std::uint64_t h[n], h0[n];
   for (int i = 0; i < n; ++i)
     h[i] = h0[i] = std::hash<std::string>{}(mine[i]);  // the spec strings, built once
@@ -130,75 +142,111 @@ void agree_same_everywhere(PlanImpl& p, const Layout& src, const Layout& dst, co
 }
 
 // execute's one agreement: the lowest rank with a bad argument, and whether every
-// rank asked for the same executor (different ones would pair different message
-// schemes and hang), in a single MPI_Allreduce.
-void agree_execute(const PlanImpl& p, const std::string& err, Executor executor) {
-  const int e = static_cast<int>(executor);
-  int v[3] = {err.empty() ? INT_MAX : p.rank, e, -e}, r[3];
+// rank asked for the same strategy (different ones would pair different message
+// schemes and hang), in a single MPI_Allreduce. `index`: registry index, or
+// registry().size() for auto.
+void agree_execute(const detail::PlanCore& p, const std::string& err, int index) {
+  int v[3] = {err.empty() ? INT_MAX : p.rank, index, -index}, r[3];
   check_mpi(MPI_Allreduce(v, r, 3, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce");
   if (r[0] != INT_MAX) agree(p.comm, err);  // taken on every rank; throws the lowest rank's error
-  if (r[1] != -r[2])
-    detail::fail("redist: ranks called execute with different executors (", to_string(Executor(r[1])),
-                 " and ", to_string(Executor(-r[2])), "); every rank must use the same one");
+  if (r[1] != -r[2]) {
+    auto name = [](int k) {
+      const auto& reg = detail::registry();
+      return k >= 0 && k < static_cast<int>(reg.size()) ? std::string(reg[static_cast<size_t>(k)].name)
+                                                          : std::string(kAuto);
+    };
+    detail::fail("redist: ranks called execute with different strategies (", name(r[1]), " and ", name(-r[2]),
+                 "); every rank must use the same one");
+  }
+}
+
+// Collective: the machine model the plan keeps (Options::machine).
+std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Options& o) {
+  if (o.machine) return o.machine;
+  if (o.calibration.empty() && o.strategy != kAuto) return nullptr;
+  auto m = std::make_shared<Machine>(machine_for(p.comm, o.calibration));
+  if (!o.calibration.empty() && m->source == "quick")
+    detail::fail("redist: make_plan: options.calibration names '", o.calibration,
+                 "', which rank 0 cannot read as a calibration file; run `redist calibrate --out FILE` "
+                 "or leave it empty");
+  return m;
 }
 
 }  // namespace
 
-PlanImpl::PlanImpl(const Layout& s, const Layout& d, const Region& r, MPI_Comm user_comm,
-                   const Options& o)
-    : src(s), dst(d), region(r), options(o) {
-  if (user_comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
-  // Own communicator: private tag space, errors returned instead of aborting.
-  check_mpi(MPI_Comm_dup(user_comm, &comm), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+std::byte* detail::PlanCore::send_scratch() {
+  if (!send_ && rp.stats.bytes_sent > 0) send_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_sent)]);
+  return send_.get();
 }
 
-PlanImpl::~PlanImpl() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
-  free_types();
-  if (v_send_unit != MPI_DATATYPE_NULL) MPI_Type_free(&v_send_unit);
-  if (v_recv_unit != MPI_DATATYPE_NULL) MPI_Type_free(&v_recv_unit);
-  if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+std::byte* detail::PlanCore::recv_scratch() {
+  if (!recv_ && rp.stats.bytes_received > 0) recv_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_received)]);
+  return recv_.get();
 }
 
-std::byte* PlanImpl::send_buffer() {
-  if (!send_buf && rp.stats.bytes_sent > 0) send_buf.reset(new std::byte[rp.stats.bytes_sent]);
-  return send_buf.get();
-}
-
-std::byte* PlanImpl::recv_buffer() {
-  if (!recv_buf && rp.stats.bytes_received > 0) recv_buf.reset(new std::byte[rp.stats.bytes_received]);
-  return recv_buf.get();
+detail::Strategy& PlanImpl::state(int i) {
+  const auto& reg = detail::registry();
+  if (runs_as[static_cast<size_t>(i)] < 0) {
+    auto st = reg[static_cast<size_t>(i)].make(core);
+    // Collective probe: every rank called execute with this strategy (agreed).
+    if (st->available()) {
+      states[static_cast<size_t>(i)] = std::move(st);
+      runs_as[static_cast<size_t>(i)] = i;
+    } else {
+      const int f = detail::find_strategy(reg[static_cast<size_t>(i)].fallback);
+      REDIST_ASSERT(f >= 0 && f != i, "strategy ", reg[static_cast<size_t>(i)].name, " is not available and has no fallback");
+      runs_as[static_cast<size_t>(i)] = f;
+      return state(f);
+    }
+  }
+  const int r = runs_as[static_cast<size_t>(i)];
+  if (r != i) return state(r);
+  return *states[static_cast<size_t>(i)];
 }
 
 Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
                const Options& options) {
-  auto p = std::make_unique<PlanImpl>(src, dst, region, comm, options);
-  std::string err = local_checks(src, dst, region, p->size);
+  auto impl = std::make_unique<PlanImpl>();
+  detail::PlanCore& p = impl->core;
+  if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
+  // Own communicator: private tag space, errors returned instead of aborting.
+  check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(p.comm, &p.rank);
+  MPI_Comm_size(p.comm, &p.size);
+  p.src = src, p.dst = dst, p.region = region, p.options = options;
+
+  std::string err = local_checks(src, dst, region, p.size);
   if (err.empty() && options.max_message_bytes < 1)
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
-  agree(p->comm, err);
+  if (err.empty()) try {
+      check_strategy(options.strategy);
+    } catch (const Error& e) {
+      err = detail::cat("options.strategy: ", e.what());
+    }
+  agree(p.comm, err);
 
-  agree_same_everywhere(*p, src, dst, region, options);
+  agree_same_everywhere(p, src, dst, region, options);
 
   try {
-    p->src_local = std::make_unique<LocalIndex>(p->src, p->rank);
-    p->dst_local = std::make_unique<LocalIndex>(p->dst, p->rank);
-    err = ld_check(p->src, *p->src_local, "source");
-    if (err.empty()) err = ld_check(p->dst, *p->dst_local, "target");
-    if (err.empty())
-      p->rp = plan_rank(p->src, p->dst, *p->src_local, *p->dst_local, p->region, p->rank, p->size);
+    p.src_local = std::make_unique<LocalIndex>(p.src, p.rank);
+    p.dst_local = std::make_unique<LocalIndex>(p.dst, p.rank);
+    err = ld_check(p.src, *p.src_local, "source");
+    if (err.empty()) err = ld_check(p.dst, *p.dst_local, "target");
+    if (err.empty()) p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.region, p.rank, p.size);
   } catch (const Error& e) {
     err = e.what();
   }
-  agree(p->comm, err);
-  p->send_chunks = chunk_peers(p->rp.sends, p->send_offset, options.max_message_bytes);
-  p->recv_chunks = chunk_peers(p->rp.receives, p->recv_offset, options.max_message_bytes);
-  return Plan(std::move(p));
+  agree(p.comm, err);
+  for (auto [peers, off] : {std::pair{&p.rp.sends, &p.send_offset}, std::pair{&p.rp.receives, &p.recv_offset}}) {
+    off->assign(peers->size() + 1, 0);
+    for (size_t i = 0; i < peers->size(); ++i) (*off)[i + 1] = (*off)[i] + (*peers)[i].bytes;
+  }
+  const size_t n = detail::registry().size();
+  impl->states.resize(n);
+  impl->runs_as.assign(n, -1);
+  impl->machine = fix_machine(p, options);  // collective; the same outcome on every rank
+  return Plan(std::move(impl));
 }
 
 Plan::Plan() = default;
@@ -207,76 +255,82 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 Plan::~Plan() = default;
 
-const RankPlan& Plan::rank_plan() const { return impl_->rp; }
-const PlanStats& Plan::stats() const { return impl_->rp.stats; }
-const Layout& Plan::source() const { return impl_->src; }
-const Layout& Plan::target() const { return impl_->dst; }
-const Region& Plan::region() const { return impl_->region; }
-MPI_Comm Plan::comm() const { return impl_->comm; }
-Executor Plan::auto_choice() const { return impl_->auto_choice; }
+const RankPlan& Plan::rank_plan() const { return impl_->core.rp; }
+const PlanStats& Plan::stats() const { return impl_->core.rp.stats; }
+const Layout& Plan::source() const { return impl_->core.src; }
+const Layout& Plan::target() const { return impl_->core.dst; }
+const Region& Plan::region() const { return impl_->core.region; }
+const Options& Plan::options() const { return impl_->core.options; }
+MPI_Comm Plan::comm() const { return impl_->core.comm; }
+const Machine* Plan::machine() const { return impl_->machine.get(); }
+const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
 
-void Plan::execute(const void* src, void* dst) { execute(src, dst, impl_->options.executor); }
+std::vector<double> Plan::predictions() const {
+  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
+  std::string err;
+  if (!impl_->machine)
+    err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
+          "options.calibration";
+  agree(impl_->core.comm, err);
+  std::vector<double> t;
+  for (const detail::StrategyEntry& e : detail::registry()) t.push_back(e.predict(impl_->core.rp, *impl_->machine).total());
+  // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, impl_->core.comm),
+            "MPI_Allreduce");
+  return t;
+}
 
-void Plan::execute(const void* src, void* dst, Executor executor) {
+void Plan::execute(const void* src, void* dst, std::string_view strategy) {
   const void* s[1] = {src};
   void* d[1] = {dst};
-  execute(std::span<const void* const>(s, 1), std::span<void* const>(d, 1), executor);
+  execute(std::span<const void* const>(s, 1), std::span<void* const>(d, 1), strategy);
+}
+
+void Plan::execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
+                         std::string_view strategy) {
+  if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
+  const detail::PlanCore& p = impl_->core;
+  std::string err;
+  if (elem_size != p.src.elem_size())
+    err = detail::cat("execute: the spans hold elements of ", elem_size, " bytes, the layouts esize=", p.src.elem_size());
+  else if (src_bytes < p.src_local->elements() * elem_size || dst_bytes < p.dst_local->elements() * elem_size)
+    err = detail::cat("execute: this rank stores ", p.src_local->elements(), " source and ", p.dst_local->elements(),
+                      " target elements; the spans hold ", src_bytes / elem_size, " and ", dst_bytes / elem_size);
+  agree(p.comm, err);
+  execute(src, dst, strategy);
 }
 
 void Plan::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
-                   Executor executor) {
+                   std::string_view strategy) {
   if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
-  PlanImpl& p = *impl_;
+  PlanImpl& impl = *impl_;
+  detail::PlanCore& p = impl.core;
+  if (strategy.empty()) strategy = p.options.strategy;
   std::string err;
   check_side("source", src_blocks.size(), *p.src_local, p.src, src_blocks.data(), err);
-  check_side("target", dst_blocks.size(), *p.dst_local, p.dst,
-             const_cast<const void* const*>(dst_blocks.data()), err);
+  check_side("target", dst_blocks.size(), *p.dst_local, p.dst, const_cast<const void* const*>(dst_blocks.data()), err);
   if (err.empty()) err = overlap_check(p, src_blocks, dst_blocks);
-  // An enum value outside the list would match no case below and silently move nothing.
-  if (err.empty() && (static_cast<int>(executor) < 0 || executor > Executor::auto_))
-    err = detail::cat("unknown executor ", static_cast<int>(executor),
-                      "; allowed: p2p, segment, alltoallv, alltoallw, direct, auto");
-  agree_execute(p, err, executor);  // nothing has moved yet: the target is untouched on error
-  if (executor == Executor::auto_) {
-    // Collective once per plan (every rank asked for auto_, checked above): the
-    // same machine figures everywhere, predictions reduced with MPI_MAX.
-    if (p.auto_choice == Executor::auto_) p.auto_choice = choose_executor(p.rp, machine_for(p.comm), p.comm);
-    executor = p.auto_choice;
+  const auto& reg = detail::registry();
+  int index = strategy == kAuto ? static_cast<int>(reg.size()) : detail::find_strategy(strategy);
+  if (err.empty() && index < 0) try {
+      check_strategy(strategy);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  if (err.empty() && strategy == kAuto && !impl.machine)
+    err = "strategy auto needs the machine model, fixed when the plan is made: make the plan with "
+          "options.strategy = \"auto\", options.machine or options.calibration";
+  agree_execute(p, err, index);  // nothing has moved yet: the target is untouched on error
+  if (strategy == kAuto) {
+    // Collective once per plan (every rank asked for auto, checked above): the same
+    // machine figures everywhere, predictions reduced with MPI_MAX.
+    if (impl.auto_choice.empty()) {
+      const std::vector<double> t = predictions();
+      impl.auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
+    }
+    index = detail::find_strategy(impl.auto_choice);
   }
-
-  const SrcBlocks s{src_blocks};
-  const DstBlocks d{dst_blocks};
-  switch (executor) {
-    case Executor::p2p: return run_p2p(p, s, d);
-    case Executor::segment: return run_segment(p, s, d);
-    case Executor::alltoallv: return run_alltoallv(p, s, d);
-    case Executor::alltoallw: return run_alltoallw(p, s, d);
-    case Executor::direct: return run_direct(p, s, d);
-    case Executor::auto_: return;  // resolved above
-  }
-}
-
-std::string to_string(Executor e) {
-  switch (e) {
-    case Executor::p2p: return "p2p";
-    case Executor::segment: return "segment";
-    case Executor::alltoallv: return "alltoallv";
-    case Executor::alltoallw: return "alltoallw";
-    case Executor::direct: return "direct";
-    case Executor::auto_: return "auto";
-  }
-  return "?";
-}
-
-std::vector<Executor> all_executors() {
-  return {Executor::p2p, Executor::segment, Executor::alltoallv, Executor::alltoallw, Executor::direct};
-}
-
-Executor parse_executor(const std::string& name) {
-  for (Executor e : all_executors())
-    if (to_string(e) == name) return e;
-  if (name == "auto") return Executor::auto_;
-  detail::fail("unknown executor '", name, "'; allowed: p2p, segment, alltoallv, alltoallw, direct, auto");
+  impl.state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
 }
 
 }  // namespace redist

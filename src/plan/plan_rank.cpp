@@ -147,6 +147,17 @@ class PeerTable {
 
 }  // namespace
 
+index_t contiguous_run(const Coord& shape, const Coord& strides) {
+  const int n = shape.ndim();
+  index_t run = n ? shape[0] : 1;
+  for (int d = 1; d < n; ++d) {
+    if (shape[d] == 1) continue;  // one index: its stride does not matter
+    if (strides[d] != run) break;
+    run *= shape[d];
+  }
+  return run;
+}
+
 RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, int rank,
                    int nranks) {
   const LocalIndex src_local(src, rank), dst_local(dst, rank);
@@ -184,11 +195,13 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_l
       const int p = checked_owner(src, s, src_nt, nranks, "source");
       const index_t bytes = sb.size.volume() * es;
       if (p == rank) {
-        plan.locals.push_back({sb.size, src_local.address(s, sb.lo), to});
+        const Address from = src_local.address(s, sb.lo);
+        plan.locals.push_back({sb.size, from, to,
+                               std::min(contiguous_run(sb.size, from.strides), contiguous_run(sb.size, to.strides))});
         plan.stats.bytes_local += bytes;
       } else {
         PeerPlan& pp = recv.at(p);
-        pp.segments.push_back({sb.size, to});
+        pp.segments.push_back({sb.size, to, contiguous_run(sb.size, to.strides)});
         pp.bytes += bytes;
         plan.stats.bytes_received += bytes;
         ++plan.stats.segments_received;
@@ -211,7 +224,8 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_l
       if (q == rank) return;
       for (int d = 0; d < n; ++d) g[d] = tb.lo[d] - region.dst_offset[d] + region.src_offset[d];
       PeerPlan& pp = send.at(q);
-      pp.segments.push_back({tb.size, src_local.address(s, g)});
+      const Address at = src_local.address(s, g);
+      pp.segments.push_back({tb.size, at, contiguous_run(tb.size, at.strides)});
       const Box tile = dst.tile_box(t);
       Coord in_tile(n);
       for (int d = 0; d < n; ++d) in_tile[d] = tb.lo[d] - tile.lo[d];

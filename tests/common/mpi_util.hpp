@@ -3,10 +3,6 @@
 
 #include <mpi.h>
 
-#include <vector>
-
-#include "redist/layout.hpp"
-
 namespace redist::testing {
 
 inline int world_rank() {
@@ -27,21 +23,5 @@ inline bool all_ok(bool ok) {
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return all == 1;
 }
-
-// This rank's storage for a layout: one vector per block, with the pointer list.
-struct LocalStore {
-  std::vector<std::vector<std::byte>> blocks;
-  std::vector<void*> ptr;
-  std::vector<const void*> cptr;
-  LocalStore(const Layout& l, int rank) {
-    const LocalIndex li(l, rank);
-    for (index_t b = 0; b < li.nblocks(); ++b)
-      blocks.emplace_back(static_cast<size_t>(li.block_elements(b) * l.elem_size()));
-    for (auto& b : blocks) {
-      ptr.push_back(b.empty() ? nullptr : b.data());
-      cptr.push_back(ptr.back());
-    }
-  }
-};
 
 }  // namespace redist::testing

@@ -1,6 +1,6 @@
-// `auto` executor: it delegates to the executor with the smallest predicted time
-// (cost model, paper 000 Eq. 1-2), so it must give correct results everywhere the
-// others do, and choose the same executor on every rank (different choices would
+// `auto`: it delegates to the strategy with the smallest predicted time (cost
+// model, paper 000 Eq. 1-2), so it must give correct results everywhere the
+// others do, and choose the same strategy on every rank (different choices would
 // pair different message schemes and hang).
 #include <gtest/gtest.h>
 
@@ -9,7 +9,8 @@
 #include "../common/mpi_util.hpp"
 #include "../common/random_layout.hpp"
 #include "redist/cost.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
 #include "redist/redist.hpp"
 
 using namespace redist;
@@ -18,8 +19,9 @@ using namespace redist::testing;
 namespace {
 
 // The same choice on every rank: compare with rank 0's.
-bool same_everywhere(Executor e) {
-  int mine = static_cast<int>(e), lo = 0, hi = 0;
+bool same_everywhere(const std::string& name) {
+  const std::vector<std::string> all = strategy_names();
+  int mine = static_cast<int>(std::find(all.begin(), all.end(), name) - all.begin()), lo = 0, hi = 0;
   MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return lo == hi;
@@ -36,52 +38,75 @@ TEST_F(Auto, RandomLayoutsCorrectAndSameChoice) {
   Rng rng(4242);  // same seed everywhere: same cases
   for (int c = 0; c < 60; ++c) {
     const auto [src, dst, r] = random_case(rng, nranks);
-    LocalStore s(src, rank), d(dst, rank);
-    fill_pattern(src, rank, s.ptr, 101);
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.blocks(), 101);
     Options opt;
-    opt.executor = Executor::auto_;  // also the plan's default executor
+    opt.strategy = "auto";  // the plan's default strategy; fixes the machine model now
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
-    EXPECT_EQ(plan.auto_choice(), Executor::auto_);  // not decided before the first execute
+    ASSERT_NE(plan.machine(), nullptr);
+    EXPECT_EQ(plan.auto_choice(), "");  // not decided before the first execute
     std::string err;
     for (int rep = 0; rep < 2; ++rep) {
-      fill_pattern(dst, rank, d.ptr, 202);
+      fill_pattern(dst, rank, d.blocks(), 202);
       if (rep == 0)
-        plan.execute(s.cptr, d.ptr, Executor::auto_);
+        plan.execute(s.const_blocks(), d.blocks(), "auto");
       else
-        plan.execute(s.cptr.data()[0], d.ptr.data()[0]);  // the default: auto_ again
-      CheckResult k = check_redistributed(dst, rank, d.ptr, r, src, 101, 202);
+        plan.execute(s.const_blocks().data()[0], d.blocks().data()[0]);  // the default: auto again
+      CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 101, 202);
       if (!k.ok() && err.empty()) err = "rep " + std::to_string(rep) + ": " + k.first_error;
-      CheckResult ks = check_pattern(src, rank, s.ptr, 101);
+      CheckResult ks = check_pattern(src, rank, s.blocks(), 101);
       if (!ks.ok() && err.empty()) err = "source changed: " + ks.first_error;
       if (src.storage().kind == StorageKind::tile_pointers || dst.storage().kind == StorageKind::tile_pointers)
         break;  // the one-pointer form does not apply; rep 0 covered it
     }
-    const Executor chose = plan.auto_choice();
-    const std::vector<Executor> all = all_executors();
-    EXPECT_NE(std::find(all.begin(), all.end(), chose), all.end()) << to_string(chose);
-    EXPECT_TRUE(same_everywhere(chose)) << "rank " << rank << " chose " << to_string(chose);
+    const std::string chose = plan.auto_choice();
+    const std::vector<std::string> all = strategy_names();
+    EXPECT_NE(std::find(all.begin(), all.end(), chose), all.end()) << chose;
+    EXPECT_TRUE(same_everywhere(chose)) << "rank " << rank << " chose " << chose;
     const bool ok = all_ok(err.empty());
-    EXPECT_TRUE(err.empty()) << "rank " << rank << " case " << c << " auto chose " << to_string(chose)
+    EXPECT_TRUE(err.empty()) << "rank " << rank << " case " << c << " auto chose " << chose
                              << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region " << r.str()
                              << "\n  " << err;
     if (!ok) return;
   }
 }
 
-// The machine figures are the same on every rank, so are the reduced predictions.
+// The machine figures are the same on every rank, so are the reduced predictions,
+// and auto runs the strategy with the smallest.
 TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
-  const int p = world_size();
+  const int p = world_size(), rank = world_rank();
   Layout src = block_cyclic_layout({120, 90}, {7, 5}, {p, 1});
   Layout dst = block_cyclic_layout({120, 90}, {4, 9}, {1, p});
-  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
-  const Machine m = machine_for(MPI_COMM_WORLD);
-  std::vector<double> t;
-  const Executor e = choose_executor(plan.rank_plan(), m, MPI_COMM_WORLD, &t);
-  ASSERT_EQ(t.size(), all_executors().size());
+  Options opt;
+  opt.strategy = "auto";
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD, opt);
+  const std::vector<double> t = plan.predictions();
+  const std::vector<std::string> all = strategy_names();
+  ASSERT_EQ(t.size(), all.size());
   for (double x : t) EXPECT_GE(x, 0);
-  EXPECT_EQ(e, all_executors()[std::min_element(t.begin(), t.end()) - t.begin()]);
-  EXPECT_TRUE(same_everywhere(e));
-  EXPECT_EQ(m.source, "quick");
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), 1);
+  plan.execute(s.const_blocks(), d.blocks());
+  EXPECT_EQ(plan.auto_choice(), all[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())]);
+  EXPECT_TRUE(same_everywhere(plan.auto_choice()));
+  EXPECT_EQ(plan.machine()->source, "quick");
+  // Each rank's own prediction is at most the reduced one (Eq. 2: the max over ranks).
+  for (size_t k = 0; k < all.size(); ++k) EXPECT_LE(predict(plan.rank_plan(), all[k], *plan.machine()).total(), t[k]);
+}
+
+// A plan made without a model cannot run auto: a clear error on every rank.
+TEST_F(Auto, WithoutAModelIsAClearError) {
+  const int p = world_size(), rank = world_rank();
+  Layout l = block_cyclic_layout({40, 40}, {7, 5}, {p, 1});
+  Plan plan = make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD);
+  EXPECT_EQ(plan.machine(), nullptr);
+  harness::LocalStorage s(l, rank), d(l, rank);
+  try {
+    plan.execute(s.const_blocks(), d.blocks(), "auto");
+    ADD_FAILURE() << "auto ran without a machine model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs the machine model"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Conformance suite: every executor, random layouts of every kind (regular and
+// Conformance suite: every strategy in the registry, random layouts of every kind (regular and
 // irregular tiles, block_cyclic incl. k-cyclic and offsets, random, band, table,
 // function ownerships; tile, local_array and tile_pointers storage), random regions
 // (empty, one element, touching edges, whole), element sizes 1-16 and odd ones,
@@ -10,7 +10,8 @@
 
 #include "../common/mpi_util.hpp"
 #include "../common/random_layout.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
 #include "redist/redist.hpp"
 
 using namespace redist;
@@ -18,28 +19,28 @@ using namespace redist::testing;
 
 namespace {
 
-// Runs one case with one executor; returns an empty string on success.
-std::string run_case(const Layout& src, const Layout& dst, const Region& region, Executor ex,
+// Runs one case with one strategy; returns an empty string on success.
+std::string run_case(const Layout& src, const Layout& dst, const Region& region, const std::string& ex,
                      const Options& opt) {
   const int rank = world_rank();
-  LocalStore s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.ptr, 101);
-  fill_pattern(dst, rank, d.ptr, 202);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), 101);
+  fill_pattern(dst, rank, d.blocks(), 202);
   Plan plan = make_plan(src, dst, region, MPI_COMM_WORLD, opt);
   std::string err;  // every rank runs both executes (collectives) whatever it finds
   for (int rep = 0; rep < 2; ++rep) {
-    plan.execute(s.cptr, d.ptr, ex);
-    CheckResult c = check_redistributed(dst, rank, d.ptr, region, src, 101, 202);
+    plan.execute(s.const_blocks(), d.blocks(), ex);
+    CheckResult c = check_redistributed(dst, rank, d.blocks(), region, src, 101, 202);
     if (!c.ok() && err.empty())
       err = detail::cat("rep ", rep, ": ", c.wrong, " of ", c.checked, " wrong; first: ", c.first_error);
-    CheckResult cs = check_pattern(src, rank, s.ptr, 101);
+    CheckResult cs = check_pattern(src, rank, s.blocks(), 101);
     if (!cs.ok() && err.empty()) err = "source changed: " + cs.first_error;
-    if (rep == 0) fill_pattern(dst, rank, d.ptr, 202);  // the second run must write it all again
+    if (rep == 0) fill_pattern(dst, rank, d.blocks(), 202);  // the second run must write it all again
   }
   return err;
 }
 
-void random_cases(Executor ex, int ncases, std::uint64_t seed, index_t max_message_bytes) {
+void random_cases(const std::string& ex, int ncases, std::uint64_t seed, index_t max_message_bytes) {
   const int nranks = world_size();
   Rng rng(seed);  // same seed on every rank: every rank builds the same cases
   Options opt;
@@ -48,14 +49,14 @@ void random_cases(Executor ex, int ncases, std::uint64_t seed, index_t max_messa
     const auto [src, dst, r] = random_case(rng, nranks);
     std::string err = run_case(src, dst, r, ex, opt);
     const bool ok = all_ok(err.empty());
-    EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " executor " << to_string(ex)
+    EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " strategy " << ex
                              << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
                              << r.str() << "\n  " << err;
     if (!ok) return;
   }
 }
 
-class Conformance : public ::testing::TestWithParam<Executor> {};
+class Conformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Conformance, RandomLayouts) { random_cases(GetParam(), 150, 2024, index_t{1} << 30); }
 
@@ -73,11 +74,12 @@ TEST_P(Conformance, PaperCaseSubmatrix) {
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
-// Contiguous runs on both sides of kDirectPackBelow in one plan (260, 140, 120
-// and 82 rows of 8 bytes, tile storage to ScaLAPACK storage): `direct` reads the
-// long ones row by row and has the short ones packed by the sender.
+// Contiguous runs on both sides of direct's packing threshold in one plan (260,
+// 140, 120 and 82 rows of 8 bytes, tile storage to ScaLAPACK storage): `direct`
+// reads the long ones row by row and has the short ones packed by the sender.
 TEST_P(Conformance, LongAndShortRows) {
-  static_assert(260 * 8 >= kDirectPackBelow && 140 * 8 < kDirectPackBelow);
+  constexpr index_t kPackBelow = 2048;  // bytes, private to src/exec/strategies/direct.cpp
+  static_assert(260 * 8 >= kPackBelow && 140 * 8 < kPackBelow);
   const int p = world_size();
   Layout src = block_cyclic_layout({602, 40}, {400, 3}, {p, 1});
   Layout dst = block_cyclic_layout({602, 40}, {260, 9}, {1, p}, 8, StorageKind::local_array);
@@ -85,23 +87,23 @@ TEST_P(Conformance, LongAndShortRows) {
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
-// One plan, every executor in turn, twice: executors must not disturb each
-// other's state kept in the plan (buffers, datatypes, count arrays).
-TEST(ConformanceShared, ExecutorsAlternateOnOnePlan) {
+// One plan, every strategy in turn, twice: strategies must not disturb each
+// other's state (each owns its buffers, datatypes and count arrays).
+TEST(ConformanceShared, StrategiesAlternateOnOnePlan) {
   const int nranks = world_size(), rank = world_rank();
   Rng rng(31337);
   for (int c = 0; c < 40; ++c) {
     const auto [src, dst, r] = random_case(rng, nranks, 3, 8);
-    LocalStore s(src, rank), d(dst, rank);
-    fill_pattern(src, rank, s.ptr, 101);
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.blocks(), 101);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
     std::string err;
     for (int round = 0; round < 2; ++round)
-      for (Executor ex : all_executors()) {
-        fill_pattern(dst, rank, d.ptr, 202);
-        plan.execute(s.cptr, d.ptr, ex);
-        CheckResult k = check_redistributed(dst, rank, d.ptr, r, src, 101, 202);
-        if (!k.ok() && err.empty()) err = to_string(ex) + " round " + std::to_string(round) + ": " + k.first_error;
+      for (const std::string& ex : strategy_names()) {
+        fill_pattern(dst, rank, d.blocks(), 202);
+        plan.execute(s.const_blocks(), d.blocks(), ex);
+        CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 101, 202);
+        if (!k.ok() && err.empty()) err = ex + " round " + std::to_string(round) + ": " + k.first_error;
       }
     const bool ok = all_ok(err.empty());
     EXPECT_TRUE(err.empty()) << "case " << c << "\n  src " << src.spec() << "\n  dst " << dst.spec()
@@ -110,7 +112,8 @@ TEST(ConformanceShared, ExecutorsAlternateOnOnePlan) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllExecutors, Conformance, ::testing::ValuesIn(all_executors()),
-                         [](const auto& info) { return to_string(info.param); });
+// The registry is the list: a new strategy is tested by being registered.
+INSTANTIATE_TEST_SUITE_P(AllStrategies, Conformance, ::testing::ValuesIn(strategy_names()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,12 +1,13 @@
 // Sizes past 32 bits: a 1-D array of 2^27 + 4099 sixteen-byte elements (2 GiB +
 // 64 KiB), all on rank 0, moved to rank 1 in one piece: one message, one segment
 // and one datatype above 2^31 bytes, byte offsets above 2^31. MPI counts are int:
-// the executors must split or use larger datatypes. (Element offsets above 2^31
+// the strategies must split or use larger datatypes. (Element offsets above 2^31
 // are covered without memory by the planner unit test Plan.OffsetsAbove2To31.)
 #include <gtest/gtest.h>
 
 #include "../common/mpi_util.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
 #include "redist/redist.hpp"
 
 using namespace redist;
@@ -24,7 +25,7 @@ Layout on_rank(int r, index_t tile) {
   return Layout(Coord({kN}), {DimPartition::regular(kN, tile)}, Ownership::block_cyclic(p), {}, kEsize);
 }
 
-class Large : public ::testing::TestWithParam<Executor> {};
+class Large : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Large, MessageAbove2GiB) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
@@ -34,21 +35,21 @@ TEST_P(Large, MessageAbove2GiB) {
   const Region region{Coord({kN - 10}), Coord({7}), Coord({3})};
   std::string err;
   {
-    LocalStore s(src, rank), d(dst, rank);
-    fill_pattern(src, rank, s.ptr, 5);
-    fill_pattern(dst, rank, d.ptr, 6);
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.blocks(), 5);
+    fill_pattern(dst, rank, d.blocks(), 6);
     Plan plan = make_plan(src, dst, region, MPI_COMM_WORLD);
     if (rank == 0) {
       EXPECT_GT(plan.stats().bytes_sent, index_t{1} << 31);
     }
-    plan.execute(s.cptr, d.ptr, GetParam());
-    CheckResult c = check_redistributed(dst, rank, d.ptr, region, src, 5, 6);
+    plan.execute(s.const_blocks(), d.blocks(), GetParam());
+    CheckResult c = check_redistributed(dst, rank, d.blocks(), region, src, 5, 6);
     if (!c.ok()) err = c.first_error;
   }
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllExecutors, Large, ::testing::ValuesIn(all_executors()),
-                         [](const auto& info) { return to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllStrategies, Large, ::testing::ValuesIn(strategy_names()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ScaLAPACK as a second oracle (STYLE.md, "Tests"): for 2-D block-cyclic local
-// arrays, every redist executor must leave the target local arrays bit for bit as
+// arrays, every redist strategy must leave the target local arrays bit for bit as
 // Debian ScaLAPACK's pdgemr2d leaves them, on the same inputs. Random cases: shapes
 // up to 150x150, tiles from 1 to larger than the matrix, grids P x Q <= ranks (maybe
 // fewer than the communicator, in row or column order, at first= > 0), RSRC/CSRC,
@@ -13,7 +13,8 @@
 #include "../../bench/scalapack.hpp"
 #include "../common/mpi_util.hpp"
 #include "../common/random_layout.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
 #include "redist/redist.hpp"
 
 using namespace redist;
@@ -42,15 +43,19 @@ Layout random_scalapack_layout(Rng& rng, const Coord& shape, int nranks) {
   return Layout(shape, std::move(parts), Ownership::block_cyclic(p), st, 8);
 }
 
-// One case: every redist executor and pdgemr2d on copies of the same target;
+// One case: every redist strategy and pdgemr2d on copies of the same target;
 // returns an empty string when all agree bytewise and with the pattern oracle.
 // Every rank makes the same collective calls whatever it finds.
 std::string run_case(const Layout& src, const Layout& dst, const Region& r, int line_ctxt) {
   const int rank = world_rank();
-  LocalStore s(src, rank), d0(dst, rank);
-  fill_pattern(src, rank, s.ptr, kSrcId);
-  fill_pattern(dst, rank, d0.ptr, kDstId);
-  const std::vector<std::byte> src_before = s.blocks[0], dst_before = d0.blocks[0];
+  harness::LocalStorage s(src, rank), d0(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
+  fill_pattern(dst, rank, d0.blocks(), kDstId);
+  auto bytes = [](const harness::LocalStorage& st) {
+    const std::span<std::byte> b = st.block_bytes(0);
+    return std::vector<std::byte>(b.begin(), b.end());
+  };
+  const std::vector<std::byte> src_before = bytes(s), dst_before = bytes(d0);
   std::string err;
   auto note = [&](const std::string& what) {
     if (err.empty()) err = what;
@@ -78,23 +83,23 @@ std::string run_case(const Layout& src, const Layout& dst, const Region& r, int 
   CheckResult cs = check_redistributed(dst, rank, sca_ptr, r, src, kSrcId, kDstId);
   if (!cs.ok()) note("pdgemr2d disagrees with the pattern oracle (test bug?): " + cs.first_error);
 
-  // redist, every executor, each on a fresh copy of the target.
+  // redist, every strategy, each on a fresh copy of the target.
   try {
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    for (Executor ex : all_executors()) {
-      LocalStore d(dst, rank);
-      if (!d.blocks.empty()) d.blocks[0] = dst_before;
-      plan.execute(s.cptr, d.ptr, ex);
-      const std::string tag = to_string(ex) + ": ";
-      CheckResult c = check_redistributed(dst, rank, d.ptr, r, src, kSrcId, kDstId);
+    for (const std::string& ex : strategy_names()) {
+      harness::LocalStorage d(dst, rank);
+      std::copy(dst_before.begin(), dst_before.end(), d.block_bytes(0).begin());
+      plan.execute(s.const_blocks(), d.blocks(), ex);
+      const std::string tag = ex + ": ";
+      CheckResult c = check_redistributed(dst, rank, d.blocks(), r, src, kSrcId, kDstId);
       if (!c.ok()) note(detail::cat(tag, c.wrong, " of ", c.checked, " wrong; first: ", c.first_error));
-      if (!d.blocks.empty() && d.blocks[0] != sca) {
+      if (const std::vector<std::byte> got = bytes(d); got != sca) {
         size_t i = 0;
-        while (d.blocks[0][i] == sca[i]) ++i;
+        while (got[i] == sca[i]) ++i;
         note(detail::cat(tag, "local array differs from pdgemr2d's at byte ", i, " (element ", i / 8,
                          " of ", sca.size() / 8, ", ld ", ldst.ld(), ")"));
       }
-      if (s.blocks[0] != src_before) note(tag + "source changed");
+      if (bytes(s) != src_before) note(tag + "source changed");
     }
   } catch (const std::exception& e) {  // redist errors are agreed on by every rank
     note(std::string("redist threw: ") + e.what());

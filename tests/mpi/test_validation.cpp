@@ -15,7 +15,8 @@
 #include <functional>
 
 #include "../common/mpi_util.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
 #include "redist/redist.hpp"
 
 using namespace redist;
@@ -106,8 +107,8 @@ Layout bc(Coord shape, Coord tile, Coord grid, int first = 0, StorageKind st = S
 
 // The target after a failed execute must hold its own pattern, byte for byte;
 // checked on every rank and agreed on.
-void expect_untouched(const Layout& l, LocalStore& store, std::uint64_t id, const char* what) {
-  CheckResult c = check_pattern(l, world_rank(), store.ptr, id);
+void expect_untouched(const Layout& l, harness::LocalStorage& store, std::uint64_t id, const char* what) {
+  CheckResult c = check_pattern(l, world_rank(), store.blocks(), id);
   EXPECT_TRUE(all_ok(c.ok())) << what << " changed on rank " << world_rank() << ": " << c.first_error;
 }
 
@@ -288,11 +289,12 @@ TEST(Validation, SizeOverflow) {
   expect_plan_error(wide, wide, Region{{2}, {0}, {INT64_MAX}}, {"leaves the target array", "dimension 0"});
 }
 
-TEST(Validation, UnknownExecutorName) {
-  for (const char* name : {"p2q", "P2P", "", "alltoall"})
-    expect_same_error(capture([&] { parse_executor(name); }),
-                      {"unknown executor '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw, direct"});
-  for (Executor e : all_executors()) EXPECT_EQ(parse_executor(to_string(e)), e);
+TEST(Validation, UnknownStrategyName) {
+  for (const char* name : {"p2q", "P2P", "alltoall"})
+    expect_same_error(capture([&] { check_strategy(name); }),
+                      {"unknown strategy '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw, direct, auto"});
+  for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
+  EXPECT_NO_THROW(check_strategy("auto"));
 }
 
 TEST(Validation, BadRegionStrings) {
@@ -330,98 +332,99 @@ TEST(Validation, BadRegionStringsTooManyDimensionsOrTooLarge) {
 
 // ------------------------------------------------------------------ execute errors
 
-// Runs `bad` (an execute that must fail) for every executor and checks the error
+// Runs `bad` (an execute that must fail) for every strategy and checks the error
 // and that the target still holds its pattern on every rank.
-void expect_execute_error(LocalStore& d, const Layout& dst,
-                          const std::function<void(Executor)>& bad, const std::vector<std::string>& words) {
-  for (Executor e : all_executors()) {
-    SCOPED_TRACE("executor " + to_string(e));
-    fill_pattern(dst, world_rank(), d.ptr, kDstId);
+void expect_execute_error(harness::LocalStorage& d, const Layout& dst,
+                          const std::function<void(const std::string&)>& bad,
+                          const std::vector<std::string>& words) {
+  for (const std::string& e : strategy_names()) {
+    SCOPED_TRACE("strategy " + e);
+    fill_pattern(dst, world_rank(), d.blocks(), kDstId);
     expect_same_error(capture([&] { bad(e); }), words);
     expect_untouched(dst, d, kDstId, "target");
   }
 }
 
-// execute on one rank with another executor than the others: different message
+// execute on one rank with another strategy than the others: different message
 // schemes would never match (hang); it must fail before anything moves.
-TEST(Validation, ExecutorDiffersBetweenRanks) {
+TEST(Validation, StrategyDiffersBetweenRanks) {
   const int rank = world_rank(), last = world_size() - 1;
   if (world_size() == 1) GTEST_SKIP() << "needs two ranks to differ";
   const Layout src = cols_layout(), dst = rows_layout();
-  LocalStore s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.ptr, kSrcId);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   expect_execute_error(
       d, dst,
-      [&](Executor e) {
-        const Executor other = e == Executor::p2p ? Executor::segment : Executor::p2p;
-        plan.execute(s.cptr[0], d.ptr[0], rank == last ? other : e);
+      [&](const std::string& e) {
+        const std::string other = e == "p2p" ? "segment" : "p2p";
+        plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? other : e);
       },
-      {"different executors", "every rank must use the same"});
-  // A value outside the enum would match no executor and silently move nothing.
+      {"different strategies", "every rank must use the same"});
+  // A name no strategy has, on one rank only: that rank's error, on every rank.
   expect_execute_error(
-      d, dst, [&](Executor e) { plan.execute(s.cptr[0], d.ptr[0], rank == last ? static_cast<Executor>(42) : e); },
-      {"rank " + S(last) + ":", "unknown executor 42", "allowed: p2p, segment, alltoallv, alltoallw, direct"});
+      d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
+      {"rank " + S(last) + ":", "unknown strategy 'fast'", "allowed: p2p, segment, alltoallv, alltoallw, direct, auto"});
 }
 
 TEST(Validation, MissingBuffer) {
   const int rank = world_rank(), last = world_size() - 1;
   const Layout src = cols_layout(), dst = rows_layout();
-  LocalStore s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.ptr, kSrcId);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   const index_t n_src = LocalIndex(src, last).elements(), n_dst = LocalIndex(dst, last).elements();
   // Only the last rank forgets its target buffer.
   expect_execute_error(
-      d, dst, [&](Executor e) { plan.execute(s.cptr[0], rank == last ? nullptr : d.ptr[0], e); },
+      d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], rank == last ? nullptr : d.blocks()[0], e); },
       {"rank " + S(last) + ":", "target buffer 0 is null", "stores " + S(n_dst) + " elements"});
   // Only the last rank forgets its source buffer.
   expect_execute_error(
-      d, dst, [&](Executor e) { plan.execute(rank == last ? nullptr : s.cptr[0], d.ptr[0], e); },
+      d, dst, [&](const std::string& e) { plan.execute(rank == last ? nullptr : s.const_blocks()[0], d.blocks()[0], e); },
       {"rank " + S(last) + ":", "source buffer 0 is null", "stores " + S(n_src) + " elements"});
   // One null tile pointer among several.
   const Layout tp = rows_layout(StorageKind::tile_pointers);
-  LocalStore t(tp, rank);
+  harness::LocalStorage t(tp, rank);
   Plan plan_tp = make_plan(src, tp, Region::whole(src.shape()), MPI_COMM_WORLD);
-  std::vector<void*> ptrs = t.ptr;
+  std::vector<void*> ptrs(t.blocks().begin(), t.blocks().end());
   if (rank == last) ptrs[1] = nullptr;
   expect_execute_error(
       t, tp,
-      [&](Executor e) { plan_tp.execute(std::span<const void* const>(s.cptr), std::span<void* const>(ptrs), e); },
+      [&](const std::string& e) { plan_tp.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(ptrs), e); },
       {"rank " + S(last) + ":", "target buffer 1 is null", "stores 4 elements"});
-  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.ptr, kSrcId).ok())) << "source changed";
+  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.blocks(), kSrcId).ok())) << "source changed";
 }
 
 TEST(Validation, TilePointersWrongCount) {
   const int rank = world_rank(), last = world_size() - 1;
   const Layout src = cols_layout(StorageKind::tile_pointers), dst = rows_layout(StorageKind::tile_pointers);
-  LocalStore s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.ptr, kSrcId);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   const index_t n_dst = LocalIndex(dst, last).ntiles(), n_src = LocalIndex(src, last).ntiles();
   // The last rank passes one target pointer too many.
-  std::vector<void*> more = d.ptr;
-  if (rank == last) more.push_back(d.ptr[0]);
+  std::vector<void*> more(d.blocks().begin(), d.blocks().end());
+  if (rank == last) more.push_back(d.blocks()[0]);
   expect_execute_error(
       d, dst,
-      [&](Executor e) { plan.execute(std::span<const void* const>(s.cptr), std::span<void* const>(more), e); },
+      [&](const std::string& e) { plan.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(more), e); },
       {"rank " + S(last) + ":", "target storage=tile_pointers", "one pointer per local tile (" + S(n_dst) + ")",
        "got " + S(n_dst + 1)});
   // The last rank passes one source pointer too few.
-  std::vector<const void*> fewer = s.cptr;
+  std::vector<const void*> fewer(s.const_blocks().begin(), s.const_blocks().end());
   if (rank == last) fewer.pop_back();
   expect_execute_error(
       d, dst,
-      [&](Executor e) { plan.execute(std::span<const void* const>(fewer), std::span<void* const>(d.ptr), e); },
+      [&](const std::string& e) { plan.execute(std::span<const void* const>(fewer), std::span<void* const>(d.blocks()), e); },
       {"source storage=tile_pointers", "(" + S(n_src) + ")", "got " + S(n_src - 1)});
   // One-buffer storage given several pointers.
   const Layout one = rows_layout();
-  LocalStore o(one, rank);
+  harness::LocalStorage o(one, rank);
   Plan plan1 = make_plan(src, one, Region::whole(src.shape()), MPI_COMM_WORLD);
-  std::vector<void*> two = {o.ptr[0], o.ptr[0]};
+  std::vector<void*> two = {o.blocks()[0], o.blocks()[0]};
   expect_execute_error(
       o, one,
-      [&](Executor e) { plan1.execute(std::span<const void* const>(s.cptr), std::span<void* const>(two), e); },
+      [&](const std::string& e) { plan1.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(two), e); },
       {"target", "expected one buffer, got 2 pointers"});
 }
 
@@ -445,8 +448,8 @@ TEST(Validation, OverlappingBuffers) {
     }
     std::vector<void*> dv{dp};
     std::vector<void*> sv{const_cast<void*>(sp)};
-    for (Executor e : all_executors()) {
-      SCOPED_TRACE("executor " + to_string(e));
+    for (const std::string& e : strategy_names()) {
+      SCOPED_TRACE("strategy " + e);
       fill_pattern(src, rank, sv, kSrcId);
       fill_pattern(dst, rank, dv, kDstId);  // after the source: the shared element holds the target's byte
       expect_same_error(capture([&] { plan.execute(sp, dp, e); }),
@@ -468,7 +471,7 @@ TEST(Validation, OverlappingBuffers) {
 TEST(Validation, ZeroSizeRegionIsNoOp) {
   const int rank = world_rank(), p = world_size();
   const Layout src = cols_layout(), dst = rows_layout(StorageKind::tile_pointers);
-  LocalStore s(src, rank), d(dst, rank);
+  harness::LocalStorage s(src, rank), d(dst, rank);
   const std::vector<Region> regions = {
       {{0, 4}, {0, 0}, {0, 0}},
       {{8, 0}, {0, 1}, {0, 2}},
@@ -476,14 +479,14 @@ TEST(Validation, ZeroSizeRegionIsNoOp) {
       {{0, 3}, {3, 2}, {5, 1}},
   };
   for (const Region& r : regions)
-    for (Executor e : all_executors()) {
-      SCOPED_TRACE("region " + r.str() + " executor " + to_string(e));
-      fill_pattern(src, rank, s.ptr, kSrcId);
-      fill_pattern(dst, rank, d.ptr, kDstId);
+    for (const std::string& e : strategy_names()) {
+      SCOPED_TRACE("region " + r.str() + " strategy " + e);
+      fill_pattern(src, rank, s.blocks(), kSrcId);
+      fill_pattern(dst, rank, d.blocks(), kDstId);
       Outcome o = capture([&] {
         Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
         EXPECT_EQ(plan.stats().bytes_sent + plan.stats().bytes_received + plan.stats().bytes_local, 0);
-        plan.execute(std::span<const void* const>(s.cptr), std::span<void* const>(d.ptr), e);
+        plan.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(d.blocks()), e);
       });
       EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << o.message;
       expect_untouched(dst, d, kDstId, "target");
@@ -491,12 +494,12 @@ TEST(Validation, ZeroSizeRegionIsNoOp) {
     }
   // Zero-extent arrays: every rank stores nothing and passes null pointers.
   const Layout z1 = block_cyclic_layout({0, 6}, {2, 2}, {p, 1}), z2 = block_cyclic_layout({5, 0}, {2, 2}, {1, p});
-  for (Executor e : all_executors()) {
+  for (const std::string& e : strategy_names()) {
     Outcome o = capture([&] {
       Plan plan = make_plan(z1, z2, Region{{0, 0}, {0, 0}, {0, 0}}, MPI_COMM_WORLD);
       plan.execute(nullptr, nullptr, e);
     });
-    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << to_string(e) << ": " << o.message;
+    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << e << ": " << o.message;
   }
 }
 
@@ -504,17 +507,17 @@ TEST(Validation, ZeroSizeRegionIsNoOp) {
 TEST(Validation, NullBufferAllowedWhereRankStoresNothing) {
   const int rank = world_rank();
   const Layout src = cols_layout(), dst = bc({8, 4 * world_size()}, {2, 2}, {1, 1});  // all on rank 0
-  LocalStore s(src, rank), d(dst, rank);
-  ASSERT_EQ(d.ptr[0] == nullptr, rank != 0);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  ASSERT_EQ(d.blocks()[0] == nullptr, rank != 0);
   const Region r = Region::whole(src.shape());
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-  for (Executor e : all_executors()) {
-    fill_pattern(src, rank, s.ptr, kSrcId);
-    fill_pattern(dst, rank, d.ptr, kDstId);
-    Outcome o = capture([&] { plan.execute(s.cptr[0], d.ptr[0], e); });
-    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << to_string(e) << ": " << o.message;
-    CheckResult c = check_redistributed(dst, rank, d.ptr, r, src, kSrcId, kDstId);
-    EXPECT_TRUE(all_ok(c.ok())) << to_string(e) << ": " << c.first_error;
+  for (const std::string& e : strategy_names()) {
+    fill_pattern(src, rank, s.blocks(), kSrcId);
+    fill_pattern(dst, rank, d.blocks(), kDstId);
+    Outcome o = capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], e); });
+    EXPECT_TRUE(all_ok(!o.threw && o.message.empty())) << e << ": " << o.message;
+    CheckResult c = check_redistributed(dst, rank, d.blocks(), r, src, kSrcId, kDstId);
+    EXPECT_TRUE(all_ok(c.ok())) << e << ": " << c.first_error;
   }
 }
 
@@ -525,8 +528,8 @@ TEST(Validation, ValidPlanAfterFailures) {
   const int rank = world_rank(), p = world_size(), last = p - 1;
   const Layout src = cols_layout(), dst = rows_layout();
   const Region sub{{5, 4 * p - 1}, {2, 1}, {1, 0}};
-  LocalStore s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.ptr, kSrcId);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
   // Failures at every stage: local checks, agreement on layouts, planning, execute.
   capture([&] { make_plan(bc({8, 8}, {2, 2}, {p + 1, 1}), src, Region::whole({8, 8}), MPI_COMM_WORLD); });
   capture([&] { make_plan(rank == last ? dst : src, dst, sub, MPI_COMM_WORLD); });
@@ -536,27 +539,27 @@ TEST(Validation, ValidPlanAfterFailures) {
               bc({6, 6}, {2, 2}, {1, 1}), Region::whole({6, 6}), MPI_COMM_WORLD);
   });
   Plan plan = make_plan(src, dst, sub, MPI_COMM_WORLD);
-  for (Executor e : all_executors()) {
-    fill_pattern(dst, rank, d.ptr, kDstId);
-    Outcome o = capture([&] { plan.execute(s.cptr[0], rank == last ? nullptr : d.ptr[0], e); });
+  for (const std::string& e : strategy_names()) {
+    fill_pattern(dst, rank, d.blocks(), kDstId);
+    Outcome o = capture([&] { plan.execute(s.const_blocks()[0], rank == last ? nullptr : d.blocks()[0], e); });
     EXPECT_TRUE(all_ok(o.threw));
     expect_untouched(dst, d, kDstId, "target after failed execute");
   }
-  for (Executor e : all_executors()) {
-    SCOPED_TRACE("executor " + to_string(e));
+  for (const std::string& e : strategy_names()) {
+    SCOPED_TRACE("strategy " + e);
     // The plan that failed to execute, now with good buffers.
-    fill_pattern(dst, rank, d.ptr, kDstId);
-    plan.execute(s.cptr[0], d.ptr[0], e);
-    CheckResult c = check_redistributed(dst, rank, d.ptr, sub, src, kSrcId, kDstId);
+    fill_pattern(dst, rank, d.blocks(), kDstId);
+    plan.execute(s.const_blocks()[0], d.blocks()[0], e);
+    CheckResult c = check_redistributed(dst, rank, d.blocks(), sub, src, kSrcId, kDstId);
     EXPECT_TRUE(all_ok(c.ok())) << c.first_error;
     // A fresh plan on the same communicator.
-    fill_pattern(dst, rank, d.ptr, kDstId);
+    fill_pattern(dst, rank, d.blocks(), kDstId);
     Plan fresh = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
-    fresh.execute(s.cptr[0], d.ptr[0], e);
-    c = check_redistributed(dst, rank, d.ptr, Region::whole(src.shape()), src, kSrcId, kDstId);
+    fresh.execute(s.const_blocks()[0], d.blocks()[0], e);
+    c = check_redistributed(dst, rank, d.blocks(), Region::whole(src.shape()), src, kSrcId, kDstId);
     EXPECT_TRUE(all_ok(c.ok())) << c.first_error;
   }
-  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.ptr, kSrcId).ok())) << "source changed";
+  EXPECT_TRUE(all_ok(check_pattern(src, rank, s.blocks(), kSrcId).ok())) << "source changed";
 }
 
 }  // namespace

@@ -27,27 +27,34 @@ def test_unknown_command_is_an_error(redist):
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
-def test_run_json_verifies_every_executor(redist, ranks):
+def test_run_json_verifies_every_strategy(redist, ranks):
     region = "70x60 from=11x7 to=20x33"
     r = redist(["run", SRC.replace("grid=1x2", f"grid=1x{ranks}"),
                 DST.replace("grid=2x1", f"grid={ranks}x1"), region,
                 "--reps", "2", "--json"], ranks=ranks)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "redist-results-1" and doc["tool"] == "redist run"
+    assert doc["run"]["ranks"] == ranks
+    (out,) = doc["cases"]  # the same schema as every bench suite's results.json
     assert out["ranks"] == ranks
-    assert [e["name"] for e in out["executors"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct"]
-    for e in out["executors"]:
-        assert e["verified"] is True and e["wrong"] == 0
-        assert len(e["times"]) == 2 and e["median_s"] > 0
+    # `all`: every strategy of the registry, then auto
+    assert [e["name"] for e in out["methods"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"]
+    for e in out["methods"]:
+        assert e["verified"] is True and e["wrong"] == 0 and e["checked"] > 0
+        assert len(e["times_s"]) == 2 and e["median_s"] > 0
+    assert out["methods"][-1]["chose"] == out["model_choice"]
     # every element of the region is either sent or copied locally, once
-    assert out["remote_bytes"] + out["local_bytes"] == 70 * 60 * 8
-    assert sum(p["sent"] for p in out["per_rank"]) == sum(p["received"] for p in out["per_rank"])
+    assert out["total_remote_bytes"] + out["total_local_bytes"] == 70 * 60 * 8
+    assert sum(p["sent_bytes"] for p in doc["per_rank"]) == sum(p["received_bytes"] for p in doc["per_rank"])
+    assert out["total_remote_bytes"] == sum(p["sent_bytes"] for p in doc["per_rank"])
+    assert out["max_remote_bytes"] == max(max(p["sent_bytes"], p["received_bytes"]) for p in doc["per_rank"])
     if ranks == 1:
-        assert out["remote_bytes"] == 0
+        assert out["total_remote_bytes"] == 0 and out["max_remote_bytes"] == 0
 
 
 def test_run_table_has_time_bandwidth_and_bound(redist):
-    r = redist(["run", SRC, DST, "90x90", "--executor", "p2p,alltoallw", "--reps", "3"], ranks=2)
+    r = redist(["run", SRC, DST, "90x90", "--strategy", "p2p,alltoallw", "--reps", "3"], ranks=2)
     assert r.returncode == 0, r.stderr
     for word in ("median", "bandwidth", "of bound", "Bnet", "Bmemcpy", "p2p", "alltoallw", "ok ("):
         assert word in r.stdout
@@ -68,7 +75,7 @@ def test_plan_statistics_for_many_ranks(redist):
     (["run", "100x100 tile=0x10", "100x100"], ["tile size of dimension 0 must be > 0"]),
     (["run", "100x100", "100x100 grid=ax2"], ["bad layout spec at column", "expected an integer"]),
     (["run", "100x100", "50x50"], ["leaves the target array"]),
-    (["run", "100x100", "100x100", "--executor", "fast"], ["unknown executor 'fast'", "p2p"]),
+    (["run", "100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
     (["run", "100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
     (["run", "100x100", "100x100", "--bogus"], ["unknown option '--bogus'"]),
     (["run", "100x100 block_cyclic grid=1x3", "100x100"], ["needs 3 ranks, the communicator has 2"]),
@@ -126,12 +133,13 @@ def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
     assert redist(["calibrate", "--max-size", "65536", "--out", str(out)], ranks=2).returncode == 0
     env = dict(os.environ, REDIST_CALIBRATION=str(out))
     from conftest import MPIRUN, REDIST
-    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--executor", "auto,p2p", "--reps", "2", "--json"]
+    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--strategy", "auto,p2p", "--reps", "2", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
-    o = json.loads(r.stdout)
-    assert o["calibration"] == str(out)
-    auto, p2p = o["executors"]
+    doc = json.loads(r.stdout)
+    assert doc["machine"]["source"] == str(out)
+    o = doc["cases"][0]
+    auto, p2p = o["methods"]
     assert auto["name"] == "auto" and p2p["name"] == "p2p"
     assert auto["chose"] in ("p2p", "segment", "alltoallv", "alltoallw", "direct")
     assert auto["chose"] == o["model_choice"]
@@ -149,7 +157,7 @@ def test_run_without_calibration_file_measures_quickly(redist, tmp_path):
     import subprocess
     from conftest import MPIRUN, REDIST
     env = dict(os.environ, REDIST_CALIBRATION=str(tmp_path / "none.json"))
-    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--executor", "auto", "--reps", "1"]
+    cmd = [str(MPIRUN), "-np", "2", str(REDIST), "run", SRC, DST, "90x90", "--strategy", "auto", "--reps", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert "calibration quick" in r.stdout and "auto(" in r.stdout and "ok (" in r.stdout
@@ -176,9 +184,9 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
         picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto$", p.stdout, re.M)
         assert len(picks) == 1, p.stdout
         env = dict(os.environ, REDIST_CALIBRATION=str(out))
-        r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "run", src, dst, "--executor", "p2p",
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "run", src, dst, "--strategy", "p2p",
                             "--reps", "1", "--json"], capture_output=True, text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["model_choice"] == picks[0]
+        assert json.loads(r.stdout)["cases"][0]["model_choice"] == picks[0]
     missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "redist calibrate" in missing.stderr

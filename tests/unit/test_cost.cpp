@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "redist/cost.hpp"
+#include "redist/exec.hpp"  // predict(rank plan, strategy name, machine)
 
 using namespace redist;
 
@@ -105,11 +106,11 @@ TEST(Cost, BadJsonIsAClearError) {
 
 TEST(Cost, PredictionsGrowWithVolume) {
   const Machine m = machine();
-  for (Executor e : all_executors()) {
+  for (const std::string& e : strategy_names()) {
     double last = 0;
     for (index_t n : {200, 400, 800, 1600}) {
       const double t = predict(plan(n, 50), e, m).total();
-      EXPECT_GT(t, last) << to_string(e) << " n=" << n;
+      EXPECT_GT(t, last) << e << " n=" << n;
       last = t;
     }
   }
@@ -121,10 +122,10 @@ TEST(Cost, MoreMessagesCostMore) {
   const RankPlan big = plan(800, 200), small = plan(800, 10);
   ASSERT_GT(small.stats.segments_sent, big.stats.segments_sent);
   EXPECT_EQ(small.stats.bytes_sent, big.stats.bytes_sent);
-  for (Executor e : all_executors())
-    EXPECT_GT(predict(small, e, m).total(), predict(big, e, m).total()) << to_string(e);
+  for (const std::string& e : strategy_names())
+    EXPECT_GT(predict(small, e, m).total(), predict(big, e, m).total()) << e;
   // segment sends one message per segment: beyond p2p by about segments x stream cost
-  const Prediction ps = predict(small, Executor::segment, m), pp = predict(small, Executor::p2p, m);
+  const Prediction ps = predict(small, "segment", m), pp = predict(small, "p2p", m);
   EXPECT_GT(ps.comm - pp.comm, 0.5 * static_cast<double>(small.stats.segments_sent) * 1e-6);
   EXPECT_DOUBLE_EQ(ps.memcpy, pp.memcpy);
 }
@@ -132,8 +133,8 @@ TEST(Cost, MoreMessagesCostMore) {
 TEST(Cost, TermsOfEq1) {
   const Machine m = machine();
   const RankPlan rp = plan(400, 100);
-  const Prediction p2p = predict(rp, Executor::p2p, m), w = predict(rp, Executor::alltoallw, m),
-                   d = predict(rp, Executor::direct, m);
+  const Prediction p2p = predict(rp, "p2p", m), w = predict(rp, "alltoallw", m),
+                   d = predict(rp, "direct", m);
   EXPECT_GT(p2p.comm, 0);
   EXPECT_GT(p2p.memcpy, w.memcpy);  // alltoallw packs nothing: only local copies remain
   EXPECT_DOUBLE_EQ(p2p.total(), p2p.index + p2p.comm + p2p.memcpy + p2p.runtime);
@@ -141,11 +142,11 @@ TEST(Cost, TermsOfEq1) {
   // Without process_vm_readv figures, direct falls back to p2p, and so does its model.
   Machine nv = m;
   nv.vm_read = {};
-  EXPECT_DOUBLE_EQ(predict(rp, Executor::direct, nv).total(), predict(rp, Executor::p2p, nv).total());
-  // One rank: nothing remote, every executor only copies.
+  EXPECT_DOUBLE_EQ(predict(rp, "direct", nv).total(), predict(rp, "p2p", nv).total());
+  // One rank: nothing remote, every strategy only copies.
   const RankPlan one = plan_rank(block_cyclic_layout({100, 100}, {10, 10}, {1, 1}),
                                  block_cyclic_layout({100, 100}, {7, 7}, {1, 1}), Region::whole({100, 100}), 0, 1);
-  for (Executor e : all_executors()) EXPECT_EQ(predict(one, e, m).comm, 0) << to_string(e);
+  for (const std::string& e : strategy_names()) EXPECT_EQ(predict(one, e, m).comm, 0) << e;
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 
 #include <map>
 
-#include "../../src/exec/copy.hpp"
+#include "kernels/copy.hpp"
 #include "../common/random_layout.hpp"
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
 
 using namespace redist;
 using namespace redist::testing;
@@ -29,6 +29,30 @@ RankStore allocate(const Layout& l, int rank) {
 }
 
 std::byte* at(RankStore& s, const Address& a, index_t es) { return s.blocks[a.block].data() + a.offset * es; }
+
+// Independent of contiguous_run: the longest prefix product of `shape` whose
+// elements (column-major) sit at consecutive offsets in every storage given.
+index_t brute_run(const Coord& shape, std::initializer_list<const Coord*> strides) {
+  const int n = shape.ndim();
+  index_t best = 1, prefix = 1;
+  for (int k = 0; k < n; ++k) {
+    prefix *= shape[k];
+    Coord idx(n);
+    bool ok = true;
+    for (index_t j = 0; j < prefix && ok; ++j) {
+      index_t rest = j;
+      for (int d = 0; d < n; ++d) idx[d] = rest % shape[d], rest /= shape[d];
+      for (const Coord* st : strides) {
+        index_t off = 0;
+        for (int d = 0; d < n; ++d) off += idx[d] * (*st)[d];
+        ok = ok && off == j;
+      }
+    }
+    if (!ok) break;
+    best = prefix;
+  }
+  return best;
+}
 
 // Plans all ranks, checks plan consistency, executes serially, checks the result.
 void simulate(const Layout& src, const Layout& dst, const Region& region, int nranks,
@@ -58,14 +82,15 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
       std::vector<std::byte> msg(static_cast<size_t>(sp.bytes));
       std::byte* m = msg.data();
       for (const Segment& seg : sp.segments) {
-        detail::copy_box(seg.shape, es, at(s[p], seg.at, es), seg.at.strides, m, detail::packed_strides(seg.shape));
+        if (seg.shape.volume() <= 4096) ASSERT_EQ(seg.run, brute_run(seg.shape, {&seg.at.strides})) << what;
+        detail::copy_box(seg.shape, seg.run, es, at(s[p], seg.at, es), seg.at.strides, m, detail::packed_strides(seg.shape));
         m += seg.shape.volume() * es;
       }
       m = msg.data();
       for (size_t k = 0; k < rp->segments.size(); ++k) {
         const Segment& seg = rp->segments[k];
         ASSERT_EQ(seg.shape, sp.segments[k].shape) << what << ": segment " << k << " of " << p << "->" << q;
-        detail::copy_box(seg.shape, es, m, detail::packed_strides(seg.shape), at(d[q], seg.at, es), seg.at.strides);
+        detail::copy_box(seg.shape, seg.run, es, m, detail::packed_strides(seg.shape), at(d[q], seg.at, es), seg.at.strides);
         m += seg.shape.volume() * es;
       }
       total_bytes += sp.bytes;
@@ -75,8 +100,10 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
       for (const PeerPlan& x : plans[rp.peer].sends) found |= x.peer == p;
       ASSERT_TRUE(found) << what << ": rank " << p << " expects data from " << rp.peer << " that never sends";
     }
-    for (const LocalCopy& c : plans[p].locals)
-      detail::copy_box(c.shape, es, at(s[p], c.from, es), c.from.strides, at(d[p], c.to, es), c.to.strides);
+    for (const LocalCopy& c : plans[p].locals) {
+      if (c.shape.volume() <= 4096) ASSERT_EQ(c.run, brute_run(c.shape, {&c.from.strides, &c.to.strides})) << what;
+      detail::copy_box(c.shape, c.run, es, at(s[p], c.from, es), c.from.strides, at(d[p], c.to, es), c.to.strides);
+    }
   }
   // Volume: remote + local bytes = region bytes.
   index_t local = 0, recv = 0;

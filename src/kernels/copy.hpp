@@ -1,4 +1,5 @@
-// Copy kernels shared by every executor: an N-D box between two strided places.
+// Copy kernels shared by every strategy and by calibration: an N-D box between two
+// strided places. Layer `kernels`: below cost and exec, above geometry only.
 #pragma once
 
 #include <cstddef>
@@ -57,20 +58,16 @@ inline void copy_row(std::byte* to, const std::byte* from, size_t n, bool stream
 }
 
 // Copies a box of `shape` elements of `es` bytes. Strides are in elements per
-// dimension (dimension 0 contiguous). Contiguous leading dimensions are merged
-// so a whole tile-sized segment is one row. `stream`: see kStreamAbove (the
-// caller fences).
-inline void copy_box(const Coord& shape, index_t es, const std::byte* from, const Coord& fs,
+// dimension (dimension 0 contiguous). `run`: the elements of the leading run
+// contiguous on both sides (Segment::run / LocalCopy::run, computed by the
+// planner), copied as one row, so a whole tile-sized segment is one memcpy.
+// `stream`: see kStreamAbove (the caller fences).
+inline void copy_box(const Coord& shape, index_t run, index_t es, const std::byte* from, const Coord& fs,
                      std::byte* to, const Coord& ts, bool stream = false) {
   const int n = shape.ndim();
-  index_t row = shape[0] * es;  // bytes copied per memcpy
-  int d = 1;
-  index_t run = shape[0];       // elements in the merged leading run
-  while (d < n && fs[d] == run && ts[d] == run) {
-    row *= shape[d];
-    run *= shape[d];
-    ++d;
-  }
+  const index_t row = run * es;  // bytes copied per memcpy
+  int d = 1;                     // first dimension outside the run
+  for (index_t merged = shape[0]; d < n && merged < run; ++d) merged *= shape[d];
   if (d == n) {
     copy_row(to, from, static_cast<size_t>(row), stream);
     return;

@@ -1,4 +1,4 @@
-// `direct` executor: single-copy transfer between ranks of one machine. Each
+// `direct`: single-copy transfer between ranks of one machine. Each
 // receiver reads its segments straight from the sender's source memory into its
 // target with Linux cross-memory attach (process_vm_readv), so a remote byte is
 // copied once instead of three times (pack, MPI, unpack: the 2 x Bmemcpy term of
@@ -8,12 +8,13 @@
 // Setup (first execute, collective): all ranks must share a node and be allowed
 // to read each other (same user, no ptrace restriction): every rank tries one
 // read from a neighbour and the ranks agree. If any rank cannot, the plan falls
-// back to `p2p` for good. Senders then send each reader the storage address of
-// every segment once; each execute only exchanges the block base pointers.
+// back to `p2p` for good (the registry's fallback). Senders then send each
+// reader the storage address and contiguous run of every segment once; each
+// execute only exchanges the block base pointers.
 //
 // Short rows: a process_vm_readv costs about 1 us per 80-byte row here, more than
 // packing it. Segments whose contiguous run (merged over both sides) is shorter
-// than kDirectPackBelow are packed by the sender, read as one run and unpacked, as in
+// than kPackBelow are packed by the sender, read as one run and unpacked, as in
 // p2p but with one copy less. The reader decides at setup (it knows both sides'
 // strides) and tells the sender which of its segments to pack.
 #include <sys/uio.h>
@@ -23,39 +24,39 @@
 #include <climits>
 #include <cstring>
 
-#include "copy.hpp"
-#include "plan_impl.hpp"
+#include "cost/model.hpp"
+#include "exec/pack.hpp"
+#include "kernels/copy.hpp"
+#include "mpi/agree.hpp"
 
-namespace redist {
+namespace redist::detail {
+namespace {
+
+// The sender packs segments whose contiguous run (merged over both sides) is
+// shorter than this many bytes: one process_vm_readv per short row costs more
+// than packing it, streamed, and unpacking it (measured crossover between 1.6 KB
+// and 3.2 KB rows, docs/strategies.md).
+constexpr index_t kPackBelow = 2048;
 
 struct DirectState {
-  bool available = false;
   std::vector<std::vector<char>> pack_recv, pack_send;  // per peer, per segment: read packed
   std::vector<index_t> packed_recv_bytes, packed_send_bytes;  // per peer
   std::vector<std::vector<std::uint64_t>> out_bases;  // per send peer: its blocks, then the packed run
   std::vector<int> pid;                              // per rank of the plan's communicator
-  std::vector<std::vector<std::int64_t>> where;      // per receive peer: per segment block, offset, strides
+  std::vector<std::vector<std::int64_t>> where;      // per receive peer: per segment block, offset, run, strides
   std::vector<std::vector<std::uint64_t>> bases;     // per receive peer: its source block pointers (per execute)
   std::vector<iovec> local, remote;                  // batches for process_vm_readv
   std::vector<MPI_Request> req;
   std::vector<int> index;
 };
 
-namespace {
-
 constexpr int kTagBases = 11, kTagDone = 12, kTagWhere = 13, kTagPack = 14;
 constexpr size_t kBatch = 1024;  // IOV_MAX on Linux
 
-// Elements of a segment's contiguous run: leading dimensions contiguous on both
-// sides (local strides `ls`, remote strides `rs`) merged, as copy_box does.
-index_t merged_run(const Coord& shape, const Coord& ls, const std::int64_t* rs, int& first_outer) {
-  const int n = shape.ndim();
-  index_t run = shape[0];
-  int d = 1;
-  while (d < n && rs[d] == run && ls[d] == run) run *= shape[d++];
-  first_outer = d;
-  return run;
-}
+// Elements of a segment's run contiguous in both storages: the shorter of the
+// two sides' runs (each a product of leading extents, so the shorter one is
+// contiguous on both). `w`: the sender's record of the segment.
+index_t run_both(const Segment& s, const std::int64_t* w) { return std::min<index_t>(s.run, w[2]); }
 
 // Reads everything in the batch from `pid`, resuming after partial reads.
 // Returns an empty string or the reason it failed.
@@ -84,7 +85,7 @@ std::string read_batch(pid_t pid, std::vector<iovec>& local, std::vector<iovec>&
 }
 
 // One-time collective setup: can every rank read every other rank's memory?
-bool probe(PlanImpl& p, DirectState& st) {
+bool probe(const PlanCore& p, DirectState& st) {
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int node_size = 0;
@@ -110,9 +111,9 @@ bool probe(PlanImpl& p, DirectState& st) {
 }
 
 // Senders tell each reader where every segment lives in their storage (once).
-void exchange_where(PlanImpl& p, DirectState& st) {
+void exchange_where(PlanCore& p, DirectState& st) {
   const int n = p.rp.ndim;
-  const size_t per = static_cast<size_t>(2 + n);
+  const size_t per = static_cast<size_t>(3 + n);  // block, offset, run, strides
   std::vector<std::vector<std::int64_t>> out(p.rp.sends.size());
   std::vector<MPI_Request> req;
   st.where.assign(p.rp.receives.size(), {});
@@ -127,6 +128,7 @@ void exchange_where(PlanImpl& p, DirectState& st) {
     for (const Segment& s : p.rp.sends[i].segments) {
       out[i].push_back(s.at.block);
       out[i].push_back(s.at.offset);
+      out[i].push_back(s.run);
       for (int d = 0; d < n; ++d) out[i].push_back(s.at.strides[d]);
     }
     req.emplace_back();
@@ -144,9 +146,7 @@ void exchange_where(PlanImpl& p, DirectState& st) {
     const auto& segs = p.rp.receives[i].segments;
     st.pack_recv[i].resize(segs.size());
     for (size_t k = 0; k < segs.size(); ++k) {
-      int outer = 0;
-      const bool pack = merged_run(segs[k].shape, segs[k].at.strides, &st.where[i][k * per + 2], outer) *
-                            p.rp.elem_size < kDirectPackBelow;
+      const bool pack = run_both(segs[k], &st.where[i][k * per]) * p.rp.elem_size < kPackBelow;
       st.pack_recv[i][k] = pack;
       if (pack) st.packed_recv_bytes[i] += segs[k].elements() * p.rp.elem_size;
     }
@@ -187,15 +187,16 @@ std::string queue_run(DirectState& st, std::byte* local, std::uint64_t remote, i
 
 // Queues the rows of one segment: local rows in the target, remote rows in the
 // sender's source; dimensions contiguous on both sides are merged into one row.
-std::string read_segment(PlanImpl& p, DirectState& st, const Segment& s, const std::int64_t* w,
+std::string read_segment(PlanCore& p, DirectState& st, const Segment& s, const std::int64_t* w,
                          const std::vector<std::uint64_t>& bases, pid_t pid, const DstBlocks& dst) {
   const int n = p.rp.ndim;
   const index_t es = p.rp.elem_size;
   const std::uint64_t rbase = bases[static_cast<size_t>(w[0])] + static_cast<std::uint64_t>(w[1] * es);
-  const std::int64_t* rs = w + 2;
+  const std::int64_t* rs = w + 3;
   std::byte* lbase = dst.at(s.at, es);
-  int d = 1;
-  const index_t row = merged_run(s.shape, s.at.strides, rs, d);
+  const index_t row = run_both(s, w);
+  int d = 1;  // first dimension outside the row
+  for (index_t merged = s.shape[0]; d < n && merged < row; ++d) merged *= s.shape[d];
   index_t idx[kMaxDims] = {};
   while (true) {
     index_t lo = 0, ro = 0;
@@ -212,18 +213,27 @@ std::string read_segment(PlanImpl& p, DirectState& st, const Segment& s, const s
   }
 }
 
-}  // namespace
+class Direct final : public Strategy {
+ public:
+  using Strategy::Strategy;
 
-void DirectStateDeleter::operator()(DirectState* s) const { delete s; }
-
-void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
-  if (!p.direct) {
-    p.direct.reset(new DirectState);
-    p.direct->available = probe(p, *p.direct);
-    if (p.direct->available) exchange_where(p, *p.direct);
+  // Collective: every rank probes; when all can read their neighbour, senders
+  // tell their readers where each segment lives (once per plan).
+  bool available() override {
+    if (!probe(plan_, st_)) return false;
+    exchange_where(plan_, st_);
+    return true;
   }
-  DirectState& st = *p.direct;
-  if (!st.available) return run_p2p(p, src, dst);
+
+  void run(const SrcBlocks& src, const DstBlocks& dst) override;
+
+ private:
+  DirectState st_;
+};
+
+void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
+  PlanCore& p = plan_;
+  DirectState& st = st_;
 
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   st.req.resize(2 * (nr + ns));
@@ -234,7 +244,7 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   // addresses it sent), then the address of its packed run for me.
   for (size_t i = 0; i < nr; ++i) {
     std::int64_t nblocks = 0;
-    const size_t per = static_cast<size_t>(2 + p.rp.ndim);
+    const size_t per = static_cast<size_t>(3 + p.rp.ndim);
     for (size_t k = 0; k < st.where[i].size(); k += per) nblocks = std::max(nblocks, st.where[i][k] + 1);
     st.bases[i].resize(static_cast<size_t>(nblocks) + 1);
     check_mpi(MPI_Irecv(st.bases[i].data(), static_cast<int>(nblocks) + 1, MPI_UINT64_T, p.rp.receives[i].peer,
@@ -245,12 +255,12 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   // base pointers to them (only the blocks they read) and the packed run.
   for (size_t i = 0; i < ns; ++i)
     check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &st.req[nr + i]), "MPI_Irecv");
-  std::byte* sbuf = p.send_buffer();
+  std::byte* sbuf = p.send_scratch();
   const index_t es = p.rp.elem_size;
   index_t packed_out = 0, packed_in = 0;
   for (index_t b : st.packed_send_bytes) packed_out += b;
   for (index_t b : st.packed_recv_bytes) packed_in += b;
-  const bool stream_out = detail::stream_for(packed_out), stream_in = detail::stream_for(packed_in);
+  const bool stream_out = stream_for(packed_out), stream_in = stream_for(packed_in);
   for (size_t i = 0; i < ns; ++i) {
     const auto& segs = p.rp.sends[i].segments;
     index_t nblocks = 0;
@@ -258,11 +268,11 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
     for (size_t k = 0; k < segs.size(); ++k) {
       nblocks = std::max(nblocks, segs[k].at.block + 1);
       if (!st.pack_send[i][k]) continue;
-      detail::copy_box(segs[k].shape, es, src.at(segs[k].at, es), segs[k].at.strides, at,
-                       detail::packed_strides(segs[k].shape), stream_out);
+      copy_box(segs[k].shape, segs[k].run, es, src.at(segs[k].at, es), segs[k].at.strides, at,
+               packed_strides(segs[k].shape), stream_out);
       at += segs[k].elements() * es;
     }
-    if (stream_out) detail::stream_fence();
+    if (stream_out) stream_fence();
     auto& out = st.out_bases[i];
     out.resize(static_cast<size_t>(nblocks) + 1);
     for (index_t b = 0; b < nblocks; ++b) out[static_cast<size_t>(b)] = reinterpret_cast<std::uint64_t>(src.ptr[b]);
@@ -274,8 +284,8 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   copy_locals(p, src, dst);
   // Read from each sender as soon as its base pointers arrive, then tell it we are done.
   std::string err;
-  const size_t per = static_cast<size_t>(2 + p.rp.ndim);
-  std::byte* rbuf = p.recv_buffer();
+  const size_t per = static_cast<size_t>(3 + p.rp.ndim);
+  std::byte* rbuf = p.recv_scratch();
   for (size_t left = nr; left > 0;) {
     int count = 0;
     check_mpi(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), MPI_STATUSES_IGNORE),
@@ -294,11 +304,10 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
       for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
         if (!st.pack_recv[i][k]) continue;
         const Segment& g = pp.segments[k];
-        detail::copy_box(g.shape, es, packed, detail::packed_strides(g.shape), dst.at(g.at, es), g.at.strides,
-                         stream_in);
+        copy_box(g.shape, g.run, es, packed, packed_strides(g.shape), dst.at(g.at, es), g.at.strides, stream_in);
         packed += g.elements() * es;
       }
-      if (stream_in) detail::stream_fence();
+      if (stream_in) stream_fence();
       check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]),
                 "MPI_Isend");
     }
@@ -310,4 +319,39 @@ void run_direct(PlanImpl& p, const SrcBlocks& src, const DstBlocks& dst) {
   agree(p.comm, err);  // a failed read is reported on every rank, not left half-done silently
 }
 
-}  // namespace redist
+// T_comm = 2 t_m per peer (pointers, done); T_memcpy = local copies + the rows
+// this rank reads at the measured process_vm_readv cost per row size; rows under
+// kPackBelow: packed by the sender (charged to it), read as one run, unpacked.
+// Without cross-memory attach (no vm_read curve) it runs, and costs, its fallback.
+Prediction predict(const RankPlan& rp, const Machine& m) {
+  if (m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
+  const Rates rt = rates(rp, m, false);
+  const index_t es = rp.elem_size;
+  double pack = 0, read = 0;
+  for (const PeerPlan& pp : rp.sends)
+    for (const Segment& g : pp.segments) {
+      const Runs r = runs_of(g.shape, g.run, es);
+      if (r.row_bytes < static_cast<double>(kPackBelow)) pack += rt.copy.time(r);
+    }
+  for (const PeerPlan& pp : rp.receives)
+    for (const Segment& g : pp.segments) {
+      const Runs r = runs_of(g.shape, g.run, es);
+      if (r.row_bytes < static_cast<double>(kPackBelow))  // packed, read as one run, unpacked
+        read += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
+      else
+        read += rt.vm.time(r);
+    }
+  Prediction p;
+  p.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
+  p.memcpy = local_copy_time(rp, rt) + pack + read;
+  return p;
+}
+
+}  // namespace
+
+StrategyEntry direct_strategy() {
+  return {"direct", "ranks on one machine read their segments straight from the sender's memory (one copy)",
+          "p2p", [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Direct>(p); }, predict};
+}
+
+}  // namespace redist::detail

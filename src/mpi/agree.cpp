@@ -1,17 +1,18 @@
 // Collective validation (ARCHITECTURE.md, "Validate collectively, fail cleanly").
-#include <algorithm>
+#include "mpi/agree.hpp"
+
 #include <climits>
 
-#include "plan_impl.hpp"
+#include "redist/error.hpp"
 
-namespace redist {
+namespace redist::detail {
 
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  detail::fail(call, " failed: ", std::string(text, len));
+  fail(call, " failed: ", std::string(text, len));
 }
 
 void agree(MPI_Comm comm, const std::string& local_error) {
@@ -28,4 +29,4 @@ void agree(MPI_Comm comm, const std::string& local_error) {
   throw Error("redist: rank " + std::to_string(first) + ": " + msg);
 }
 
-}  // namespace redist
+}  // namespace redist::detail

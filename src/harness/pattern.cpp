@@ -1,4 +1,4 @@
-#include "redist/pattern.hpp"
+#include "harness/pattern.hpp"
 
 #include <cstring>
 

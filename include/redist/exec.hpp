@@ -1,0 +1,116 @@
+// Layer `exec`: make a Plan once (collective validation + planning), execute it
+// many times with any strategy. Strategies are found by name in one registry
+// (docs/strategies.md); "auto" picks the one the cost model predicts fastest.
+//
+//   redist::Layout src = redist::Layout::parse("8000x8000 tile=400x400 block_cyclic grid=1x2");
+//   redist::Layout dst = redist::Layout::parse("8000x8000 tile=300x300 block_cyclic grid=2x1");
+//   redist::Plan plan = redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD);
+//   plan.execute(src_buffer, dst_buffer);   // as often as needed, allocates nothing after the first
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redist/cost.hpp"
+#include "redist/error.hpp"
+#include "redist/layout.hpp"
+#include "redist/plan.hpp"
+
+namespace redist {
+
+// ------------------------------------------------------------------ strategies
+// A strategy is one way of moving a plan's data (p2p, segment, alltoallv,
+// alltoallw, direct, ...). `auto` is not one: it names the strategy with the
+// smallest predicted time, chosen collectively on a plan's first auto execute.
+struct StrategyInfo {
+  std::string name;     // as on the command line: "p2p"
+  std::string summary;  // one line for --help
+};
+// Every strategy, in the registry's order (what `all`, --help, the conformance
+// suite and the benchmarks iterate); without auto.
+const std::vector<StrategyInfo>& strategies();
+std::vector<std::string> strategy_names();
+inline constexpr std::string_view kAuto = "auto";
+// Throws redist::Error naming the allowed names unless `name` is a strategy or "auto".
+void check_strategy(std::string_view name);
+// This rank's predicted time for one execute of `strategy` (paper 000 Eq. 1; no
+// MPI). The plan's time is the max over ranks (Eq. 2). Throws for an unknown name
+// or "auto".
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m);
+
+// --------------------------------------------------------------------- options
+struct Options {
+  // The strategy execute() runs when none is named ("auto" allowed).
+  std::string strategy = "p2p";
+  // Messages larger than this are sent as several messages (MPI counts are int).
+  index_t max_message_bytes = index_t{1} << 30;
+  // The machine model of `auto` and Plan::predictions(), fixed when the plan is
+  // made, never read or measured inside execute: `machine` when given; else the
+  // calibration file `calibration` (which must exist); else, when `strategy` is
+  // auto, the default calibration file ($REDIST_CALIBRATION or
+  // ~/.cache/redist/calibration.json), or a quick measurement in make_plan when
+  // there is none. A plan made without a model cannot run auto.
+  std::shared_ptr<const Machine> machine;
+  std::string calibration;
+};
+
+class PlanImpl;
+
+class Plan {
+ public:
+  Plan();
+  explicit Plan(std::unique_ptr<PlanImpl> impl);
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  ~Plan();
+
+  const RankPlan& rank_plan() const;
+  const PlanStats& stats() const;
+  const Layout& source() const;
+  const Layout& target() const;
+  const Region& region() const;
+  const Options& options() const;
+  MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator
+  // The machine model fixed at make_plan (null: none; see Options::machine).
+  const Machine* machine() const;
+  // What auto chose; empty until an execute with auto decided.
+  const std::string& auto_choice() const;
+  // Collective: the max over ranks of each strategy's predicted seconds, in
+  // strategies() order (the same vector on every rank). Needs a machine model.
+  std::vector<double> predictions() const;
+
+  // Collective. One buffer per rank for `tile` and `local_array` storage (may be
+  // null when this rank stores nothing). Source and target buffers must not
+  // overlap. Every rank names the same strategy (empty: Options::strategy).
+  // Throws redist::Error (same on every rank, nothing moved) on bad arguments.
+  void execute(const void* src, void* dst, std::string_view strategy = {});
+  // General form: one pointer per block (tile_pointers: one per local tile, in
+  // LocalIndex order; other storages: exactly one).
+  void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
+               std::string_view strategy = {});
+  // Typed one-buffer form (tile and local_array storage): the spans must hold at
+  // least this rank's local elements, and sizeof(T) must be the element size.
+  template <class T>
+  void execute(std::span<const T> src, std::span<T> dst, std::string_view strategy = {}) {
+    execute_sized(src.data(), static_cast<index_t>(src.size_bytes()), dst.data(),
+                  static_cast<index_t>(dst.size_bytes()), static_cast<index_t>(sizeof(T)), strategy);
+  }
+
+ private:
+  void execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
+                     std::string_view strategy);
+  std::unique_ptr<PlanImpl> impl_;
+};
+
+// Collective over `comm`: checks the arguments on every rank, agrees on the
+// outcome (same error on every rank, nothing moved), then plans this rank and
+// fixes the machine model (see Options::machine).
+Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+               const Options& options = {});
+
+}  // namespace redist

@@ -1,0 +1,50 @@
+// Building blocks of the strategies' cost models (paper 000 sec. 7, Eq. 1-5;
+// paper 002 Eq. 1): row-copy rates read from the calibrated curves, and the
+// per-side sums every model needs. Each strategy's own formula sits beside its
+// code (src/exec/strategies/*.cpp) and is put together from these.
+#pragma once
+
+#include <vector>
+
+#include "redist/cost.hpp"
+
+namespace redist::detail {
+
+// A copy of `rows` rows of `row_bytes` contiguous bytes.
+struct Runs {
+  double row_bytes, rows;
+};
+// A segment's rows: its longest contiguous run (Segment::run) is one row.
+Runs runs_of(const Coord& shape, index_t run, index_t es);
+
+// Seconds per byte at a row size: the cache-resident and the from-memory curves
+// blended by the rank's footprint (bytes it touches per execute), in log scale.
+struct Rate {
+  const Curve* large;
+  const Curve* small;
+  double w;  // 1: all from memory
+  double fallback;
+  double at(double row) const;
+  double time(Runs r) const { return r.rows * r.row_bytes * at(r.row_bytes); }
+};
+
+struct Rates {
+  Rate copy;      // memcpy of rows into or out of a packed buffer
+  Rate datatype;  // rows moved by MPI's datatype engine between two ranks
+  Rate vm;        // rows read with process_vm_readv (always from memory)
+};
+// `packs`: the strategy also writes and reads packed buffers (a larger footprint).
+Rates rates(const RankPlan& rp, const Machine& m, bool packs);
+
+// Seconds of this rank's local copies (source and target on this rank).
+double local_copy_time(const RankPlan& rp, const Rates& rt);
+// Seconds to pack (or unpack) every segment of `peers` with memcpy.
+double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt);
+// Seconds of one message per peer, both directions at once (the measured exchange).
+double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
+// Segments of `peers` (messages, for one message per segment).
+index_t segment_count(const std::vector<PeerPlan>& peers);
+// Seconds per message in a stream with `in_flight` messages in flight each way.
+double stream_cost(const Machine& m, index_t in_flight);
+
+}  // namespace redist::detail

@@ -1,0 +1,94 @@
+#include "exec/datatypes.hpp"
+
+#include <climits>
+
+#include "mpi/agree.hpp"
+
+namespace redist::detail {
+
+MPI_Datatype byte_run(index_t bytes) {
+  MPI_Datatype t;
+  if (bytes <= INT_MAX) {
+    check_mpi(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &t), "MPI_Type_contiguous");
+    return t;
+  }
+  const index_t block = index_t{1} << 30;
+  MPI_Datatype gib, parts[2];
+  check_mpi(MPI_Type_contiguous(static_cast<int>(block), MPI_BYTE, &gib), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_contiguous(static_cast<int>(bytes / block), gib, &parts[0]), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_contiguous(static_cast<int>(bytes % block), MPI_BYTE, &parts[1]), "MPI_Type_contiguous");
+  int len[2] = {1, 1};
+  MPI_Aint disp[2] = {0, static_cast<MPI_Aint>(bytes / block * block)};
+  check_mpi(MPI_Type_create_struct(2, len, disp, parts, &t), "MPI_Type_create_struct");
+  MPI_Type_free(&gib);
+  MPI_Type_free(&parts[0]);
+  MPI_Type_free(&parts[1]);
+  return t;
+}
+
+MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
+  MPI_Datatype t = byte_run(shape[0] * es);
+  for (int d = 1; d < shape.ndim(); ++d) {
+    if (shape[d] > INT_MAX)
+      fail("alltoallw: a segment spans ", shape[d], " indices in dimension ", d,
+           ", more than an MPI count holds; use the p2p strategy");
+    MPI_Datatype next;
+    check_mpi(MPI_Type_create_hvector(static_cast<int>(shape[d]), 1, static_cast<MPI_Aint>(st[d] * es), t, &next),
+              "MPI_Type_create_hvector");
+    MPI_Type_free(&t);
+    t = next;
+  }
+  return t;
+}
+
+MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& addr) {
+  std::vector<int> ones(types.size(), 1);
+  MPI_Datatype t;
+  check_mpi(MPI_Type_create_struct(static_cast<int>(types.size()), ones.data(), addr.data(), types.data(), &t),
+            "MPI_Type_create_struct");
+  check_mpi(MPI_Type_commit(&t), "MPI_Type_commit");
+  for (MPI_Datatype& x : types) MPI_Type_free(&x);
+  return t;
+}
+
+MPI_Aint address_of(const void* p) {
+  MPI_Aint a;
+  MPI_Get_address(p, &a);
+  return a;
+}
+
+void AlltoallwCall::run(const PlanCore& p, const std::vector<MPI_Datatype>& send_types,
+                        const std::vector<MPI_Datatype>& recv_types) {
+  const size_t n = static_cast<size_t>(p.size);
+  sc_.assign(n, 0);  // assign on vectors of the right capacity: no allocation after the first
+  rc_.assign(n, 0);
+  zero_.assign(n, 0);
+  st_.assign(n, MPI_BYTE);
+  rt_.assign(n, MPI_BYTE);
+  for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+    sc_[p.rp.sends[i].peer] = 1;
+    st_[p.rp.sends[i].peer] = send_types[i];
+  }
+  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+    rc_[p.rp.receives[i].peer] = 1;
+    rt_[p.rp.receives[i].peer] = recv_types[i];
+  }
+  check_mpi(MPI_Alltoallw(MPI_BOTTOM, sc_.data(), zero_.data(), st_.data(), MPI_BOTTOM, rc_.data(), zero_.data(),
+                          rt_.data(), p.comm),
+            "MPI_Alltoallw");
+}
+
+PeerTypes::~PeerTypes() { reset(); }
+
+void PeerTypes::reset() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    for (MPI_Datatype& t : send) MPI_Type_free(&t);
+    for (MPI_Datatype& t : recv) MPI_Type_free(&t);
+  }
+  send.clear();
+  recv.clear();
+}
+
+}  // namespace redist::detail

@@ -1,0 +1,47 @@
+// MPI derived datatypes for the collective strategies: byte runs above 2^31,
+// N-D boxes of a segment, one struct type per peer at absolute addresses, and an
+// MPI_Alltoallw call with one such type per peer.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "exec/strategy.hpp"
+
+namespace redist::detail {
+
+// A contiguous run of `bytes` bytes as one datatype (MPI counts are int: above
+// 2^31 bytes the run is built from 1 GiB blocks plus a remainder). Not committed.
+MPI_Datatype byte_run(index_t bytes);
+// An N-D box of elements with element strides `st` (dimension 0 contiguous).
+MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es);
+// One committed datatype for pieces at absolute addresses (used with
+// MPI_BOTTOM); frees `types`.
+MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& addr);
+MPI_Aint address_of(const void* p);
+
+// MPI_Alltoallw with one committed type per peer (count 1) at MPI_BOTTOM, and
+// MPI_BYTE/0 for the other ranks. Keeps its per-rank arrays between calls (no
+// allocation after the first).
+class AlltoallwCall {
+ public:
+  void run(const PlanCore& p, const std::vector<MPI_Datatype>& send_types,
+           const std::vector<MPI_Datatype>& recv_types);
+
+ private:
+  std::vector<int> sc_, rc_, zero_;
+  std::vector<MPI_Datatype> st_, rt_;
+};
+
+// A list of committed per-peer types, freed with the list (or by reset()).
+struct PeerTypes {
+  std::vector<MPI_Datatype> send, recv;
+  PeerTypes() = default;
+  PeerTypes(const PeerTypes&) = delete;
+  PeerTypes& operator=(const PeerTypes&) = delete;
+  ~PeerTypes();
+  void reset();
+};
+
+}  // namespace redist::detail

@@ -1,0 +1,18 @@
+// Copies every message-based strategy shares: local pieces, packing a peer's
+// segments into its message and unpacking a message into the target. A copy
+// phase streams (kernels/copy.hpp, kStreamAbove) when the whole phase of this
+// execute is large: all local copies, all packing, all unpacking of this rank.
+#pragma once
+
+#include "exec/strategy.hpp"
+
+namespace redist::detail {
+
+// Copies this rank's local pieces (source and target both here).
+void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
+// Packs the segments sent to peer `i` of rp.sends into `buf`, one after another.
+void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
+// Unpacks the message of peer `i` of rp.receives from `buf` into the target.
+void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst);
+
+}  // namespace redist::detail

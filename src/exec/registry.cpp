@@ -1,0 +1,67 @@
+// The registry: every strategy, in the order --help, `all`, the conformance
+// suite and the benchmarks list them. A new strategy is a file in strategies/
+// defining `StrategyEntry NAME_strategy()` and one line here.
+#include <algorithm>
+
+#include "exec/strategy.hpp"
+
+#define REDIST_STRATEGIES(X) \
+  X(p2p)                     \
+  X(segment)                 \
+  X(alltoallv)               \
+  X(alltoallw)               \
+  X(direct)
+
+namespace redist {
+namespace detail {
+
+#define REDIST_DECLARE(name) StrategyEntry name##_strategy();
+REDIST_STRATEGIES(REDIST_DECLARE)
+
+const std::vector<StrategyEntry>& registry() {
+#define REDIST_ENTRY(name) name##_strategy(),
+  static const std::vector<StrategyEntry> all = {REDIST_STRATEGIES(REDIST_ENTRY)};
+  return all;
+}
+
+int find_strategy(std::string_view name) {
+  const auto& r = registry();
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace detail
+
+const std::vector<StrategyInfo>& strategies() {
+  static const std::vector<StrategyInfo> all = [] {
+    std::vector<StrategyInfo> v;
+    for (const detail::StrategyEntry& e : detail::registry()) v.push_back({std::string(e.name), std::string(e.summary)});
+    return v;
+  }();
+  return all;
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> v;
+  for (const StrategyInfo& s : strategies()) v.push_back(s.name);
+  return v;
+}
+
+void check_strategy(std::string_view name) {
+  if (name == kAuto || detail::find_strategy(name) >= 0) return;
+  std::string allowed;
+  for (const StrategyInfo& s : strategies()) allowed += s.name + ", ";
+  detail::fail("unknown strategy '", name, "'; allowed: ", allowed, kAuto);
+}
+
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m) {
+  const int i = detail::find_strategy(strategy);
+  if (i < 0) {
+    check_strategy(strategy);  // throws for an unknown name
+    detail::fail("predict: auto is not a strategy to predict; predict each strategy and take the smallest");
+  }
+  return detail::registry()[static_cast<size_t>(i)].predict(rp, m);
+}
+
+}  // namespace redist

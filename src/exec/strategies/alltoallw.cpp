@@ -1,0 +1,76 @@
+// `alltoallw`: MPI derived datatypes built from the plan's segments, so MPI reads
+// and writes user memory directly, no packing (paper 000 sec. 3.2 explains why
+// per-shape datatypes are usually slower than packing: we measure it). The
+// types hold absolute addresses, so they are rebuilt when the block pointers
+// change between executes.
+#include "cost/model.hpp"
+#include "exec/datatypes.hpp"
+#include "exec/pack.hpp"
+
+namespace redist::detail {
+namespace {
+
+class Alltoallw final : public Strategy {
+ public:
+  using Strategy::Strategy;
+
+  void run(const SrcBlocks& src, const DstBlocks& dst) override {
+    PlanCore& p = plan_;
+    const index_t es = p.rp.elem_size;
+    const bool same = !src_key_.empty() && std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
+                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
+    if (!same) {
+      types_.reset();
+      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
+        for (const PeerPlan& pp : peers) {
+          std::vector<MPI_Datatype> t;
+          std::vector<MPI_Aint> a;
+          for (const Segment& s : pp.segments) {
+            t.push_back(box_type(s.shape, s.at.strides, es));
+            a.push_back(address_of(at(s.at)));
+          }
+          out.push_back(struct_of(t, a));
+        }
+      };
+      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
+      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
+      src_key_.assign(src.ptr.begin(), src.ptr.end());
+      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
+    }
+    copy_locals(p, src, dst);
+    call_.run(p, types_.send, types_.recv);
+  }
+
+ private:
+  PeerTypes types_;  // one per peer and direction, for the block pointers last seen
+  std::vector<const void*> src_key_;
+  std::vector<void*> dst_key_;
+  AlltoallwCall call_;
+};
+
+// T_comm = max over directions of (t_m per peer + rows moved by the datatype
+// engine, measured per byte by row size); T_memcpy = local copies.
+Prediction predict(const RankPlan& rp, const Machine& m) {
+  const Rates rt = rates(rp, m, false);
+  auto side = [&](const std::vector<PeerPlan>& peers) {
+    double t = 0;
+    for (const PeerPlan& pp : peers) {
+      t += m.startup;
+      for (const Segment& g : pp.segments) t += rt.datatype.time(runs_of(g.shape, g.run, rp.elem_size));
+    }
+    return t;
+  };
+  Prediction p;
+  p.comm = std::max(side(rp.sends), side(rp.receives));
+  p.memcpy = local_copy_time(rp, rt);
+  return p;
+}
+
+}  // namespace
+
+StrategyEntry alltoallw_strategy() {
+  return {"alltoallw", "MPI derived datatypes straight from/to user memory, no packing", "",
+          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Alltoallw>(p); }, predict};
+}
+
+}  // namespace redist::detail

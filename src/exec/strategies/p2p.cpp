@@ -1,0 +1,100 @@
+// `p2p`: one message per peer ("per rank" in paper 003). Post every receive
+// first, pack and send peer by peer in distance order (packing the next peer
+// overlaps the wire), copy local pieces while messages fly, unpack each message
+// as it completes. Messages above Options::max_message_bytes go as several.
+#include "exec/pack.hpp"
+#include "cost/model.hpp"
+#include "mpi/agree.hpp"
+
+namespace redist::detail {
+namespace {
+
+constexpr int kTag = 7;  // one tag: per-pair message order is MPI's non-overtaking order
+
+// One MPI message of at most max_message_bytes: part of a peer's data.
+struct Chunk {
+  int peer_index;  // into RankPlan::sends or ::receives
+  int peer;
+  index_t offset;  // bytes, into the packed buffer
+  index_t bytes;
+};
+
+std::vector<Chunk> chunk_peers(const std::vector<PeerPlan>& peers, const std::vector<index_t>& offsets, index_t max) {
+  std::vector<Chunk> chunks;
+  for (size_t i = 0; i < peers.size(); ++i)
+    for (index_t off = 0; off < peers[i].bytes; off += max)
+      chunks.push_back({static_cast<int>(i), peers[i].peer, offsets[i] + off, std::min(max, peers[i].bytes - off)});
+  return chunks;
+}
+
+class P2p final : public Strategy {
+ public:
+  explicit P2p(PlanCore& p)
+      : Strategy(p),
+        send_chunks_(chunk_peers(p.rp.sends, p.send_offset, p.options.max_message_bytes)),
+        recv_chunks_(chunk_peers(p.rp.receives, p.recv_offset, p.options.max_message_bytes)),
+        requests_(send_chunks_.size() + recv_chunks_.size()),
+        done_(requests_.size()),
+        pending_(p.rp.receives.size()) {}
+
+  void run(const SrcBlocks& src, const DstBlocks& dst) override {
+    PlanCore& p = plan_;
+    const size_t nr = recv_chunks_.size(), ns = send_chunks_.size();
+    MPI_Request* req = requests_.data();
+    std::byte* rbuf = p.recv_scratch();
+    std::byte* sbuf = p.send_scratch();
+    std::fill(pending_.begin(), pending_.end(), 0);
+    for (size_t c = 0; c < nr; ++c) {
+      const Chunk& k = recv_chunks_[c];
+      ++pending_[k.peer_index];
+      check_mpi(MPI_Irecv(rbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]),
+                "MPI_Irecv");
+    }
+    size_t c = 0;
+    for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+      pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
+      for (; c < ns && send_chunks_[c].peer_index == static_cast<int>(i); ++c) {
+        const Chunk& k = send_chunks_[c];
+        check_mpi(MPI_Isend(sbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[nr + c]),
+                  "MPI_Isend");
+      }
+    }
+    copy_locals(p, src, dst);
+    for (size_t left = nr; left > 0;) {
+      int count = 0;
+      check_mpi(MPI_Waitsome(static_cast<int>(nr), req, &count, done_.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+      for (int j = 0; j < count; ++j) {
+        const int i = recv_chunks_[done_[j]].peer_index;
+        if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+      }
+      left -= static_cast<size_t>(count);
+    }
+    check_mpi(MPI_Waitall(static_cast<int>(ns), req + nr, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
+ private:
+  std::vector<Chunk> send_chunks_, recv_chunks_;
+  std::vector<MPI_Request> requests_;
+  std::vector<int> done_;
+  std::vector<index_t> pending_;  // per receive peer: its chunks still in flight
+};
+
+// T_comm = max(sum_send x(bytes_peer), sum_recv x(bytes_peer)), x(n) the measured
+// exchange of n bytes each way (paper 002 Eq. 1 with t_w read from the curve);
+// T_memcpy = pack(send rows) + unpack(receive rows) + local copies.
+Prediction predict(const RankPlan& rp, const Machine& m) {
+  const Rates rt = rates(rp, m, true);
+  Prediction p;
+  p.comm = std::max(message_time(rp.sends, m), message_time(rp.receives, m));
+  p.memcpy = pack_time(rp.sends, rp.elem_size, rt) + pack_time(rp.receives, rp.elem_size, rt) + local_copy_time(rp, rt);
+  return p;
+}
+
+}  // namespace
+
+StrategyEntry p2p_strategy() {
+  return {"p2p", "one message per peer: receives posted first, unpacked as each arrives", "",
+          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<P2p>(p); }, predict};
+}
+
+}  // namespace redist::detail

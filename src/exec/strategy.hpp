@@ -1,0 +1,91 @@
+// The strategy interface (ARCHITECTURE.md, "exec - strategies"): one class per
+// strategy, in a file of its own under strategies/, owning its per-plan state,
+// with its cost model beside it; one registry of them (registry.cpp). Adding a
+// strategy is one new file and one line in registry.cpp (docs/strategies.md).
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "redist/exec.hpp"
+
+namespace redist::detail {
+
+// Block base pointers of one side for one execute.
+struct SrcBlocks {
+  std::span<const void* const> ptr;
+  const std::byte* at(const Address& a, index_t es) const {
+    return static_cast<const std::byte*>(ptr[a.block]) + a.offset * es;
+  }
+};
+struct DstBlocks {
+  std::span<void* const> ptr;
+  std::byte* at(const Address& a, index_t es) const {
+    return static_cast<std::byte*>(ptr[a.block]) + a.offset * es;
+  }
+};
+
+// What every strategy sees of its plan: geometry and the plan's communicator,
+// nothing strategy-specific. Immutable after make_plan, except the scratch
+// buffers, which strategies that pack borrow for the length of one run (no
+// strategy keeps data in them between runs, so sharing them is safe and a plan
+// alternating strategies does not hold one copy of its volume per strategy).
+class PlanCore {
+ public:
+  Layout src, dst;
+  Region region;
+  Options options;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  std::unique_ptr<LocalIndex> src_local, dst_local;
+  RankPlan rp;
+  // Packed messages: peer i's bytes start at send_offset[i] (recv_offset[i]) in
+  // the packed send (receive) buffer, segments one after another column-major.
+  std::vector<index_t> send_offset, recv_offset;
+
+  std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
+  std::byte* recv_scratch();  // rp.stats.bytes_received bytes
+
+ private:
+  std::unique_ptr<std::byte[]> send_, recv_;
+};
+
+// One strategy's state for one plan, made on the plan's first run of it.
+class Strategy {
+ public:
+  explicit Strategy(PlanCore& plan) : plan_(plan) {}
+  virtual ~Strategy() = default;
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+
+  // Collective, once, right after construction: can it run here? Every rank
+  // must return the same answer (agree inside). When false, the plan runs the
+  // registry entry's `fallback` in its place, for good.
+  virtual bool available() { return true; }
+  // Moves the plan's data (the buffers are validated). Allocates nothing after
+  // its first run.
+  virtual void run(const SrcBlocks& src, const DstBlocks& dst) = 0;
+
+ protected:
+  PlanCore& plan_;
+};
+
+struct StrategyEntry {
+  std::string_view name;      // the one name (CLI, Options, docs, results)
+  std::string_view summary;   // one line for --help and docs
+  std::string_view fallback;  // run when available() is false ("": never false)
+  std::unique_ptr<Strategy> (*make)(PlanCore& plan);
+  // This rank's predicted seconds per execute (paper 000 Eq. 1), beside its code.
+  Prediction (*predict)(const RankPlan& rp, const Machine& m);
+};
+
+// Every strategy, in the order --help and `all` list them.
+const std::vector<StrategyEntry>& registry();
+// Index into registry(), -1 when unknown.
+int find_strategy(std::string_view name);
+
+}  // namespace redist::detail

@@ -1,0 +1,142 @@
+#include "harness/case.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
+
+#include "harness/pattern.hpp"
+
+namespace redist::harness {
+
+GlobalStats global_stats(const PlanStats& st, MPI_Comm comm) {
+  static_assert(sizeof(index_t) == sizeof(std::int64_t));
+  std::int64_t mx[4] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
+                        st.messages_sent ? st.bytes_sent / st.messages_sent : 0, st.max_segments_per_tile};
+  std::int64_t sum[4] = {st.bytes_sent, st.bytes_local, st.messages_sent, st.segments_sent};
+  MPI_Allreduce(MPI_IN_PLACE, mx, 4, MPI_INT64_T, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, sum, 4, MPI_INT64_T, MPI_SUM, comm);
+  return {mx[0], mx[1], mx[2], sum[0], sum[1], sum[2], sum[3], mx[3]};
+}
+
+Limits limits(const GlobalStats& g, const Machine& m) {
+  Limits l;
+  // Without messages Bnet is read at 1 MiB, where the curve has flattened.
+  l.message_bytes = g.max_message_bytes ? g.max_message_bytes : index_t{1} << 20;
+  l.bnet = m.net_bandwidth(static_cast<double>(l.message_bytes));
+  l.bmemcpy = m.bmemcpy;
+  l.bound = g.max_remote_bytes ? bound_bandwidth(m, g.max_remote_bytes, g.max_local_bytes, l.message_bytes) : 0;
+  return l;
+}
+
+Verdict verify(const Plan& plan, const LocalStorage& src, const LocalStorage& dst, const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(plan.comm(), &rank);
+  const CheckResult c = check_redistributed(plan.target(), rank, dst.blocks(), plan.region(), plan.source(),
+                                            kSourcePattern, kTargetPattern);
+  const CheckResult s = check_pattern(plan.source(), rank, src.blocks(), kSourcePattern);
+  if (!c.ok()) std::fprintf(stderr, "redist: rank %d: %s: wrong: %s\n", rank, what.c_str(), c.first_error.c_str());
+  if (!s.ok())
+    std::fprintf(stderr, "redist: rank %d: %s: the source changed: %s\n", rank, what.c_str(), s.first_error.c_str());
+  std::int64_t v[2] = {c.wrong + s.wrong, c.checked};
+  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, plan.comm());
+  return {v[1], v[0]};
+}
+
+const MethodResult* CaseResult::find(const std::string& n) const {
+  for (const MethodResult& m : methods)
+    if (m.name == n) return &m;
+  return nullptr;
+}
+double CaseResult::bandwidth(const MethodResult& m) const {
+  return achieved_bandwidth(stats.max_remote_bytes, m.median);
+}
+double CaseResult::ratio_to_bound(const MethodResult& m) const {
+  return limits.bound > 0 ? bandwidth(m) / limits.bound : 0;
+}
+double CaseResult::speedup(const MethodResult& m) const {
+  const MethodResult* p = find("pdgemr2d");
+  return p && m.median > 0 ? p->median / m.median : 0;
+}
+bool CaseResult::ok() const {
+  return std::all_of(methods.begin(), methods.end(), [](const MethodResult& m) { return m.verified.value_or(true); });
+}
+
+CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm, const Options& options) {
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  plan_ = make_plan(src, dst, region, comm, options);  // collective validation, before any allocation
+  double t = MPI_Wtime() - t0;
+  MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm);
+  stats_ = global_stats(plan_.stats(), comm);
+  src_ = LocalStorage(src, rank_);
+  dst_ = LocalStorage(dst, rank_);
+  fill_pattern(src, rank_, src_.blocks(), kSourcePattern);
+}
+
+void CaseRun::add_strategy(const std::string& name) {
+  check_strategy(name);
+  entries_.push_back({{name, [this, name] { plan_.execute(src_.const_blocks(), dst_.blocks(), name); }, {}}, true, true});
+}
+
+void CaseRun::add_method(const std::string& name, std::function<void()> run, bool verify) {
+  entries_.push_back({{name, std::move(run), {}}, false, verify});
+}
+
+CaseResult CaseRun::measure(const MeasureOptions& o) {
+  CaseResult res;
+  res.src = plan_.source().spec();
+  res.dst = plan_.target().spec();
+  res.region = plan_.region().str();
+  MPI_Comm_size(plan_.comm(), &res.ranks);
+  res.plan_seconds = plan_seconds_;
+  res.stats = stats_;
+  // Warm-up (first touch, the plan's lazily made strategy states, auto's choice);
+  // its first run is the verification, on a target refilled with its own pattern.
+  bool first = true;
+  for (Entry& e : entries_) {
+    MethodResult r;
+    r.name = e.method.name;
+    int runs = o.warmup;
+    if (o.verify && e.verify) {
+      fill_pattern(plan_.target(), rank_, dst_.blocks(), kTargetPattern);
+      e.method.run();
+      if (o.inject_error && first && rank_ == 0 && dst_.bytes() >= 8)
+        static_cast<unsigned char*>(dst_.data())[0] ^= 0x40;
+      first = false;
+      const Verdict v = verify(plan_, src_, dst_, e.method.name);
+      r.verified = v.ok();
+      r.checked = v.checked;
+      r.wrong = v.wrong;
+      --runs;
+    }
+    for (int w = 0; w < runs; ++w) e.method.run();
+    res.methods.push_back(std::move(r));
+  }
+  std::vector<Method> methods;
+  for (Entry& e : entries_) methods.push_back(e.method);
+  time_interleaved(methods, o.reps, plan_.comm(), o.after_round);
+
+  // The model's view (max over ranks) beside what was measured.
+  std::vector<double> predicted;
+  const std::vector<std::string> names = strategy_names();
+  if (plan_.machine()) {
+    predicted = plan_.predictions();
+    res.limits = limits(stats_, *plan_.machine());
+    res.model_choice = names[static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin())];
+  }
+  for (size_t i = 0; i < methods.size(); ++i) {
+    MethodResult& r = res.methods[i];
+    r.median = methods[i].median();
+    r.min = methods[i].min();
+    r.times = std::move(methods[i].times);
+    if (!entries_[i].strategy) continue;
+    if (r.name == kAuto) r.chose = plan_.auto_choice();
+    const std::string& ran = r.name == kAuto ? r.chose : r.name;
+    for (size_t k = 0; k < names.size() && !predicted.empty(); ++k)
+      if (names[k] == ran) r.predicted = predicted[k];
+  }
+  return res;
+}
+
+}  // namespace redist::harness

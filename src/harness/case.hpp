@@ -1,0 +1,128 @@
+// One case harness (docs/architecture.md, "Harness"): allocate a rank's storage,
+// fill, run every method, verify against the serial oracle, time interleaved,
+// reduce over ranks, and hand back one CaseResult that results.hpp writes as
+// JSON. `redist run`, every `redist bench` suite and the tests use it.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/storage.hpp"
+#include "harness/timing.hpp"
+#include "redist/redist.hpp"
+
+namespace redist::harness {
+
+// The oracle's pattern ids (harness/pattern.hpp): the source holds pattern 1, the
+// target pattern 2 before a run.
+inline constexpr std::uint64_t kSourcePattern = 1, kTargetPattern = 2;
+
+// A plan's statistics reduced over the ranks (collective). One vocabulary, the
+// results' JSON keys (docs/results.md): `max_*` are the busiest rank's, `total_*`
+// sums over ranks.
+struct GlobalStats {
+  index_t max_remote_bytes = 0;   // max over ranks of max(bytes sent, received): Eq. 3
+  index_t max_local_bytes = 0;    // max over ranks of bytes copied locally: Eq. 5's r
+  index_t max_message_bytes = 0;  // max over ranks of the mean message sent
+  index_t total_remote_bytes = 0, total_local_bytes = 0;  // sums (remote: bytes sent)
+  index_t messages = 0, segments = 0;                      // sums (sent)
+  index_t max_segments_per_tile = 0;
+};
+GlobalStats global_stats(const PlanStats& mine, MPI_Comm comm);
+
+// Paper 000 Eq. 5 for a plan on a machine: Bnet at the plan's message size and the
+// bound (0 when nothing moves between ranks: the bound does not apply).
+struct Limits {
+  index_t message_bytes = 0;  // where Bnet is read on the calibrated curve
+  double bnet = 0, bmemcpy = 0, bound = 0;  // bytes/s
+};
+Limits limits(const GlobalStats& g, const Machine& m);
+
+// Outcome of verifying one run, summed over ranks (collective).
+struct Verdict {
+  index_t checked = 0, wrong = 0;
+  bool ok() const { return wrong == 0; }
+};
+// Checks the target against the oracle and that the source kept its pattern; a
+// rank with a wrong element prints the first one to stderr, prefixed by `what`.
+Verdict verify(const Plan& plan, const LocalStorage& src, const LocalStorage& dst, const std::string& what);
+
+struct MethodResult {
+  std::string name;
+  std::string chose;          // auto only: the strategy it ran
+  double median = 0, min = 0;  // seconds, the slowest rank's
+  double predicted = 0;        // the cost model's seconds, max over ranks (0: no model)
+  std::optional<bool> verified;  // empty: not checked (--no-verify, a reference method)
+  index_t checked = 0, wrong = 0;  // elements, summed over ranks
+  std::vector<double> times;
+};
+
+struct CaseResult {
+  // What was run: labels for plots (suite, a series = one line, x) and the specs.
+  std::string suite, series, name, x_label;
+  double x = 0;
+  std::string src, dst, region;
+  int ranks = 0;
+  double plan_seconds = 0;  // make_plan, slowest rank
+  GlobalStats stats;
+  Limits limits;            // zero without a machine model
+  std::string model_choice;  // the strategy with the smallest predicted time
+  std::vector<MethodResult> methods;
+
+  const MethodResult* find(const std::string& name) const;
+  double bandwidth(const MethodResult& m) const;  // Eq. 3, bytes/s
+  double ratio_to_bound(const MethodResult& m) const;  // 0 without a bound
+  double speedup(const MethodResult& m) const;  // pdgemr2d's median / m's; 0 without pdgemr2d
+  bool ok() const;  // no method found a wrong element
+};
+
+struct MeasureOptions {
+  int reps = 5;     // timed runs per method, interleaved
+  int warmup = 1;   // untimed runs per method first; the first is verified
+  bool verify = true;
+  bool inject_error = false;  // testing only: corrupt one target element of the first method
+  std::function<void(int)> after_round;  // progress, after each timed round
+};
+
+// One case on the ranks of `comm`. The constructor is collective: it validates
+// and plans (make_plan), so a bad case throws the same redist::Error on every
+// rank before any storage is allocated; then it allocates both sides and fills
+// the source with the oracle's pattern.
+class CaseRun {
+ public:
+  CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm, const Options& options = {});
+
+  Plan& plan() { return plan_; }
+  const LocalStorage& source() const { return src_; }
+  const LocalStorage& target() const { return dst_; }
+  const GlobalStats& stats() const { return stats_; }
+  double plan_seconds() const { return plan_seconds_; }
+
+  // A strategy by name ("auto" too), run through the plan.
+  void add_strategy(const std::string& name);
+  // Another method on the same storage (a peer such as pdgemr2d); `verify`: it
+  // must leave the oracle's result in the target.
+  void add_method(const std::string& name, std::function<void()> run, bool verify = true);
+
+  // Collective: warm-up (the first run of each method verified), then `reps`
+  // interleaved timed rounds; predictions and limits from the plan's machine.
+  CaseResult measure(const MeasureOptions& options);
+
+ private:
+  struct Entry {
+    Method method;
+    bool strategy, verify;
+  };
+  Plan plan_;
+  LocalStorage src_, dst_;
+  GlobalStats stats_;
+  double plan_seconds_ = 0;
+  int rank_ = 0;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace redist::harness

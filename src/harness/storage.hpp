@@ -1,0 +1,46 @@
+// A rank's local storage for a layout, allocated by the harness (the CLI, the
+// benchmarks and the tests): one buffer for `tile` and `local_array` storage, one
+// per local tile for `tile_pointers`. Contents are uninitialized; fill them with
+// harness/pattern.hpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "redist/error.hpp"
+#include "redist/layout.hpp"
+
+namespace redist::harness {
+
+class LocalStorage {
+ public:
+  LocalStorage() = default;
+  LocalStorage(const Layout& layout, int rank);
+
+  // One pointer per block, as Plan::execute and fill_pattern take them.
+  std::span<void* const> blocks() const { return ptr_; }
+  std::span<const void* const> const_blocks() const { return cptr_; }
+  // The one buffer of `tile`/`local_array` storage (null when this rank stores nothing).
+  void* data() const { return ptr_.empty() ? nullptr : ptr_[0]; }
+  index_t bytes() const { return bytes_; }
+  // The bytes of block b (to compare whole buffers).
+  std::span<std::byte> block_bytes(std::size_t b) const { return {owned_[b].get(), sizes_[b]}; }
+  // The one buffer as elements of T; sizeof(T) must be the layout's element size.
+  template <class T>
+  std::span<T> as() const {
+    if (static_cast<index_t>(sizeof(T)) != elem_size_ || ptr_.size() != 1)
+      throw Error("LocalStorage::as: the storage is not one buffer of this element type");
+    return {static_cast<T*>(ptr_[0]), static_cast<std::size_t>(bytes_ / elem_size_)};
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::byte[]>> owned_;
+  std::vector<void*> ptr_;
+  std::vector<const void*> cptr_;
+  std::vector<std::size_t> sizes_;
+  index_t bytes_ = 0, elem_size_ = 8;
+};
+
+}  // namespace redist::harness
