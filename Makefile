@@ -21,12 +21,12 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # A real redistribution on 2 ranks, verified: 8000x8000 doubles, a 7000x7000 submatrix
-# at an offset, tiles 400 on grid 1x2 -> tiles 300 on grid 2x1, every executor.
+# at an offset, tiles 400 on grid 1x2 -> tiles 300 on grid 2x1, every strategy and auto.
 demo: build
 	$(MPIRUN) -np 2 $(REDIST) run \
 	  "8000x8000 tile=400x400 block_cyclic grid=1x2" \
 	  "8000x8000 tile=300x300 block_cyclic grid=2x1" \
-	  "7000x7000 from=500x300 to=1000x0" --executor all --reps 5
+	  "7000x7000 from=500x300 to=1000x0" --strategy all --reps 5
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600

@@ -1,5 +1,5 @@
 // `redist calibrate`: measure the machine figures of the cost model once and
-// save them as JSON; `redist run` and the `auto` executor reuse the file.
+// save them as JSON; `redist run` and the `auto` strategy reuse the file.
 #include <mpi.h>
 
 #include <cstdio>

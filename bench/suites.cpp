@@ -21,7 +21,7 @@ std::string bc2(long n, long mb, long nb, const std::string& grid) {
 std::vector<Case> categories(int p, double scale) {
   std::vector<Case> out;
   for (long mbs : kTiles) {
-    // Smaller arrays for small tiles keep the per-segment executors fast enough.
+    // Smaller arrays for small tiles keep the per-segment strategies fast enough.
     const long n = scaled(mbs <= 50 ? 2000 : mbs <= 200 ? 3000 : 4000, scale);
     for (int cid = 0; cid < 9; ++cid) {
       const long mbt = mbs * (cid / 3 + 1), nbt = mbs * (cid % 3 + 1);

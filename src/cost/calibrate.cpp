@@ -41,11 +41,11 @@ double pingpong(MPI_Comm comm, int rank, void* buf, MPI_Datatype t, int reps) {
 }
 
 // Rows in the measurements are `row` bytes every 2 * row bytes. (Rows aligned to
-// cache lines with a one-line gap predicted the cases of docs/executors.md worse.)
+// cache lines with a one-line gap predicted the cases of docs/strategies.md worse.)
 size_t stride(size_t row) { return 2 * row; }
 
 // Strided rows of `row` bytes of `src` gathered into `dst`: what pack does, with
-// the executors' copy kernel (streaming stores for a phase this large, as they do).
+// the strategies' copy kernel (streaming stores for a phase this large, as they do).
 void copy_rows(std::vector<char>& src, std::vector<char>& dst, size_t row, size_t bytes) {
   const bool stream = detail::stream_for(static_cast<index_t>(bytes));
   auto* to = reinterpret_cast<std::byte*>(dst.data());
@@ -130,7 +130,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     say("memcpy bandwidth (one core) and row copies (80 B .. 1 MB rows, both ranks)");
     const size_t big = static_cast<size_t>(o.quick ? 16 : 64) << 20;
     std::vector<char> a(active ? std::max(big, 3 * kLarge) : 0, 1), b(active ? std::max(big, kLarge) : 0, 2);
-    // The faster of memcpy and the executors' streaming copy (which skips reading
+    // The faster of memcpy and the strategies' streaming copy (which skips reading
     // the target's lines first and beat memcpy by 25% here): the bound should
     // hold the best copy rate the machine has, not one we can beat.
     const double t = both(reps_large, [&] {

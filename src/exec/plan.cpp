@@ -107,7 +107,7 @@ std::string overlap_check(const detail::PlanCore& p, std::span<const void* const
 // Every rank must describe the same redistribution: compare with rank 0 by a hash
 // of the canonical strings (every rank runs the same binary, so std::hash agrees).
 // Options count too: another max_message_bytes splits messages differently on
-// sender and receiver, another default executor pairs different message schemes;
+// sender and receiver, another default strategy pairs different message schemes;
 // both would hang or truncate instead of failing. Rank 0's text is broadcast
 // only when some rank differs, so the error can show both values.
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,

@@ -17,7 +17,7 @@ namespace redist::detail {
 // reading them first. A copy phase that moves at least kStreamAbove bytes (far
 // more than the caches keep for the next step) uses them for rows of at least
 // kStreamRowMin bytes: packing 1.6 KB strided rows ran at 9.4 GB/s with them,
-// 5.5 GB/s with memcpy, and a 64 MB memcpy at 7.5 GB/s (docs/executors.md).
+// 5.5 GB/s with memcpy, and a 64 MB memcpy at 7.5 GB/s (docs/strategies.md).
 inline constexpr index_t kStreamAbove = index_t{4} << 20;
 inline constexpr index_t kStreamRowMin = 256;
 inline bool stream_for(index_t phase_bytes) { return phase_bytes >= kStreamAbove; }

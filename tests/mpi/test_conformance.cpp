@@ -112,6 +112,45 @@ TEST(ConformanceShared, StrategiesAlternateOnOnePlan) {
   }
 }
 
+// The typed form: spans of the storage the harness allocates, elements of the
+// layouts' size; a span of another element type or too short is refused on
+// every rank before anything moves.
+TEST(ConformanceShared, TypedSpans) {
+  const int p = world_size(), rank = world_rank();
+  const Layout src = block_cyclic_layout({61, 47}, {7, 5}, {p, 1});
+  const Layout dst = block_cyclic_layout({61, 47}, {4, 9}, {1, p}, 8, StorageKind::local_array);
+  const Region r = Region::whole(src.shape());
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), 101);
+  fill_pattern(dst, rank, d.blocks(), 202);
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+  const std::span<double> a = s.as<double>(), b = d.as<double>();
+  plan.execute(std::span<const double>(a), b, "alltoallv");
+  const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 101, 202);
+  EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
+  // 4-byte elements against esize 8: refused, the target untouched.
+  fill_pattern(dst, rank, d.blocks(), 202);
+  const std::span<float> fa(reinterpret_cast<float*>(a.data()), a.size() * 2);
+  const std::span<float> fb(reinterpret_cast<float*>(b.data()), b.size() * 2);
+  try {
+    plan.execute(std::span<const float>(fa), fb);
+    ADD_FAILURE() << "a float span was accepted for 8-byte elements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("elements of 4 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(all_ok(check_pattern(dst, rank, d.blocks(), 202).ok()));
+  // One element short on the last rank that stores any: refused on every rank.
+  int last = -1;
+  const int mine = b.empty() ? -1 : rank;
+  MPI_Allreduce(&mine, &last, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  try {
+    plan.execute(std::span<const double>(a), rank == last ? b.first(b.size() - 1) : b);
+    ADD_FAILURE() << "a short span was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(last)), std::string::npos) << e.what();
+  }
+}
+
 // The registry is the list: a new strategy is tested by being registered.
 INSTANTIATE_TEST_SUITE_P(AllStrategies, Conformance, ::testing::ValuesIn(strategy_names()),
                          [](const auto& info) { return info.param; });

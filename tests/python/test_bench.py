@@ -119,3 +119,30 @@ def test_redist_bench_subcommand(tmp_path):
     assert bad.returncode == 2 and "unknown suite 'nosuchsuite'" in bad.stderr
     helped = subprocess.run([str(REDIST), "help", "bench"], capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "SUITE: categories" in helped.stdout
+    assert "compare SRC DST" in helped.stdout and "pingpong|sched|tasks|cholesky" in helped.stdout
+    # the task runtime's benchmarks behind the same subcommand
+    for name in ("pingpong", "sched", "tasks", "cholesky"):
+        h = subprocess.run([str(REDIST), "bench", name, "--help"], capture_output=True, text=True, timeout=60)
+        assert h.returncode == 0 and h.stdout.strip(), (name, h.stdout, h.stderr)
+    tasks = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "tasks", "--tasks", "500", "--reps", "1"],
+                           capture_output=True, text=True, timeout=300)
+    assert tasks.returncode == 0, tasks.stdout + tasks.stderr
+
+
+def test_bench_compare_suite(tmp_path):
+    """`redist bench compare SRC DST REGION`: the user's case beside pdgemr2d (it was redist-compare)."""
+    from conftest import REDIST
+    res = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare",
+                          "300x200 tile=16x11 block_cyclic grid=1x2", "280x210 tile=9x20 block_cyclic grid=2x1",
+                          "100x90 from=3x5 to=7x11", "--reps", "2", "--no-plots", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (case,) = json.loads((tmp_path / "results.json").read_text())["cases"]
+    assert case["suite"] == "compare" and "storage=local_array" in case["src"]
+    names = [m["name"] for m in case["methods"]]
+    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto", "pdgemr2d"]
+    assert all(m["verified"] is True for m in case["methods"])
+    assert case["total_remote_bytes"] + case["total_local_bytes"] == 100 * 90 * 8
+    bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",
+                          "10x10 tile=3x3 block_cyclic grid=1x2"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "block_cyclic" in bad.stderr, bad.stderr
