@@ -73,4 +73,20 @@ Box intersect(const Box& a, const Box& b);
 index_t checked_mul(index_t a, index_t b, const char* what);
 index_t checked_add(index_t a, index_t b, const char* what);
 
+// Column-major linear index of `c` in an array of extent `shape` (dimension 0 fastest).
+inline index_t linear_index(const Coord& c, const Coord& shape) {
+  index_t lin = 0;
+  for (int d = c.ndim() - 1; d >= 0; --d) lin = lin * shape[d] + c[d];
+  return lin;
+}
+
+// The splitmix64 finalizer: a cheap, well-mixed deterministic hash (random
+// ownership draws an owner per tile from it; the test oracle its element bytes).
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 }  // namespace redist

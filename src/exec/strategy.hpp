@@ -83,6 +83,15 @@ struct StrategyEntry {
   Prediction (*predict)(const RankPlan& rp, const Machine& m);
 };
 
+// The registry entry of strategy class S: each strategy file ends with
+//   StrategyEntry NAME_strategy() { return entry<Class>("NAME", "summary", predict); }
+template <class S>
+StrategyEntry entry(std::string_view name, std::string_view summary, Prediction (*predict)(const RankPlan&, const Machine&),
+                    std::string_view fallback = {}) {
+  return {name, summary, fallback, [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<S>(p); },
+          predict};
+}
+
 // Every strategy, in the order --help and `all` list them.
 const std::vector<StrategyEntry>& registry();
 // Index into registry(), -1 when unknown.

@@ -5,19 +5,6 @@
 namespace redist {
 namespace {
 
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-index_t linear_of(const Coord& g, const Coord& shape) {
-  index_t lin = 0;
-  for (int d = g.ndim() - 1; d >= 0; --d) lin = lin * shape[d] + g[d];
-  return lin;
-}
-
 // Calls f(global index of the run start, pointer, run length) for every run of
 // consecutive dimension-0 elements this rank stores.
 template <class F>
@@ -64,7 +51,7 @@ void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char
 void fill_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id) {
   const index_t es = l.elem_size();
   for_each_run(l, rank, blocks, [&](const Coord& g, unsigned char* p, index_t len) {
-    const index_t lin = linear_of(g, l.shape());
+    const index_t lin = linear_index(g, l.shape());
     for (index_t i = 0; i < len; ++i) pattern_element(id, lin + i, es, p + i * es);
   });
 }
@@ -83,13 +70,13 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
     bool row_in = any;
     for (int d = 1; d < n && row_in; ++d)
       row_in = g0[d] >= region.dst_offset[d] && g0[d] < region.dst_offset[d] + region.size[d];
-    const index_t lin_dst = linear_of(g0, dst.shape());
+    const index_t lin_dst = linear_index(g0, dst.shape());
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
       const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
       if (in) {
         for (int d = 0; d < n; ++d) sg[d] = (d == 0 ? x : g0[d]) - region.dst_offset[d] + region.src_offset[d];
-        pattern_element(src_id, linear_of(sg, src.shape()), es, want.data());
+        pattern_element(src_id, linear_index(sg, src.shape()), es, want.data());
       } else {
         pattern_element(dst_id, lin_dst + i, es, want.data());
       }

@@ -8,21 +8,6 @@
 namespace redist {
 namespace {
 
-// splitmix64 finalizer: a cheap, well-mixed deterministic hash (paper 000 sec. 6.1
-// draws a random owner per tile; we compute it per tile instead of storing a table).
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-index_t linear_tile(const Coord& tile, const Coord& ntiles) {
-  index_t lin = 0;
-  for (int d = tile.ndim() - 1; d >= 0; --d) lin = lin * ntiles[d] + tile[d];
-  return lin;
-}
-
 std::mutex registry_mutex;
 std::map<std::string, OwnerFunction>& registry() {
   static std::map<std::string, OwnerFunction> r;
@@ -85,7 +70,7 @@ int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
     }
     case Kind::random: {
       const auto& p = rnd();
-      std::uint64_t h = mix64(p.seed ^ mix64(static_cast<std::uint64_t>(linear_tile(tile, ntiles))));
+      std::uint64_t h = mix64(p.seed ^ mix64(static_cast<std::uint64_t>(linear_index(tile, ntiles))));
       return p.first_rank + static_cast<int>(h % static_cast<std::uint64_t>(p.ranks));
     }
     case Kind::band: {
@@ -94,7 +79,7 @@ int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
       return (dist <= p.width ? *p.near : *p.far).owner(tile, ntiles);
     }
     case Kind::table:
-      return (*tbl().owners)[linear_tile(tile, ntiles)];
+      return (*tbl().owners)[linear_index(tile, ntiles)];
     case Kind::function:
       return fun().fn(tile);
   }

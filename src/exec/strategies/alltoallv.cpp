@@ -109,8 +109,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry alltoallv_strategy() {
-  return {"alltoallv", "pack, one MPI_Alltoallv on bytes, unpack", "",
-          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Alltoallv>(p); }, predict};
+  return entry<Alltoallv>("alltoallv", "pack, one MPI_Alltoallv on bytes, unpack", predict);
 }
 
 }  // namespace redist::detail

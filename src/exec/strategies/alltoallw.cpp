@@ -69,8 +69,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry alltoallw_strategy() {
-  return {"alltoallw", "MPI derived datatypes straight from/to user memory, no packing", "",
-          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Alltoallw>(p); }, predict};
+  return entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
 }
 
 }  // namespace redist::detail

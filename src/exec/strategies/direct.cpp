@@ -350,8 +350,8 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry direct_strategy() {
-  return {"direct", "ranks on one machine read their segments straight from the sender's memory (one copy)",
-          "p2p", [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Direct>(p); }, predict};
+  return entry<Direct>("direct", "ranks on one machine read their segments straight from the sender's memory (one copy)",
+                       predict, /*fallback=*/"p2p");
 }
 
 }  // namespace redist::detail

@@ -93,8 +93,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry p2p_strategy() {
-  return {"p2p", "one message per peer: receives posted first, unpacked as each arrives", "",
-          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<P2p>(p); }, predict};
+  return entry<P2p>("p2p", "one message per peer: receives posted first, unpacked as each arrives", predict);
 }
 
 }  // namespace redist::detail

@@ -132,8 +132,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry segment_strategy() {
-  return {"segment", "one message per segment, at most 64 in flight each way", "",
-          [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<SegmentStrategy>(p); }, predict};
+  return entry<SegmentStrategy>("segment", "one message per segment, at most 64 in flight each way", predict);
 }
 
 }  // namespace redist::detail
