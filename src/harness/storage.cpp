@@ -6,7 +6,7 @@ LocalStorage::LocalStorage(const Layout& layout, int rank) : elem_size_(layout.e
   const LocalIndex li(layout, rank);
   for (index_t b = 0; b < li.nblocks(); ++b) {
     const index_t bytes = li.block_elements(b) * layout.elem_size();
-    owned_.push_back(bytes ? std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(bytes)) : nullptr);
+    owned_.push_back(bytes ? std::make_unique<std::byte[]>(static_cast<std::size_t>(bytes)) : nullptr);
     ptr_.push_back(owned_.back().get());
     cptr_.push_back(owned_.back().get());
     sizes_.push_back(static_cast<std::size_t>(bytes));

@@ -1,7 +1,7 @@
 // A rank's local storage for a layout, allocated by the harness (the CLI, the
 // benchmarks and the tests): one buffer for `tile` and `local_array` storage, one
-// per local tile for `tile_pointers`. Contents are uninitialized; fill them with
-// harness/pattern.hpp.
+// per local tile for `tile_pointers`. Zeroed when allocated (every page touched
+// once, by this rank, before anything is timed); fill with harness/pattern.hpp.
 #pragma once
 
 #include <cstddef>
