@@ -2,14 +2,18 @@
 // ranks 0 and 1 vs a raw MPI ping-pong in the same run. Latency t / (2 NT) and
 // bandwidth 2 NT S / t, each as a ratio runtime / raw MPI.
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bench_util.hpp"
 #include "redist/runtime/runtime.hpp"
+#include "runtime_benches.hpp"
 
+namespace redist::runtime_bench {
 namespace rt = redist::runtime;
+namespace {
 
-static const char* kUsage =
+const char* kUsage =
     "redist-bench-pingpong: PING/PONG task chain vs raw MPI ping-pong (paper 004, Fig. 6)\n"
     "  run on 2 ranks: scripts/mpirun.sh -np 2 redist-bench-pingpong\n"
     "  --min B, --max B   message sizes, powers of 4 from min to max (default 8 .. 16 MiB)\n"
@@ -17,18 +21,6 @@ static const char* kUsage =
     "  --reps R           interleaved repetitions, medians reported (default 7)\n"
     "  --eager B          eager limit of the runtime (default 16384)\n"
     "  --mode multiple|funneled   who posts sends (default multiple)\n";
-
-namespace {
-// One buffer on rank 0: the A(0) of Fig. 5.
-class Buffer final : public rt::DataCollection {
- public:
-  explicit Buffer(std::size_t bytes) : bytes_(bytes ? bytes : 1, std::byte{1}) {}
-  int rank_of(rt::Tile) const override { return 0; }
-  rt::Data data_of(rt::Tile) const override {
-    return rt::Data::wrap(const_cast<std::byte*>(bytes_.data()), bytes_.size());
-  }
-  std::vector<std::byte> bytes_;
-};
 
 double raw_pingpong(int rank, std::vector<std::byte>& buf, int iters) {
   MPI_Barrier(MPI_COMM_WORLD);
@@ -43,18 +35,16 @@ double raw_pingpong(int rank, std::vector<std::byte>& buf, int iters) {
       MPI_Send(buf.data(), n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
   }
-  return bench::max_over_ranks(MPI_Wtime() - t0);
+  return max_over_ranks(MPI_Wtime() - t0);
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  const int rank = bench::init_mpi(&argc, &argv);
-  bench::Args args(argc, argv, kUsage);
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+int run_pingpong(int argc, char** argv) {
+  const int rank = world_rank(), ranks = world_size();
+  Args args(argc, argv, kUsage);
+  if (args.help()) return 0;
   if (ranks < 2) {
     if (rank == 0) std::fprintf(stderr, "redist-bench-pingpong needs 2 ranks\n");
-    MPI_Finalize();
     return 1;
   }
   const std::int64_t min_size = args.get("--min", 8), max_size = args.get("--max", 16 << 20);
@@ -71,22 +61,29 @@ int main(int argc, char** argv) {
   for (std::int64_t s = min_size; s <= max_size; s *= 4) {
     // About 2 GB moved per measure for large sizes, at least 20 round trips.
     const int nt = static_cast<int>(std::max<std::int64_t>(20, std::min<std::int64_t>(iters_small, (1LL << 30) / s)));
-    Buffer a(static_cast<std::size_t>(s));
+    // A(0) of Fig. 5: one tile of s bytes on rank 0 (a 1-D layout, one tile).
+    rt::LayoutCollection a(Layout::parse(std::to_string(std::max<std::int64_t>(s, 1)) + " esize=1"),
+                           MPI_COMM_WORLD);
     std::vector<std::byte> raw(static_cast<std::size_t>(s ? s : 1));
     rt::TaskGraph g;
     auto& ping = g.task_class("PING");
     auto& pong = g.task_class("PONG");
-    ping.param("k", 0, nt).affinity([](rt::P) { return 0; });
+    // PING(k)  k = 0 .. NT : rank 0
+    //   T <- (k == 0) ? A(0) : I PONG(k-1)
+    //     -> (k == NT) ? A(0) : I PONG(k)
+    ping.param("k", 0, nt).affinity([] { return 0; });
     ping.flow("T")
-        .in([](rt::P p) { return p[0] == 0; }, rt::from(a, [](rt::P) { return rt::Tile{0, 0}; }))
-        .in(rt::from(pong, "I", [](rt::P p) { return rt::Targets{p[0] - 1}; }))
-        .out([nt](rt::P p) { return p[0] == nt; }, rt::to(a, [](rt::P) { return rt::Tile{0, 0}; }))
-        .out([nt](rt::P p) { return p[0] < nt; }, rt::to(pong, "I", [](rt::P p) { return rt::Targets{p[0]}; }));
+        .in_if([](auto k) { return k == 0; }, rt::from(a, [] { return rt::Tile{0, 0}; }))
+        .otherwise(rt::from(pong, "I", [](auto k) { return rt::Targets{k - 1}; }))
+        .out_if([nt](auto k) { return k == nt; }, rt::to(a, [] { return rt::Tile{0, 0}; }))
+        .otherwise(rt::to(pong, "I", [](auto k) { return rt::Targets{k}; }));
     ping.body([](rt::TaskContext&) {});
-    pong.param("k", 0, nt - 1).affinity([](rt::P) { return 1; });
+    // PONG(k)  k = 0 .. NT-1 : rank 1
+    //   I <- T PING(k)  -> T PING(k+1)
+    pong.param("k", 0, nt - 1).affinity([] { return 1; });
     pong.flow("I")
-        .in(rt::from(ping, "T", [](rt::P p) { return rt::Targets{p[0]}; }))
-        .out(rt::to(ping, "T", [](rt::P p) { return rt::Targets{p[0] + 1}; }));
+        .in(rt::from(ping, "T", [](auto k) { return rt::Targets{k}; }))
+        .out(rt::to(ping, "T", [](auto k) { return rt::Targets{k + 1}; }));
     pong.body([](rt::TaskContext&) {});
     raw_pingpong(rank, raw, std::min(nt, 50));  // warm up both paths
     rt::run(g, MPI_COMM_WORLD, o);
@@ -96,15 +93,16 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       rt::run(g, MPI_COMM_WORLD, o);
-      t_rt.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      t_rt.push_back(max_over_ranks(MPI_Wtime() - t0));
     }
-    double raw_t = bench::median(t_raw), rt_t = bench::median(t_rt);
+    double raw_t = median(t_raw), rt_t = median(t_rt);
     double lat_raw = raw_t / (2.0 * nt) * 1e6, lat_rt = rt_t / (2.0 * nt) * 1e6;
     double bw_raw = 2.0 * nt * s / raw_t / 1e9, bw_rt = 2.0 * nt * s / rt_t / 1e9;
     if (rank == 0)
       std::printf("%10lld %7d %12.3f %12.3f %8.2f %12.3f %12.3f %8.3f\n", static_cast<long long>(s), nt,
                   lat_raw, lat_rt, lat_rt / lat_raw, bw_raw, bw_rt, bw_rt / bw_raw);
   }
-  MPI_Finalize();
   return 0;
 }
+
+}  // namespace redist::runtime_bench

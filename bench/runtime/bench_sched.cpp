@@ -8,10 +8,13 @@
 
 #include "bench_util.hpp"
 #include "redist/runtime/runtime.hpp"
+#include "runtime_benches.hpp"
 
+namespace redist::runtime_bench {
 namespace rt = redist::runtime;
+namespace {
 
-static const char* kUsage =
+const char* kUsage =
     "redist-bench-sched: scheduling overhead of independent DGEMM tasks (paper 004, Fig. 4)\n"
     "  --threads T      worker threads per rank (default 2)\n"
     "  --sizes a,b,..   matrix sizes N (default 10,20,30,50,100,200)\n"
@@ -24,17 +27,18 @@ static const char* kUsage =
     "One rank with several threads: launch with mpirun --bind-to none (mpirun binds a\n"
     "rank to one core when it starts at most 2 ranks).\n";
 
-int main(int argc, char** argv) {
-  const int rank = bench::init_mpi(&argc, &argv);
-  bench::Args args(argc, argv, kUsage);
+}  // namespace
+
+int run_sched(int argc, char** argv) {
+  const int rank = world_rank(), ranks = world_size();
+  Args args(argc, argv, kUsage);
+  if (args.help()) return 0;
   openblas_set_num_threads(1);  // one core per task (paper 004, sec. IV-C)
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   const int threads = static_cast<int>(args.get("--threads", 2));
   const int reps = static_cast<int>(args.get("--reps", 5));
   const double work = static_cast<double>(args.get("--work", 2000000000));
-  bench::report_cpus(threads);
-  bench::settle_blas();
+  report_cpus(threads);
+  settle_blas();
   if (rank == 0)
     std::printf("# ranks=%d threads=%d reps=%d (runtime and threads: medians; seq: fastest)\n"
                 "%6s %9s %10s %10s %10s %10s %10s %10s\n", ranks, threads, reps, "N", "Nb", "seq_s",
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
     };
     rt::TaskGraph g;
     auto& t = g.task_class("GEMM");
-    t.param("i", 0, nb_tasks - 1).affinity([ranks](rt::P p) { return static_cast<int>(p[0] % ranks); });
+    t.param("i", 0, nb_tasks - 1).affinity([ranks](auto i) { return i % ranks; });
     t.body([&](rt::TaskContext& c) { gemm(mats[c.thread()]); });
     rt::Options o;
     o.threads = threads;
@@ -66,24 +70,25 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       for (std::int64_t i = 0; i < nb_tasks; ++i) gemm(mats[threads]);
-      seq.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      seq.push_back(max_over_ranks(MPI_Wtime() - t0));
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = MPI_Wtime();
       plain_threads();
-      thr.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      thr.push_back(max_over_ranks(MPI_Wtime() - t0));
       MPI_Barrier(MPI_COMM_WORLD);
       t0 = MPI_Wtime();
       rt::run(g, MPI_COMM_WORLD, o);
-      par.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      par.push_back(max_over_ranks(MPI_Wtime() - t0));
     }
     // Fastest sequential run, as the paper divides by it.
     double best_seq = *std::min_element(seq.begin(), seq.end());
     double ideal = best_seq / (threads * ranks);
-    double t_rt = bench::median(par), t_thr = bench::median(thr) / ranks;  // each rank ran all Nb
+    double t_rt = median(par), t_thr = median(thr) / ranks;  // each rank ran all Nb
     if (rank == 0)
       std::printf("%6lld %9lld %10.5f %10.5f %10.5f %10.5f %10.3f %10.3f\n", static_cast<long long>(n),
                   static_cast<long long>(nb_tasks), best_seq, ideal, t_thr, t_rt, ideal / t_rt, t_thr / t_rt);
   }
-  MPI_Finalize();
   return 0;
 }
+
+}  // namespace redist::runtime_bench

@@ -1,23 +1,28 @@
 // Empty-task throughput: how many tasks per second one rank's workers run when the
 // bodies do nothing, independent tasks and a fan-out released by one task.
+#include <string>
 #include <vector>
 
 #include "bench_util.hpp"
 #include "redist/runtime/runtime.hpp"
+#include "runtime_benches.hpp"
 
+namespace redist::runtime_bench {
 namespace rt = redist::runtime;
+namespace {
 
-static const char* kUsage =
+const char* kUsage =
     "redist-bench-tasks: empty-task throughput per worker thread\n"
     "  --tasks N        tasks per rank per run (default 1000000)\n"
     "  --threads a,b    worker thread counts to measure (default 1,2)\n"
     "  --reps R         repetitions, median reported (default 5)\n";
 
-int main(int argc, char** argv) {
-  const int rank = bench::init_mpi(&argc, &argv);
-  bench::Args args(argc, argv, kUsage);
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+}  // namespace
+
+int run_tasks(int argc, char** argv) {
+  const int rank = world_rank(), ranks = world_size();
+  Args args(argc, argv, kUsage);
+  if (args.help()) return 0;
   const std::int64_t n = args.get("--tasks", 1000000);
   const int reps = static_cast<int>(args.get("--reps", 5));
   if (rank == 0)
@@ -30,13 +35,13 @@ int main(int argc, char** argv) {
       rt::TaskGraph g;
       auto& root = g.task_class("Root");
       auto& t = g.task_class("Empty");
-      root.param("r", 0, ranks - 1).affinity([](rt::P p) { return static_cast<int>(p[0]); });
+      root.param("r", 0, ranks - 1).affinity([](auto r) { return r; });
       root.body([](rt::TaskContext&) {});
-      t.param("r", 0, ranks - 1).param("i", 0, n - 1).affinity([](rt::P p) { return static_cast<int>(p[0]); });
+      t.param("r", 0, ranks - 1).param("i", 0, n - 1).affinity([](auto r) { return r; });
       t.body([](rt::TaskContext&) {});
       if (fan) {  // one task releases all others: the epilogue and queues are measured
-        root.control("go").out(rt::to(t, "go", [n](rt::P p) { return rt::Targets{p[0], {0, n - 1}}; }));
-        t.control("go").in(rt::from(root, "go", [](rt::P p) { return rt::Targets{p[0]}; }));
+        root.control("go").out(rt::to(t, "go", [n](auto r) { return rt::Targets{r, {0, n - 1}}; }));
+        t.control("go").in(rt::from(root, "go", [](auto r) { return rt::Targets{r}; }));
       }
       rt::Options o;
       o.threads = static_cast<int>(threads);
@@ -45,14 +50,15 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         rt::run(g, MPI_COMM_WORLD, o);
-        times.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+        times.push_back(max_over_ranks(MPI_Wtime() - t0));
       }
-      double rate = static_cast<double>(n) / bench::median(times);
+      double rate = static_cast<double>(n) / median(times);
       if (rank == 0)
         std::printf("%12s %8lld %14.3e %16.3e %12.3f\n", shape, static_cast<long long>(threads), rate,
                     rate / static_cast<double>(threads), 1e6 / rate);
     }
   }
-  MPI_Finalize();
   return 0;
 }
+
+}  // namespace redist::runtime_bench

@@ -1,4 +1,6 @@
 // Small helpers shared by the runtime benchmarks: a flag parser, medians, MPI setup.
+// Namespace redist::runtime_bench, so that the benchmarks can be linked into
+// another program (runtime_benches.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -14,21 +16,20 @@
 #include <thread>
 #include <vector>
 
-namespace bench {
+namespace redist::runtime_bench {
 
-// Parses "--name value" and "--flag"; --help prints `usage` and exits.
+// Parses "--name value" and "--flag". With --help or -h, help() is true and rank 0
+// has printed `usage`: the benchmark returns 0 without running.
 class Args {
  public:
   Args(int argc, char** argv, const char* usage) : args_(argv + 1, argv + argc) {
     for (const auto& a : args_)
-      if (a == "--help" || a == "-h") {
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0) std::printf("%s", usage);
-        MPI_Finalize();
-        std::exit(0);
-      }
+      if (a == "--help" || a == "-h") help_ = true;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (help_ && rank == 0) std::printf("%s", usage);
   }
+  bool help() const { return help_; }
   std::int64_t get(const std::string& name, std::int64_t def) const {
     const std::string* v = find(name);
     return v ? std::atoll(v->c_str()) : def;
@@ -56,6 +57,7 @@ class Args {
     return nullptr;
   }
   std::vector<std::string> args_;
+  bool help_ = false;
 };
 
 inline double median(std::vector<double> v) {
@@ -99,14 +101,16 @@ inline void report_cpus(int threads) {
 // after a multi-threaded BLAS/LAPACK call.
 inline void settle_blas() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
-inline int init_mpi(int* argc, char*** argv) {
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+inline int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (provided < MPI_THREAD_MULTIPLE && rank == 0)
-    std::fprintf(stderr, "warning: MPI_THREAD_MULTIPLE not provided; use --mode funneled\n");
   return rank;
 }
 
-}  // namespace bench
+inline int world_size() {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return ranks;
+}
+
+}  // namespace redist::runtime_bench

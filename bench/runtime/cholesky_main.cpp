@@ -9,13 +9,18 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "redist/runtime/cholesky.hpp"
+#include "cholesky/cholesky.hpp"
+#include "redist/redist.hpp"
 #include "redist/runtime/runtime.hpp"
+#include "runtime_benches.hpp"
 #include "scalapack.hpp"
 
+namespace redist::runtime_bench {
 namespace rt = redist::runtime;
+using cholesky::spd_element;
+namespace {
 
-static const char* kUsage =
+const char* kUsage =
     "redist-cholesky: tiled Cholesky (paper 004, Fig. 1) vs LAPACK dpotrf and ScaLAPACK pdpotrf\n"
     "  --n N            matrix size (default 8000)\n"
     "  --nb a,b,..      tile sizes to try (default 200,256,320,400)\n"
@@ -30,7 +35,6 @@ static const char* kUsage =
     "One rank with several threads: launch with mpirun --bind-to none (mpirun binds a\n"
     "rank to one core when it starts at most 2 ranks).\n";
 
-namespace {
 int g_rank = 0, g_ranks = 1;
 
 // Waits for the other ranks without spinning, so that a peer measured on rank 0
@@ -83,7 +87,7 @@ double dgemm_core_rate(int size, int threads, bool alone = false) {
   for (auto& t : pool) t.join();
   std::vector<double> all(static_cast<std::size_t>(threads) * g_ranks);
   MPI_Allgather(rates.data(), threads, MPI_DOUBLE, all.data(), threads, MPI_DOUBLE, MPI_COMM_WORLD);
-  return bench::median(all);
+  return median(all);
 }
 
 double lapack_seconds(int n, int cores) {
@@ -91,7 +95,7 @@ double lapack_seconds(int n, int cores) {
   if (g_rank == 0) {
     std::vector<double> a(static_cast<std::size_t>(n) * n);
     for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) a[i + static_cast<std::size_t>(j) * n] = rt::spd_element(i, j, n);
+      for (int i = 0; i < n; ++i) a[i + static_cast<std::size_t>(j) * n] = spd_element(i, j, n);
     openblas_set_num_threads(cores);  // single node: all cores for one dpotrf
     auto t0 = std::chrono::steady_clock::now();
     int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a.data(), n);
@@ -99,7 +103,7 @@ double lapack_seconds(int n, int cores) {
     openblas_set_num_threads(1);
     if (info != 0) std::fprintf(stderr, "dpotrf failed: info %d\n", info);
   }
-  bench::settle_blas();
+  settle_blas();
   quiet_barrier();
   MPI_Bcast(&secs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return secs;
@@ -108,38 +112,47 @@ double lapack_seconds(int n, int cores) {
 double scalapack_seconds(int n, int nb, int p, int q, int threads) {
   int ctx = 0, myrow = 0, mycol = 0, pr = 0, pc = 0, zero = 0, info = 0, desc[9];
   Cblacs_get(-1, 0, &ctx);
-  Cblacs_gridinit(&ctx, "Row", p, q);  // rank = row * Q + col, as TiledMatrix
+  Cblacs_gridinit(&ctx, "Row", p, q);  // rank = row * Q + col, as block_cyclic grid=PxQ
   Cblacs_gridinfo(ctx, &pr, &pc, &myrow, &mycol);
-  const int mloc = numroc_(&n, &nb, &myrow, &zero, &p), nloc = numroc_(&n, &nb, &mycol, &zero, &q);
-  const int lld = std::max(1, mloc);
+  // ScaLAPACK's local array is the core's storage=local_array of the same layout.
+  const Layout layout = block_cyclic_layout({n, n}, {nb, nb}, {p, q}, sizeof(double), StorageKind::local_array);
+  const LocalIndex local(layout, g_rank);
+  const int lld = static_cast<int>(std::max<index_t>(1, local.ld()));
   descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
-  std::vector<double> a(static_cast<std::size_t>(lld) * std::max(1, nloc));
-  for (int lj = 0; lj < nloc; ++lj)
-    for (int li = 0; li < mloc; ++li) {
-      std::int64_t i = (static_cast<std::int64_t>(li / nb) * p + myrow) * nb + li % nb;
-      std::int64_t j = (static_cast<std::int64_t>(lj / nb) * q + mycol) * nb + lj % nb;
-      a[li + static_cast<std::size_t>(lj) * lld] = rt::spd_element(i, j, n);
-    }
+  std::vector<double> a(static_cast<std::size_t>(std::max<index_t>(1, local.elements())));
+  for (index_t o = 0; o < local.ntiles(); ++o) {
+    const Coord t = local.tile(o);
+    const Box b = layout.tile_box(t);
+    const Address at = local.address(t, b.lo);
+    for (index_t j = 0; j < b.size[1]; ++j)
+      for (index_t i = 0; i < b.size[0]; ++i)
+        a[at.offset + i + j * at.strides[1]] = spd_element(b.lo[0] + i, b.lo[1] + j, n);
+  }
   openblas_set_num_threads(threads);  // the same cores as the task runtime uses
   MPI_Barrier(MPI_COMM_WORLD);
   const int one = 1;
   double t0 = MPI_Wtime();
   pdpotrf_("L", &n, a.data(), &one, &one, desc, &info);
-  double secs = bench::max_over_ranks(MPI_Wtime() - t0);
+  double secs = max_over_ranks(MPI_Wtime() - t0);
   openblas_set_num_threads(1);
-  if (threads > 1) bench::settle_blas();
+  if (threads > 1) settle_blas();
   if (info != 0 && g_rank == 0) std::fprintf(stderr, "pdpotrf failed: info %d\n", info);
   Cblacs_gridexit(ctx);
   return secs;
 }
 
-bool check(const rt::TiledMatrix& a, int n) {
-  std::vector<double> l = rt::gather_matrix(a, MPI_COMM_WORLD, 0, [](rt::Tile t) { return t.m >= t.n; });
+// The factor gathered on rank 0 by the core's redistribution (a plan to one tile
+// on rank 0), compared there with LAPACK dpotrf.
+bool check(const rt::LayoutCollection& a, int n) {
+  const Layout whole = block_cyclic_layout({n, n}, {n, n}, {1, 1});
+  Plan plan = make_plan(a.layout(), whole, Region::whole(whole.shape()), MPI_COMM_WORLD);
+  std::vector<double> l(g_rank == 0 ? static_cast<std::size_t>(n) * n : 0);
+  plan.execute(a.storage(), g_rank == 0 ? static_cast<void*>(l.data()) : nullptr);
   int ok = 1;
   if (g_rank == 0) {
     std::vector<double> ref(static_cast<std::size_t>(n) * n);
     for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) ref[i + static_cast<std::size_t>(j) * n] = rt::spd_element(i, j, n);
+      for (int i = 0; i < n; ++i) ref[i + static_cast<std::size_t>(j) * n] = spd_element(i, j, n);
     LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, ref.data(), n);
     double diff = 0, norm = 0;
     for (int j = 0; j < n; ++j)
@@ -156,10 +169,11 @@ bool check(const rt::TiledMatrix& a, int n) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  g_rank = bench::init_mpi(&argc, &argv);
-  bench::Args args(argc, argv, kUsage);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_ranks);
+int run_cholesky(int argc, char** argv) {
+  g_rank = world_rank();
+  g_ranks = world_size();
+  Args args(argc, argv, kUsage);
+  if (args.help()) return 0;
   openblas_set_num_threads(1);  // single-threaded kernels per task
   const int n = static_cast<int>(args.get("--n", 8000));
   const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1));
@@ -172,12 +186,11 @@ int main(int argc, char** argv) {
   if (!grid.empty() && std::sscanf(grid.c_str(), "%dx%d", &p, &q) != 2) p = q = 0;
   if (p * q != g_ranks) {
     if (g_rank == 0) std::fprintf(stderr, "grid %dx%d does not match %d ranks\n", p, q, g_ranks);
-    MPI_Finalize();
     return 1;
   }
   const int cores = g_ranks * threads;
-  bench::report_cpus(threads);
-  bench::settle_blas();
+  report_cpus(threads);
+  settle_blas();
   std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400});
   int big = std::min(n, 1024);
   double peak_big = dgemm_core_rate(big, threads);
@@ -199,19 +212,18 @@ int main(int argc, char** argv) {
     double alone_nb = dgemm_core_rate(static_cast<int>(nb), threads, true) * cores;
     std::vector<double> times;
     for (int r = 0; r < reps; ++r) {
-      rt::TiledMatrix a({.rows = n, .cols = n, .tile_rows = nb, .tile_cols = nb, .grid_rows = p, .grid_cols = q},
-                        g_rank);
-      rt::fill_spd(a);
-      rt::TaskGraph g = rt::cholesky_graph(a);
+      rt::LayoutCollection a(block_cyclic_layout({n, n}, {nb, nb}, {p, q}), MPI_COMM_WORLD);
+      cholesky::fill_spd(a);
+      rt::TaskGraph g = cholesky::task_graph(a);
       rt::Options o;
       o.threads = threads;
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       rt::run(g, MPI_COMM_WORLD, o);
-      times.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
+      times.push_back(max_over_ranks(MPI_Wtime() - t0));
       if (args.flag("--check") && r == 0) ok = check(a, n) && ok;
     }
-    double t = bench::median(times);
+    double t = median(times);
     double pd = args.flag("--no-scalapack") ? 0 : scalapack_seconds(n, static_cast<int>(nb), p, q, threads);
     double gf = flops / t / 1e9, pd_gf = pd > 0 ? flops / pd / 1e9 : 0;
     if (g_rank == 0)
@@ -219,6 +231,7 @@ int main(int argc, char** argv) {
                   gf, peak_nb, 100 * gf / peak_nb, 100 * gf / alone_nb, 100 * gf / (peak_big * cores), pd_gf,
                   pd > 0 ? gf / pd_gf : 0.0);
   }
-  MPI_Finalize();
   return ok ? 0 : 1;
 }
+
+}  // namespace redist::runtime_bench

@@ -1,81 +1,104 @@
-// 2-D block-cyclic tiled matrix (the DPLASMA tile layout used by paper 004's Cholesky).
+// A data collection over a redist::Layout: owners from its Ownership, local bytes
+// from its LocalIndex (the runtime keeps no distribution arithmetic of its own).
 #include "redist/runtime/collection.hpp"
+
+#include <cstdlib>
+#include <cstring>
 
 #include "redist/error.hpp"
 
 namespace redist::runtime {
+namespace {
 
-TiledMatrix::TiledMatrix(const TiledMatrixSpec& spec, int rank) : spec_(spec), rank_(rank) {
-  if (spec.rows <= 0 || spec.cols <= 0 || spec.tile_rows <= 0 || spec.tile_cols <= 0 ||
-      spec.grid_rows <= 0 || spec.grid_cols <= 0)
-    detail::fail("TiledMatrix: sizes must be positive, got ", spec.rows, "x", spec.cols,
-                 " tile=", spec.tile_rows, "x", spec.tile_cols, " grid=", spec.grid_rows, "x",
-                 spec.grid_cols);
-  mt_ = (spec.rows + spec.tile_rows - 1) / spec.tile_rows;
-  nt_ = (spec.cols + spec.tile_cols - 1) / spec.tile_cols;
-  tiles_.resize(mt_ * nt_);
-  for (std::int64_t n = 0; n < nt_; ++n)
-    for (std::int64_t m = 0; m < mt_; ++m)
-      if (rank_of({m, n}) == rank_)
-        tiles_[m + n * mt_] = std::make_unique<double[]>(rows_of(m) * cols_of(n));
-}
-
-int TiledMatrix::rank_of(Tile t) const {
-  return static_cast<int>((t.m % spec_.grid_rows) * spec_.grid_cols + t.n % spec_.grid_cols);
-}
-
-std::int64_t TiledMatrix::rows_of(std::int64_t tm) const {
-  return tm == mt_ - 1 ? spec_.rows - tm * spec_.tile_rows : spec_.tile_rows;
-}
-
-std::int64_t TiledMatrix::cols_of(std::int64_t tn) const {
-  return tn == nt_ - 1 ? spec_.cols - tn * spec_.tile_cols : spec_.tile_cols;
-}
-
-double* TiledMatrix::tile(Tile t) const {
-  if (t.m < 0 || t.m >= mt_ || t.n < 0 || t.n >= nt_ || !tiles_[t.m + t.n * mt_])
-    detail::fail("TiledMatrix: tile (", t.m, ", ", t.n, ") is not stored on rank ", rank_,
-                 " (tiles ", mt_, "x", nt_, ", owner ", rank_of(t), ")");
-  return tiles_[t.m + t.n * mt_].get();
-}
-
-Data TiledMatrix::data_of(Tile t) const {
-  return Data::wrap(tile(t), static_cast<std::size_t>(rows_of(t.m) * cols_of(t.n)) * sizeof(double));
-}
-
-std::vector<double> gather_matrix(const TiledMatrix& a, MPI_Comm comm, int root, bool (*keep)(Tile)) {
+int comm_rank(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const auto& s = a.spec();
-  std::vector<double> full;
-  if (rank == root) full.assign(static_cast<std::size_t>(s.rows * s.cols), 0.0);
-  std::vector<double> buf;
-  // Tiles in one global order: each sender's blocking sends follow the order in
-  // which the root receives them, so this cannot deadlock.
-  for (std::int64_t tn = 0; tn < a.tiles_n(); ++tn)
-    for (std::int64_t tm = 0; tm < a.tiles_m(); ++tm) {
-      Tile t{tm, tn};
-      if (keep && !keep(t)) continue;
-      const int owner = a.rank_of(t);
-      const std::int64_t mb = a.rows_of(tm), nb = a.cols_of(tn);
-      const int count = static_cast<int>(mb * nb);
-      if (rank == root) {
-        const double* src = nullptr;
-        if (owner == root) {
-          src = a.tile(t);
-        } else {
-          buf.resize(count);
-          MPI_Recv(buf.data(), count, MPI_DOUBLE, owner, 7, comm, MPI_STATUS_IGNORE);
-          src = buf.data();
-        }
-        for (std::int64_t j = 0; j < nb; ++j)
-          for (std::int64_t i = 0; i < mb; ++i)
-            full[(tm * s.tile_rows + i) + (tn * s.tile_cols + j) * s.rows] = src[i + j * mb];
-      } else if (owner == rank) {
-        MPI_Send(a.tile(t), count, MPI_DOUBLE, root, 7, comm);
-      }
-    }
-  return full;
+  return rank;
+}
+
+// The layout, after the checks that LocalIndex needs to hold (a valid layout for
+// this communicator, tile storage, 1 or 2 dimensions).
+Layout checked(Layout layout, MPI_Comm comm) {
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  std::string err = layout.check(ranks);
+  if (!err.empty()) detail::fail("LayoutCollection: invalid layout '", layout.spec(), "': ", err);
+  if (layout.ndim() > 2)
+    detail::fail("LayoutCollection: tiles are indexed (m, n), so a layout has 1 or 2 dimensions; '",
+                 layout.spec(), "' has ", layout.ndim());
+  if (layout.storage().kind != StorageKind::tile)
+    detail::fail("LayoutCollection: a task reads a tile as one contiguous buffer, so the layout needs "
+                 "storage=tile; got '",
+                 layout.spec(), "'");
+  return layout;
+}
+
+}  // namespace
+
+void LayoutCollection::Free::operator()(std::byte* p) const { std::free(p); }
+
+LayoutCollection::LayoutCollection(Layout layout, MPI_Comm comm, Unset)
+    : layout_(checked(std::move(layout), comm)),
+      rank_(comm_rank(comm)),
+      local_(layout_, rank_),
+      ntiles_(layout_.ntiles()),
+      bytes_(static_cast<std::size_t>(
+          checked_mul(local_.elements(), layout_.elem_size(), "local storage bytes"))) {}
+
+LayoutCollection::LayoutCollection(Layout layout, MPI_Comm comm)
+    : LayoutCollection(std::move(layout), comm, Unset{}) {
+  if (bytes_ == 0) return;
+  // One buffer, cache-line aligned; zeroed as the tiles of a fresh matrix.
+  const std::size_t rounded = (bytes_ + 63) / 64 * 64;
+  owned_.reset(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
+  if (!owned_)
+    detail::fail("LayoutCollection: rank ", rank_, " cannot allocate ", bytes_, " bytes for '",
+                 layout_.spec(), "'");
+  std::memset(owned_.get(), 0, bytes_);
+  storage_ = owned_.get();
+}
+
+LayoutCollection::LayoutCollection(Layout layout, MPI_Comm comm, void* storage, std::size_t bytes)
+    : LayoutCollection(std::move(layout), comm, Unset{}) {
+  if (bytes < bytes_ || (bytes_ > 0 && storage == nullptr))
+    detail::fail("LayoutCollection: rank ", rank_, " stores ", local_.elements(), " elements of ",
+                 layout_.elem_size(), " bytes (", bytes_, " bytes) of '", layout_.spec(), "', but got ",
+                 storage ? "" : "a null pointer to ", bytes, " bytes");
+  storage_ = static_cast<std::byte*>(storage);
+}
+
+Coord LayoutCollection::coord(Tile t) const {
+  const bool two = layout_.ndim() > 1;
+  if (t.m < 0 || t.m >= ntiles_[0] || t.n < 0 || t.n >= (two ? ntiles_[1] : 1))
+    detail::fail("tile (", t.m, ", ", t.n, ") is outside the ", tiles_m(), "x", tiles_n(),
+                 " tiles of the collection '", layout_.spec(), "'");
+  return two ? Coord{t.m, t.n} : Coord{t.m};
+}
+
+int LayoutCollection::rank_of(Tile t) const { return layout_.ownership().owner(coord(t), ntiles_); }
+
+Box LayoutCollection::box(Tile t) const {
+  Box b = layout_.tile_box(coord(t));
+  if (layout_.ndim() == 1) return Box{Coord{b.lo[0], 0}, Coord{b.size[0], 1}};
+  return b;
+}
+
+Data LayoutCollection::data_of(Tile t) const {
+  const Coord c = coord(t);
+  const int owner = layout_.ownership().owner(c, ntiles_);
+  if (owner != rank_)
+    detail::fail("tile (", t.m, ", ", t.n, ") of the collection '", layout_.spec(), "' is owned by rank ",
+                 owner, ", not by rank ", rank_, "; a task reads and writes only tiles of its own rank");
+  const Box b = layout_.tile_box(c);
+  const index_t offset = local_.address(c, b.lo).offset;
+  return Data::wrap(storage_ + offset * layout_.elem_size(),
+                    static_cast<std::size_t>(b.size.volume() * layout_.elem_size()));
+}
+
+void LayoutCollection::check_element(std::size_t size) const {
+  if (static_cast<index_t>(size) != layout_.elem_size())
+    detail::fail("LayoutCollection: elements of '", layout_.spec(), "' have ", layout_.elem_size(),
+                 " bytes, not ", size);
 }
 
 }  // namespace redist::runtime

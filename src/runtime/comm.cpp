@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 
+#include "mpi/agree.hpp"
 #include "redist/error.hpp"
 
 namespace redist::runtime::detail {
@@ -24,9 +25,7 @@ void append_bytes(std::vector<std::int64_t>& msg, const void* src, std::size_t b
   if (bytes) std::memcpy(msg.data() + at, src, bytes);
 }
 
-void check_mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) fail("MPI error ", rc, " in ", what);
-}
+using ::redist::detail::check_mpi;
 
 // MPI_Testsome over `reqs`: moves the items of the requests that completed to
 // `done` (in order), keeps the others with their requests, and returns how many

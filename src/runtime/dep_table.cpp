@@ -45,13 +45,4 @@ bool DepTable::deliver(const TaskClass& cls, const Params& p, int flow, const Da
   return true;
 }
 
-std::size_t DepTable::pending() const {
-  std::size_t n = 0;
-  for (const Shard& s : shards_) {
-    std::lock_guard lock(s.mutex);
-    n += s.map.size();
-  }
-  return n;
-}
-
 }  // namespace redist::runtime::detail

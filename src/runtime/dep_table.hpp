@@ -23,7 +23,6 @@ class DepTable {
   // Delivers `data` on flow `flow` of task (cls, p). Returns true, with `ready`
   // filled, when that was the last missing input.
   bool deliver(const TaskClass& cls, const Params& p, int flow, const Data& data, ReadyTask& ready);
-  std::size_t pending() const;
 
  private:
   struct Key {
@@ -39,7 +38,7 @@ class DepTable {
     std::vector<Data> flows;
   };
   struct alignas(64) Shard {
-    mutable std::mutex mutex;
+    std::mutex mutex;
     std::unordered_map<Key, Entry, KeyHash> map;
   };
   std::array<Shard, 64> shards_;

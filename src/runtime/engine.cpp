@@ -11,6 +11,7 @@
 
 #include "comm.hpp"
 #include "dep_table.hpp"
+#include "mpi/agree.hpp"
 #include "redist/error.hpp"
 #include "redist/runtime/runtime.hpp"
 #include "scheduler.hpp"
@@ -99,7 +100,7 @@ class Engine {
       try {
         did = comm_.progress(-1, true);
       } catch (const std::exception& e) {
-        fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
+        fail(rank_, e.what(), true);
       }
       if (executed() == local_tasks_ && comm_.idle()) break;
       // While a worker polls MPI itself (multiple mode), a second poller would only
@@ -188,7 +189,7 @@ class Engine {
     try {
       enumerate_prioritized(w);
     } catch (const std::exception& e) {
-      fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
+      fail(rank_, cat("starting the tasks failed: ", e.what()), true);
     }
     worker_loop(w);
   }
@@ -207,7 +208,7 @@ class Engine {
           try {
             got = next_lazy(w, t);
           } catch (const std::exception& e) {
-            fail(rank_, cat("rank ", rank_, " failed to start its tasks: ", e.what()), true);
+            fail(rank_, cat("starting the tasks failed: ", e.what()), true);
           }
           lazy = got;
         }
@@ -232,7 +233,7 @@ class Engine {
         try {
           did = comm_.progress(w, false);
         } catch (const std::exception& e) {
-          fail(rank_, cat("rank ", rank_, ": ", e.what()), true);
+          fail(rank_, e.what(), true);
         }
         if (did) {
           idle = 1;  // still polling
@@ -258,10 +259,9 @@ class Engine {
       c.body_fn()(ctx);
       epilogue(w, t);
     } catch (const std::exception& e) {
-      fail(rank_, cat("task ", c.describe(t.params), " on rank ", rank_, " failed: ", e.what()), true);
+      fail(rank_, cat("task ", c.describe(t.params), " failed: ", e.what()), true);
     } catch (...) {
-      fail(rank_, cat("task ", c.describe(t.params), " on rank ", rank_, " failed: unknown exception"),
-           true);
+      fail(rank_, cat("task ", c.describe(t.params), " failed: unknown exception"), true);
     }
     t.flows.clear();  // release the data before counting the task as done
     auto& done = workers_[w]->executed;
@@ -346,28 +346,23 @@ class Engine {
   std::string error_message_;
 };
 
-// Every rank learns the error of the lowest rank where one happened (or none), so
-// that all ranks throw the same message (ARCHITECTURE.md, "fail cleanly").
-std::string agree_on_error(MPI_Comm comm, int my_origin, const std::string& my_message) {
-  int rank = 0, origin = INT_MAX;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Allreduce(&my_origin, &origin, 1, MPI_INT, MPI_MIN, comm);
-  if (origin == INT_MAX) return {};
-  std::string msg = rank == origin ? my_message : std::string{};
-  long len = static_cast<long>(msg.size());
-  MPI_Bcast(&len, 1, MPI_LONG, origin, comm);
-  msg.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, origin, comm);
-  return msg.empty() ? std::string("task graph run failed") : msg;
-}
-
 }  // namespace
 }  // namespace detail
 
 Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
   auto t0 = std::chrono::steady_clock::now();
   MPI_Comm comm;  // private tag space: runs never see each other's messages
-  MPI_Comm_dup(user_comm, &comm);
+  ::redist::detail::check_mpi(MPI_Comm_dup(user_comm, &comm), "MPI_Comm_dup");
+  // Every rank throws the error of the lowest rank where one happened
+  // (ARCHITECTURE.md, "fail cleanly"), after freeing the duplicate.
+  auto agree = [&comm](const std::string& local_error) {
+    try {
+      ::redist::detail::agree(comm, local_error);
+    } catch (...) {
+      MPI_Comm_free(&comm);
+      throw;
+    }
+  };
   int rank = 0, ranks = 1, level = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &ranks);
@@ -387,20 +382,20 @@ Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
       err = detail::cat("invalid task graph: evaluating it threw: ", e.what());
     }
   }
-  std::string agreed = detail::agree_on_error(comm, err.empty() ? INT_MAX : rank, err);
-  if (!agreed.empty()) {
-    MPI_Comm_free(&comm);
-    throw Error(agreed);
-  }
+  agree(err);
 
   Stats stats;
   {
     detail::Engine engine(graph, comm, options, local_tasks);
     engine.run(stats);
-    agreed = detail::agree_on_error(comm, engine.error_origin(), engine.error_message());
+    // The lowest failing rank holds its own error as the one of the lowest origin
+    // (an ABORT can only bring errors of higher ranks to it): it alone reports.
+    std::string mine;
+    if (engine.error_origin() == rank)
+      mine = engine.error_message().empty() ? "task graph run failed" : engine.error_message();
+    agree(mine);
   }
   MPI_Comm_free(&comm);
-  if (!agreed.empty()) throw Error(agreed);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
 }

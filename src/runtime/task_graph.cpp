@@ -37,14 +37,32 @@ Endpoint to(const DataCollection& collection, TileFn tile) {
   return from(collection, std::move(tile));
 }
 
-FlowBuilder& FlowBuilder::in(Endpoint source) { return in(Guard{}, std::move(source)); }
-FlowBuilder& FlowBuilder::in(Guard guard, Endpoint source) {
-  task_.flow_at(index_).ins.push_back(Dep{std::move(guard), std::move(source)});
+FlowBuilder& FlowBuilder::in(Endpoint source) {
+  task_->flow_at(index_).ins.push_back(Dep{Guard{}, std::move(source)});
   return *this;
 }
-FlowBuilder& FlowBuilder::out(Endpoint target) { return out(Guard{}, std::move(target)); }
-FlowBuilder& FlowBuilder::out(Guard guard, Endpoint target) {
-  task_.flow_at(index_).outs.push_back(Dep{std::move(guard), std::move(target)});
+GuardedFlow FlowBuilder::in_if(Guard cond, Endpoint source) {
+  task_->flow_at(index_).ins.push_back(Dep{cond, std::move(source)});
+  return GuardedFlow(*this, std::move(cond), true);
+}
+FlowBuilder& FlowBuilder::out(Endpoint target) {
+  task_->flow_at(index_).outs.push_back(Dep{Guard{}, std::move(target)});
+  return *this;
+}
+GuardedFlow FlowBuilder::out_if(Guard cond, Endpoint target) {
+  task_->flow_at(index_).outs.push_back(Dep{cond, std::move(target)});
+  return GuardedFlow(*this, std::move(cond), false);
+}
+
+FlowBuilder& GuardedFlow::otherwise(Endpoint e) {
+  if (input_) {
+    // The first IN whose guard holds gives the input, so the other branch of
+    // `cond ? a : b` needs no guard of its own.
+    return in(std::move(e));
+  }
+  // Every OUT whose guard holds is sent: the other branch sends when cond does not hold.
+  Guard negated = Guard::of_params([cond = cond_](const Params& p) { return !cond(p); }, cond_.arity());
+  task_->flow_at(index_).outs.push_back(Dep{std::move(negated), std::move(e)});
   return *this;
 }
 
@@ -56,19 +74,19 @@ TaskClass& TaskClass::param(std::string name, Bound lo, Bound hi) {
   return *this;
 }
 
-TaskClass& TaskClass::affinity(std::function<int(const Params&)> rank_of_task) {
+TaskClass& TaskClass::affinity(ParamFn<int> rank_of_task) {
   affinity_ = std::move(rank_of_task);
   return *this;
 }
 
 TaskClass& TaskClass::affinity(const DataCollection& collection, TileFn tile) {
-  affinity_ = [&collection, tile = std::move(tile)](const Params& p) {
-    return collection.rank_of(tile(p));
-  };
+  const int arity = tile.arity();
+  affinity_ = ParamFn<int>::of_params(
+      [&collection, tile = std::move(tile)](const Params& p) { return collection.rank_of(tile(p)); }, arity);
   return *this;
 }
 
-TaskClass& TaskClass::priority(std::function<int(const Params&)> prio) {
+TaskClass& TaskClass::priority(ParamFn<int> prio) {
   priority_ = std::move(prio);
   return *this;
 }
@@ -83,11 +101,6 @@ FlowBuilder TaskClass::control(std::string name) {
   FlowBuilder b = flow(std::move(name), Access::read);
   flows_.back().control = true;
   return b;
-}
-
-TaskClass& TaskClass::body(Body body) {
-  body_ = std::move(body);
-  return *this;
 }
 
 int TaskClass::flow_index(std::string_view name) const {
@@ -117,8 +130,40 @@ TaskClass& TaskGraph::task_class(std::string name) {
   return *classes_.back();
 }
 
+std::string TaskClass::check_arity() const {
+  const int n = num_params();
+  auto too_many = [&](int arity, int allowed, const auto&... what) -> std::string {
+    if (arity <= allowed) return {};
+    return detail::cat("invalid task graph: ", what..., " takes ", arity, " parameters, but ",
+                       allowed == n ? detail::cat(name_, " has ", n)
+                                    : detail::cat("only the ", allowed, " before it are known"));
+  };
+  std::string err;
+  auto first = [&](std::string e) {
+    if (err.empty()) err = std::move(e);
+  };
+  for (int i = 0; i < n; ++i) {
+    first(too_many(ranges_[i].first.fn.arity(), i, "the lower bound of ", name_, ".", param_names_[i]));
+    first(too_many(ranges_[i].second.fn.arity(), i, "the upper bound of ", name_, ".", param_names_[i]));
+  }
+  first(too_many(affinity_.arity(), n, "the affinity of ", name_));
+  first(too_many(priority_.arity(), n, "the priority of ", name_));
+  first(too_many(body_arity_, n, "the body of ", name_));
+  for (const Flow& f : flows_) {
+    for (const auto* deps : {&f.ins, &f.outs})
+      for (const Dep& d : *deps) {
+        const char* dir = deps == &f.ins ? "an input" : "an output";
+        first(too_many(d.guard.arity(), n, "the condition of ", dir, " of ", name_, ".", f.name));
+        first(too_many(d.end.task ? d.end.targets.arity() : d.end.tile.arity(), n, dir, " of ", name_, ".",
+                       f.name));
+      }
+  }
+  return err;
+}
+
 std::string TaskGraph::resolve() {
   for (auto& c : classes_) {
+    if (std::string err = c->check_arity(); !err.empty()) return err;
     for (int f = 0; f < c->num_flows(); ++f) {
       Flow& flow = c->flow_at(f);
       for (auto* deps : {&flow.ins, &flow.outs}) {

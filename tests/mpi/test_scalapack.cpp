@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "../../bench/scalapack.hpp"
 #include "../common/mpi_util.hpp"
@@ -53,7 +54,9 @@ std::string run_case(const Layout& src, const Layout& dst, const Region& r, int 
   fill_pattern(dst, rank, d0.blocks(), kDstId);
   auto bytes = [](const harness::LocalStorage& st) {
     const std::span<std::byte> b = st.block_bytes(0);
-    return std::vector<std::byte>(b.begin(), b.end());
+    std::vector<std::byte> v(b.size());
+    if (!b.empty()) std::memcpy(v.data(), b.data(), b.size());
+    return v;
   };
   const std::vector<std::byte> src_before = bytes(s), dst_before = bytes(d0);
   std::string err;

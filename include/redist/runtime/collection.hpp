@@ -4,24 +4,25 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
+#include <span>
 
+#include "redist/layout.hpp"
 #include "redist/runtime/data.hpp"
 
 namespace redist::runtime {
 
-// A 2-D tile index (row of tiles, column of tiles).
+// A 2-D tile index (row of tiles, column of tiles): the A(m, n) of a JDF.
 struct Tile {
   std::int64_t m = 0;
   std::int64_t n = 0;
   friend bool operator==(const Tile&, const Tile&) = default;
 };
 
-// The interface the runtime needs from any distributed data, as in PaRSEC:
-// who owns a tile, and where its local bytes are. Redistribution layouts plug in
-// here later (ARCHITECTURE.md, layer `runtime`).
+// The interface the runtime needs from any distributed data, as in PaRSEC: who
+// owns a tile, and where its local bytes are.
 class DataCollection {
  public:
   virtual ~DataCollection() = default;
@@ -31,50 +32,80 @@ class DataCollection {
   virtual Data data_of(Tile tile) const = 0;
 };
 
-// Parameters of a 2-D tiled matrix with 2-D block-cyclic ownership over a P x Q
-// row-major process grid (rank = p * Q + q), as ScaLAPACK and DPLASMA use.
-struct TiledMatrixSpec {
-  std::int64_t rows = 0;       // M
-  std::int64_t cols = 0;       // N
-  std::int64_t tile_rows = 0;  // MB
-  std::int64_t tile_cols = 0;  // NB
-  int grid_rows = 1;           // P
-  int grid_cols = 1;           // Q
-};
-
-// A tiled matrix of doubles, tile storage (each tile contiguous, column-major,
-// leading dimension = its row count; the last tile row/column may be smaller).
-// Only local tiles are allocated.
-class TiledMatrix final : public DataCollection {
+// The tiles of a redist::Layout as a data collection: any partition (regular,
+// ragged edges, explicit boundaries) and any ownership (block_cyclic, random,
+// band, table, function), in `tile` storage. Tile (m, n) is the layout's tile
+// {m, n}; a 1-D layout's tiles are (m, 0). Owners come from the layout's
+// Ownership, local bytes from its LocalIndex: this rank's tiles lie in one
+// buffer, tile after tile in LocalIndex order, each column-major with leading
+// dimension its row count (the PLASMA/DPLASMA tile layout of paper 004).
+//
+// The same storage is what redist::Plan::execute reads and writes for this
+// layout, so a collection can be redistributed to or from any other layout.
+class LayoutCollection final : public DataCollection {
  public:
-  // Preconditions: positive sizes, grid_rows * grid_cols <= number of ranks.
-  TiledMatrix(const TiledMatrixSpec& spec, int rank);
+  // Allocates this rank's storage (zeroed). Reads only the rank and size of
+  // `comm` (not collective). Throws redist::Error when layout.check(size of
+  // comm) fails, when the storage is not `tile`, or when the layout has more
+  // than 2 dimensions.
+  LayoutCollection(Layout layout, MPI_Comm comm);
+  // Wraps user storage of `bytes` bytes, at least storage_bytes() (local
+  // elements x element size; null allowed when that is 0). The memory must
+  // outlive the collection and every graph run on it. Same checks as above.
+  LayoutCollection(Layout layout, MPI_Comm comm, void* storage, std::size_t bytes);
 
+  // Throws redist::Error when `tile` is outside the layout's tiles.
   int rank_of(Tile tile) const override;
+  // Throws redist::Error when `tile` is outside the layout or owned by another rank.
   Data data_of(Tile tile) const override;
 
-  const TiledMatrixSpec& spec() const { return spec_; }
-  std::int64_t tiles_m() const { return mt_; }
-  std::int64_t tiles_n() const { return nt_; }
-  // Rows of tiles in tile row `tm`, columns in tile column `tn`.
-  std::int64_t rows_of(std::int64_t tm) const;
-  std::int64_t cols_of(std::int64_t tn) const;
+  const Layout& layout() const { return layout_; }
+  const LocalIndex& local() const { return local_; }
+  int rank() const { return rank_; }
+  // Tiles per dimension (tiles_n() is 1 for a 1-D layout).
+  std::int64_t tiles_m() const { return ntiles_[0]; }
+  std::int64_t tiles_n() const { return layout_.ndim() > 1 ? ntiles_[1] : 1; }
+  // Rows of the tiles in tile row `m`, columns of those in tile column `n`.
+  std::int64_t rows_of(std::int64_t m) const { return layout_.partition(0).tile_size(m); }
+  std::int64_t cols_of(std::int64_t n) const {
+    return layout_.ndim() > 1 ? layout_.partition(1).tile_size(n) : 1;
+  }
+  // The global elements of `tile` (2-D box; a 1-D layout's has one column).
+  Box box(Tile tile) const;
   bool is_local(Tile tile) const { return rank_of(tile) == rank_; }
-  // Column-major storage of a local tile (leading dimension rows_of(tile.m)).
-  double* tile(Tile tile) const;
+  // Column-major storage of a local tile. Throws redist::Error unless the tile is
+  // local and sizeof(T) is the layout's element size.
+  template <class T>
+  T* tile(Tile t) const {
+    check_element(sizeof(T));
+    return data_of(t).as<T>();
+  }
+  // This rank's whole storage (what Plan::execute takes for this layout).
+  std::byte* storage() const { return storage_; }
+  std::size_t storage_bytes() const { return bytes_; }
+  template <class T>
+  std::span<T> elements() const {
+    check_element(sizeof(T));
+    return {reinterpret_cast<T*>(storage_), bytes_ / sizeof(T)};
+  }
 
  private:
-  TiledMatrixSpec spec_;
-  int rank_;
-  std::int64_t mt_, nt_;
-  std::vector<std::unique_ptr<double[]>> tiles_;  // by m + n * mt_, null if remote
-};
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  struct Unset {};
+  // The checks and the local index; storage_ is set by the public constructors.
+  LayoutCollection(Layout layout, MPI_Comm comm, Unset);
+  Coord coord(Tile t) const;  // checked: inside the layout's tiles
+  void check_element(std::size_t size) const;
 
-// Collects the whole matrix on `root` (column-major, leading dimension rows) for
-// checks against a serial reference; other ranks get an empty vector. Only tiles
-// with keep(tile) true are sent (e.g. the lower triangle); the rest stay 0.
-// Collective over `comm`, whose ranks must match those `a` was built for.
-std::vector<double> gather_matrix(const TiledMatrix& a, MPI_Comm comm, int root,
-                                  bool (*keep)(Tile) = nullptr);
+  Layout layout_;
+  int rank_ = 0;
+  LocalIndex local_;
+  Coord ntiles_;
+  std::size_t bytes_ = 0;
+  std::unique_ptr<std::byte[], Free> owned_;  // null when wrapping user storage
+  std::byte* storage_ = nullptr;
+};
 
 }  // namespace redist::runtime

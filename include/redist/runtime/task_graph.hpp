@@ -2,13 +2,10 @@
 // format): task classes with an execution space, an affinity, data flows with
 // guarded IN/OUT dependencies, control dependencies, a priority and a body. The
 // graph is never unrolled: dependencies are functions of the task parameters and
-// are evaluated on demand by the engine.
+// are evaluated on demand by the engine. How to write one: docs/runtime.md.
 #pragma once
 
-#include <array>
-#include <concepts>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -16,16 +13,12 @@
 #include <vector>
 
 #include "redist/runtime/collection.hpp"
-#include "redist/runtime/data.hpp"
+#include "redist/runtime/context.hpp"
+#include "redist/runtime/params.hpp"
 
 namespace redist::runtime {
 
-inline constexpr int kMaxParams = 4;  // Send(ms, ns, mt, nt) of paper 000 needs four
 inline constexpr int kMaxFlows = 16;  // data + control flows of one task class
-
-// The parameters of one task, e.g. {k, m, n} for DGEMM(k, m, n); unused slots are 0.
-using Params = std::array<std::int64_t, kMaxParams>;
-using P = const Params&;  // short spelling for dependency lambdas
 
 // One parameter of a dependency target: a single value or an inclusive range
 // lo..hi (the JDF's `DTRSM(k, k+1..SIZE-1)`). An empty range (hi < lo) names no task.
@@ -46,21 +39,9 @@ struct Targets {
   bool contains(const Params& p) const;
 };
 
-using Guard = std::function<bool(const Params&)>;
-using TargetsFn = std::function<Targets(const Params&)>;
-using TileFn = std::function<Tile(const Params&)>;
-using IntFn = std::function<std::int64_t(const Params&)>;
-
-// A bound of an execution-space range: a constant or a function of the outer
-// parameters (the JDF's `n = k+1 .. SIZE-1`).
-struct Bound {
-  IntFn fn;
-  Bound(std::int64_t c) : fn([c](const Params&) { return c; }) {}  // NOLINT
-  Bound(int c) : Bound(static_cast<std::int64_t>(c)) {}            // NOLINT
-  template <class F>
-    requires std::invocable<F, const Params&> && (!std::integral<F>)
-  Bound(F f) : fn(std::move(f)) {}  // NOLINT
-};
+using Guard = ParamFn<bool>;
+using TargetsFn = ParamFn<Targets>;
+using TileFn = ParamFn<Tile>;
 
 class TaskClass;
 
@@ -94,8 +75,7 @@ enum class Access { read, read_write };
 
 // A named flow of a task class. Data flows carry bytes; control flows only order
 // tasks (paper 000, sec. 6.2.1). The first IN dependency whose guard holds gives the
-// input (the JDF's `(k == 0) ? A(k, k) : T DSYRK(k-1, k)`); every OUT dependency
-// whose guard holds receives the output.
+// input; every OUT dependency whose guard holds receives the output.
 struct Flow {
   std::string name;
   bool control = false;
@@ -104,21 +84,42 @@ struct Flow {
   std::vector<Dep> outs;
 };
 
-class TaskContext;
-using Body = std::function<void(TaskContext&)>;
+class GuardedFlow;
 
 // Adds dependencies to one flow; returned by TaskClass::flow() and ::control().
+// The JDF's `T <- (k == 0) ? A(k, k) : T DSYRK(k-1, k)` is
+//   .in_if([](auto k) { return k == 0; }, from(A, ...)).otherwise(from(syrk, ...))
+// and `-> (n == k+1) ? T DPOTRF(k+1) : T DSYRK(k+1, n)` is
+//   .out_if([](auto k, auto n) { return n == k + 1; }, to(potrf, ...)).otherwise(to(syrk, ...)).
 class FlowBuilder {
  public:
-  FlowBuilder(TaskClass& task, int index) : task_(task), index_(index) {}
+  FlowBuilder(TaskClass& task, int index) : task_(&task), index_(index) {}
+  // The input, unless an earlier in_if's condition held.
   FlowBuilder& in(Endpoint source);
-  FlowBuilder& in(Guard guard, Endpoint source);
+  // The input when `cond` holds (and no earlier in_if's did); .otherwise() names the
+  // input when it does not. Several in_if in a row read as `c1 ? a : c2 ? b : ...`.
+  GuardedFlow in_if(Guard cond, Endpoint source);
+  // An output, always sent.
   FlowBuilder& out(Endpoint target);
-  FlowBuilder& out(Guard guard, Endpoint target);
+  // An output sent when `cond` holds; .otherwise() names the one sent when it does not.
+  GuardedFlow out_if(Guard cond, Endpoint target);
+
+ protected:
+  TaskClass* task_;
+  int index_;
+};
+
+// A flow right after in_if/out_if: `.otherwise(e)` adds the other branch of the
+// condition, written once. Other calls continue the flow without one.
+class GuardedFlow : public FlowBuilder {
+ public:
+  GuardedFlow(FlowBuilder b, Guard cond, bool input)
+      : FlowBuilder(b), cond_(std::move(cond)), input_(input) {}
+  FlowBuilder& otherwise(Endpoint e);
 
  private:
-  TaskClass& task_;
-  int index_;
+  Guard cond_;
+  bool input_;
 };
 
 // A task class (a JDF function). Build with chained calls; see docs/runtime.md.
@@ -130,14 +131,27 @@ class TaskClass {
   // parameters declared before it.
   TaskClass& param(std::string name, Bound lo, Bound hi);
   // The rank that runs a task (must be in [0, ranks) of the communicator).
-  TaskClass& affinity(std::function<int(const Params&)> rank_of_task);
+  TaskClass& affinity(ParamFn<int> rank_of_task);
   // Runs a task where `collection` owns the tile `tile` returns.
   TaskClass& affinity(const DataCollection& collection, TileFn tile);
   // Higher runs first among ready tasks of a rank.
-  TaskClass& priority(std::function<int(const Params&)> prio);
+  TaskClass& priority(ParamFn<int> prio);
   FlowBuilder flow(std::string name, Access access = Access::read_write);
   FlowBuilder control(std::string name);
-  TaskClass& body(Body body);
+  // The task's code: a callable taking (TaskContext&, then the parameters by name),
+  // e.g. [](TaskContext& c, auto k, auto n) { ... }.
+  template <class F>
+    requires(::redist::detail::param_arity<F, TaskContext&>() >= 0)
+  TaskClass& body(F f) {
+    constexpr int arity = ::redist::detail::param_arity<F, TaskContext&>();
+    body_arity_ = arity;
+    body_ = [f = std::move(f)](TaskContext& c) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        f(c, c.params()[I]...);
+      }(std::make_index_sequence<arity>{});
+    };
+    return *this;
+  }
 
   int id() const { return id_; }
   const std::string& name() const { return name_; }
@@ -153,19 +167,22 @@ class TaskClass {
   int rank_of(const Params& p) const { return affinity_(p); }
   bool has_priority() const { return static_cast<bool>(priority_); }
   int priority_of(const Params& p) const { return priority_ ? priority_(p) : 0; }
-  const Body& body_fn() const { return body_; }
+  const std::function<void(TaskContext&)>& body_fn() const { return body_; }
   bool in_space(const Params& p) const;
   std::string describe(const Params& p) const;  // "DGEMM(0, 2, 1)"
+  // "" or the first function that takes more parameters than the class has.
+  std::string check_arity() const;
 
  private:
   int id_;
   std::string name_;
   std::vector<std::string> param_names_;
   std::vector<std::pair<Bound, Bound>> ranges_;
-  std::function<int(const Params&)> affinity_;
-  std::function<int(const Params&)> priority_;
+  ParamFn<int> affinity_;
+  ParamFn<int> priority_;
   std::vector<Flow> flows_;
-  Body body_;
+  std::function<void(TaskContext&)> body_;
+  int body_arity_ = 0;
 };
 
 // A set of task classes that reference each other. Task classes have stable
@@ -175,39 +192,11 @@ class TaskGraph {
   TaskClass& task_class(std::string name);
   int num_classes() const { return static_cast<int>(classes_.size()); }
   const TaskClass& at(int id) const { return *classes_[id]; }
-  // Resolves flow names; returns an empty string or the first problem found.
+  // Resolves flow names and checks each class; returns "" or the first problem found.
   std::string resolve();
 
  private:
   std::vector<std::unique_ptr<TaskClass>> classes_;
-};
-
-// What a task body sees: its parameters and the data on its flows. Outputs are
-// the inputs by default (in-place update, as the JDF's RW flows); allocate() or
-// set_size() changes what goes out.
-class TaskContext {
- public:
-  TaskContext(const TaskClass& cls, const Params& p, Data* flows, int rank, int thread)
-      : cls_(cls), params_(p), flows_(flows), rank_(rank), thread_(thread) {}
-  const Params& params() const { return params_; }
-  std::int64_t operator[](int i) const { return params_[i]; }
-  int rank() const { return rank_; }
-  int thread() const { return thread_; }
-  // The data on a flow (by index or name); throws on an unknown name.
-  Data& data(int flow) { return flows_[flow]; }
-  Data& data(std::string_view flow);
-  template <class T>
-  T* as(std::string_view flow) {
-    return data(flow).as<T>();
-  }
-  // Replaces the output of `flow` with a fresh buffer of `bytes` bytes.
-  Data& allocate(std::string_view flow, std::size_t bytes);
-
- private:
-  const TaskClass& cls_;
-  const Params& params_;
-  Data* flows_;
-  int rank_, thread_;
 };
 
 }  // namespace redist::runtime

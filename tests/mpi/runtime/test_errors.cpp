@@ -6,7 +6,6 @@
 #include "redist/error.hpp"
 #include "test_util.hpp"
 
-using rt::P;
 using rt::Targets;
 
 class Errors : public ::testing::TestWithParam<Config> {};
@@ -26,10 +25,10 @@ std::string run_expecting_error(rt::TaskGraph& g, const rt::Options& o) {
 rt::TaskClass& chain(rt::TaskGraph& g, int n) {
   const int ranks = world_size();
   auto& t = g.task_class("T");
-  t.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+  t.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
   t.flow("x")
-      .in([](P p) { return p[0] > 0; }, rt::from(t, "x", [](P p) { return Targets{p[0] - 1}; }))
-      .out([=](P p) { return p[0] < n - 1; }, rt::to(t, "x", [](P p) { return Targets{p[0] + 1}; }));
+      .in_if([](auto i) { return i > 0; }, rt::from(t, "x", [](auto i) { return Targets{i - 1}; }))
+      .out_if([=](auto i) { return i < n - 1; }, rt::to(t, "x", [](auto i) { return Targets{i + 1}; }));
   return t;
 }
 
@@ -42,23 +41,23 @@ void expect_same_error(const std::string& msg, const std::string& part) {
 TEST_P(Errors, ExceptionInBody) {
   const int n = 12;
   rt::TaskGraph g;
-  chain(g, n).body([](rt::TaskContext& c) {
-    if (c[0] == 0) c.allocate("x", 8);
-    if (c[0] == 5) throw std::runtime_error("boom");
+  chain(g, n).body([](rt::TaskContext& c, auto i) {
+    if (i == 0) c.allocate("x", 8);
+    if (i == 5) throw std::runtime_error("boom");
   });
   std::string msg = run_expecting_error(g, options_of(GetParam()));
-  expect_same_error(msg, "task T(5) on rank " + std::to_string(5 % world_size()) + " failed: boom");
+  expect_same_error(msg, "redist: rank " + std::to_string(5 % world_size()) + ": task T(5) failed: boom");
 }
 
 TEST_P(Errors, InputNobodyProduces) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");
   auto& b = g.task_class("B");
-  a.param("i", 0, 3).affinity([](P p) { return static_cast<int>(p[0] % world_size()); });
-  a.flow("x").out(rt::to(b, "x", [](P p) { return Targets{p[0]}; }));
+  a.param("i", 0, 3).affinity([](auto i) { return i % world_size(); });
+  a.flow("x").out(rt::to(b, "x", [](auto i) { return Targets{i}; }));
   a.body([](rt::TaskContext&) {});
-  b.param("i", 0, 4).affinity([](P p) { return static_cast<int>(p[0] % world_size()); });
-  b.flow("x").in(rt::from(a, "x", [](P p) { return Targets{p[0]}; }));  // A(4) does not exist
+  b.param("i", 0, 4).affinity([](auto i) { return i % world_size(); });
+  b.flow("x").in(rt::from(a, "x", [](auto i) { return Targets{i}; }));  // A(4) does not exist
   b.body([](rt::TaskContext&) {});
   std::string msg = run_expecting_error(g, options_of(GetParam()));
   expect_same_error(msg, "invalid task graph: input B(4).x comes from A(4), which is outside");
@@ -68,10 +67,10 @@ TEST_P(Errors, OutputNobodyExpects) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");
   auto& b = g.task_class("B");
-  a.affinity([](P) { return 0; });
-  a.flow("x").out(rt::to(b, "x", [](P) { return Targets{}; }));
+  a.affinity([] { return 0; });
+  a.flow("x").out(rt::to(b, "x", [] { return Targets{}; }));
   a.body([](rt::TaskContext&) {});
-  b.affinity([](P) { return world_size() - 1; });
+  b.affinity([] { return world_size() - 1; });
   b.flow("x");  // no IN: B would never count A's output
   b.body([](rt::TaskContext&) {});
   std::string msg = run_expecting_error(g, options_of(GetParam()));
@@ -81,7 +80,7 @@ TEST_P(Errors, OutputNobodyExpects) {
 TEST_P(Errors, AffinityOutsideCommunicator) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");
-  a.param("i", 0, 3).affinity([](P p) { return static_cast<int>(p[0] == 2 ? world_size() : 0); });
+  a.param("i", 0, 3).affinity([](auto i) { return i == 2 ? world_size() : 0; });
   a.body([](rt::TaskContext&) {});
   std::string msg = run_expecting_error(g, options_of(GetParam()));
   expect_same_error(msg, "affinity of A(2) is rank " + std::to_string(world_size()) +
@@ -91,11 +90,49 @@ TEST_P(Errors, AffinityOutsideCommunicator) {
 TEST_P(Errors, UnknownFlowName) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");
-  a.affinity([](P) { return 0; });
-  a.flow("x").out(rt::to(a, "y", [](P) { return Targets{}; }));
+  a.affinity([] { return 0; });
+  a.flow("x").out(rt::to(a, "y", [] { return Targets{}; }));
   a.body([](rt::TaskContext&) {});
   std::string msg = run_expecting_error(g, options_of(GetParam()));
   expect_same_error(msg, "has no such flow");
+}
+
+// A function of more parameters than its task has (it would read unused slots).
+TEST_P(Errors, TooManyParameters) {
+  {
+    rt::TaskGraph g;
+    auto& a = g.task_class("A");
+    a.param("i", 0, 3).affinity([](auto i, auto j) { return (i + j) % world_size(); });
+    a.body([](rt::TaskContext&) {});
+    expect_same_error(run_expecting_error(g, options_of(GetParam())),
+                      "invalid task graph: the affinity of A takes 2 parameters, but A has 1");
+  }
+  {
+    rt::TaskGraph g;
+    auto& a = g.task_class("A");
+    a.param("i", 0, 3).param("j", 0, [](auto /*i*/, auto j) { return j; }).affinity([] { return 0; });
+    a.body([](rt::TaskContext&) {});
+    expect_same_error(run_expecting_error(g, options_of(GetParam())),
+                      "the upper bound of A.j takes 2 parameters, but only the 1 before it are known");
+  }
+  {
+    rt::TaskGraph g;
+    auto& a = g.task_class("A");
+    a.param("i", 0, 3).affinity([] { return 0; });
+    a.control("c").in_if([](auto i, auto /*j*/) { return i > 0; },
+                         rt::from(a, "c", [](auto i) { return Targets{i - 1}; }));
+    a.body([](rt::TaskContext&) {});
+    expect_same_error(run_expecting_error(g, options_of(GetParam())),
+                      "the condition of an input of A.c takes 2 parameters, but A has 1");
+  }
+  {
+    rt::TaskGraph g;
+    auto& a = g.task_class("A");
+    a.param("i", 0, 3).affinity([] { return 0; });
+    a.body([](rt::TaskContext&, auto, auto) {});
+    expect_same_error(run_expecting_error(g, options_of(GetParam())),
+                      "the body of A takes 2 parameters, but A has 1");
+  }
 }
 
 // After failed runs the runtime is usable again (private communicator per run).
@@ -103,8 +140,8 @@ TEST_P(Errors, UsableAfterError) {
   const int n = 10;
   std::atomic<int> ran{0};
   rt::TaskGraph g;
-  chain(g, n).body([&](rt::TaskContext& c) {
-    if (c[0] == 0) c.allocate("x", 100000);  // rendezvous transfers in flight
+  chain(g, n).body([&](rt::TaskContext& c, auto i) {
+    if (i == 0) c.allocate("x", 100000);  // rendezvous transfers in flight
     ++ran;
   });
   rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));

@@ -7,7 +7,6 @@
 
 #include "test_util.hpp"
 
-using rt::P;
 using rt::Targets;
 
 class Graph : public ::testing::TestWithParam<Config> {};
@@ -18,17 +17,17 @@ TEST_P(Graph, ChainAcrossRanks) {
   std::atomic<std::int64_t> ran{0}, last{0};
   rt::TaskGraph g;
   auto& t = g.task_class("T");
-  t.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+  t.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
   t.flow("x")
-      .in([](P p) { return p[0] > 0; }, rt::from(t, "x", [](P p) { return Targets{p[0] - 1}; }))
-      .out([=](P p) { return p[0] < n - 1; }, rt::to(t, "x", [](P p) { return Targets{p[0] + 1}; }));
-  t.body([&](rt::TaskContext& c) {
-    if (c[0] == 0) *static_cast<std::int64_t*>(static_cast<void*>(c.allocate("x", 8).bytes())) = 0;
+      .in_if([](auto i) { return i > 0; }, rt::from(t, "x", [](auto i) { return Targets{i - 1}; }))
+      .out_if([=](auto i) { return i < n - 1; }, rt::to(t, "x", [](auto i) { return Targets{i + 1}; }));
+  t.body([&](rt::TaskContext& c, auto i) {
+    if (i == 0) *static_cast<std::int64_t*>(static_cast<void*>(c.allocate("x", 8).bytes())) = 0;
     auto* v = c.as<std::int64_t>("x");
-    EXPECT_EQ(*v, c[0]);
+    EXPECT_EQ(*v, i);
     *v += 1;
     ++ran;
-    if (c[0] == n - 1) last = *v;
+    if (i == n - 1) last = *v;
   });
   rt::Stats s = rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   EXPECT_EQ(sum_all(ran), n);
@@ -44,21 +43,21 @@ TEST_P(Graph, FanOutFanIn) {
   auto& source = g.task_class("Source");
   auto& work = g.task_class("Work");
   auto& sinkc = g.task_class("Sink");
-  source.affinity([](P) { return 0; });
-  source.flow("v").out(rt::to(work, "v", [=](P) { return Targets{{0, n - 1}}; }));
+  source.affinity([] { return 0; });
+  source.flow("v").out(rt::to(work, "v", [=] { return Targets{{0, n - 1}}; }));
   source.body([](rt::TaskContext& c) { *c.allocate("v", 8).as<std::int64_t>() = 42; });
-  work.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
-  work.flow("v", rt::Access::read).in(rt::from(source, "v", [](P) { return Targets{}; }));
+  work.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+  work.flow("v", rt::Access::read).in(rt::from(source, "v", [] { return Targets{}; }));
   auto r = work.flow("r");
-  for (int i = 0; i < n; ++i) {
-    std::string in = "in" + std::to_string(i);
-    r.out([=](P p) { return p[0] == i; }, rt::to(sinkc, in, [](P) { return Targets{}; }));
-    sinkc.flow(in, rt::Access::read).in(rt::from(work, "r", [=](P) { return Targets{i}; }));
+  for (int w = 0; w < n; ++w) {
+    std::string in = "in" + std::to_string(w);
+    r.out_if([=](auto i) { return i == w; }, rt::to(sinkc, in, [] { return Targets{}; }));
+    sinkc.flow(in, rt::Access::read).in(rt::from(work, "r", [=] { return Targets{w}; }));
   }
-  work.body([](rt::TaskContext& c) {
-    *c.allocate("r", 8).as<std::int64_t>() = *c.as<std::int64_t>("v") + c[0];
+  work.body([](rt::TaskContext& c, auto i) {
+    *c.allocate("r", 8).as<std::int64_t>() = *c.as<std::int64_t>("v") + i;
   });
-  sinkc.affinity([=](P) { return ranks - 1; });
+  sinkc.affinity([=] { return ranks - 1; });
   sinkc.body([&](rt::TaskContext& c) {
     for (int i = 0; i < n; ++i) sink += *c.as<std::int64_t>("in" + std::to_string(i));
   });
@@ -74,20 +73,20 @@ TEST_P(Graph, DependentRanges) {
   rt::TaskGraph g;
   auto& tri = g.task_class("Tri");
   tri.param("i", 0, n - 1)
-      .param("j", 0, [](P p) { return p[0]; })
-      .affinity([=](P p) { return static_cast<int>((p[0] + p[1]) % ranks); });
+      .param("j", 0, [](auto i) { return i; })
+      .affinity([=](auto i, auto j) { return (i + j) % ranks; });
   tri.control("row")
-      .in([](P p) { return p[1] > 0; }, rt::from(tri, "row", [](P p) { return Targets{p[0], p[1] - 1}; }))
-      .out([](P p) { return p[1] < p[0]; }, rt::to(tri, "row", [](P p) { return Targets{p[0], p[1] + 1}; }));
-  tri.body([&](rt::TaskContext& c) {
+      .in_if([](auto /*i*/, auto j) { return j > 0; }, rt::from(tri, "row", [](auto i, auto j) { return Targets{i, j - 1}; }))
+      .out_if([](auto i, auto j) { return j < i; }, rt::to(tri, "row", [](auto i, auto j) { return Targets{i, j + 1}; }));
+  tri.body([&](rt::TaskContext&, auto i, auto j) {
     ++count;
-    checksum += c[0] * 100 + c[1];
+    checksum += i * 100 + j;
   });
   auto& box = g.task_class("Box");
   box.param("i", 0, n - 1)
-      .param("j", 0, [](P p) { return p[0]; })
-      .param("k", [](P p) { return p[1]; }, [](P p) { return p[0]; })
-      .affinity([=](P p) { return static_cast<int>((p[0] * 3 + p[2]) % ranks); });
+      .param("j", 0, [](auto i) { return i; })
+      .param("k", [](auto /*i*/, auto j) { return j; }, [](auto i) { return i; })
+      .affinity([=](auto i, auto /*j*/, auto k) { return (i * 3 + k) % ranks; });
   box.body([&](rt::TaskContext&) { ++count; });
   rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   std::int64_t expect_sum = 0, expect_box = 0;
@@ -100,35 +99,38 @@ TEST_P(Graph, DependentRanges) {
   EXPECT_EQ(sum_all(checksum), expect_sum);
 }
 
-// Guards choose between producers and successors: A(i) -> (i even) ? B(i/2) : A(i+1);
-// B(j) -> A(2j+1). A adds 1, B adds 10.
+// Guards choose between producers and successors, written as the JDF's ternaries:
+// A(i) <- (i odd) ? B((i-1)/2) : (i > 0) ? A(i-1) : nothing,
+// A(i) -> (i odd) ? A(i+1) : B(i/2);  B(j) -> (2j+1 < n) ? A(2j+1) : Sink.
+// A adds 1, B adds 10; the chain ends in Sink.
 TEST_P(Graph, Guards) {
-  const int ranks = world_size(), n = 9;
+  const int ranks = world_size(), n = 9;  // odd: the chain ends A(n-1) -> B((n-1)/2) -> Sink
   std::atomic<std::int64_t> last{0};
   rt::TaskGraph g;
   auto& a = g.task_class("A");
   auto& b = g.task_class("B");
-  a.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+  auto& sink = g.task_class("Sink");
+  a.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
   a.flow("v")
-      .in([](P p) { return p[0] > 0 && (p[0] - 1) % 2 == 0; },
-          rt::from(b, "v", [](P p) { return Targets{(p[0] - 1) / 2}; }))
-      .in([](P p) { return p[0] > 0; }, rt::from(a, "v", [](P p) { return Targets{p[0] - 1}; }))
-      .out([=](P p) { return p[0] % 2 == 0 && p[0] < n - 1; },
-           rt::to(b, "v", [](P p) { return Targets{p[0] / 2}; }))
-      .out([=](P p) { return p[0] % 2 == 1 && p[0] < n - 1; },
-           rt::to(a, "v", [](P p) { return Targets{p[0] + 1}; }));
-  a.body([&](rt::TaskContext& c) {
-    if (c[0] == 0) *c.allocate("v", 8).as<std::int64_t>() = 0;
+      .in_if([](auto i) { return i % 2 == 1; }, rt::from(b, "v", [](auto i) { return Targets{(i - 1) / 2}; }))
+      .in_if([](auto i) { return i > 0; }, rt::from(a, "v", [](auto i) { return Targets{i - 1}; }))
+      .out_if([](auto i) { return i % 2 == 1; }, rt::to(a, "v", [](auto i) { return Targets{i + 1}; }))
+      .otherwise(rt::to(b, "v", [](auto i) { return Targets{i / 2}; }));
+  a.body([](rt::TaskContext& c, auto i) {
+    if (i == 0) *c.allocate("v", 8).as<std::int64_t>() = 0;
     *c.as<std::int64_t>("v") += 1;
-    if (c[0] == n - 1) last = *c.as<std::int64_t>("v");
   });
-  b.param("j", 0, (n - 2) / 2).affinity([=](P p) { return static_cast<int>((p[0] + 1) % ranks); });
+  b.param("j", 0, (n - 1) / 2).affinity([=](auto j) { return (j + 1) % ranks; });
   b.flow("v")
-      .in(rt::from(a, "v", [](P p) { return Targets{2 * p[0]}; }))
-      .out(rt::to(a, "v", [](P p) { return Targets{2 * p[0] + 1}; }));
+      .in(rt::from(a, "v", [](auto j) { return Targets{2 * j}; }))
+      .out_if([=](auto j) { return 2 * j + 1 < n; }, rt::to(a, "v", [](auto j) { return Targets{2 * j + 1}; }))
+      .otherwise(rt::to(sink, "v", [] { return Targets{}; }));
   b.body([](rt::TaskContext& c) { *c.as<std::int64_t>("v") += 10; });
+  sink.affinity([=] { return ranks - 1; });
+  sink.flow("v", rt::Access::read).in(rt::from(b, "v", [=] { return Targets{(n - 1) / 2}; }));
+  sink.body([&](rt::TaskContext& c) { last = *c.as<std::int64_t>("v"); });
   rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
-  EXPECT_EQ(sum_all(last), n + 10 * ((n - 2) / 2 + 1));
+  EXPECT_EQ(sum_all(last), n + 10 * ((n - 1) / 2 + 1));
 }
 
 // Control dependencies order tasks without data: S(i) after S(i-1) on other ranks,
@@ -142,14 +144,14 @@ TEST_P(Graph, ControlDependencies) {
   rt::TaskGraph g;
   auto& s = g.task_class("S");
   auto& fin = g.task_class("Final");
-  s.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>((n - p[0]) % ranks); });
+  s.param("i", 0, n - 1).affinity([=](auto i) { return (n - i) % ranks; });
   s.control("order")
-      .in([](P p) { return p[0] > 0; }, rt::from(s, "order", [](P p) { return Targets{p[0] - 1}; }))
-      .out([=](P p) { return p[0] < n - 1; }, rt::to(s, "order", [](P p) { return Targets{p[0] + 1}; }));
-  s.control("done").out(rt::to(fin, "all", [](P) { return Targets{}; }));
-  s.body([&](rt::TaskContext& c) { stamp[c[0]] = now(); });
-  fin.affinity([](P) { return 0; });
-  fin.control("all").in(rt::from(s, "done", [=](P) { return Targets{{0, n - 1}}; }));
+      .in_if([](auto i) { return i > 0; }, rt::from(s, "order", [](auto i) { return Targets{i - 1}; }))
+      .out_if([=](auto i) { return i < n - 1; }, rt::to(s, "order", [](auto i) { return Targets{i + 1}; }));
+  s.control("done").out(rt::to(fin, "all", [] { return Targets{}; }));
+  s.body([&](rt::TaskContext&, auto i) { stamp[i] = now(); });
+  fin.affinity([] { return 0; });
+  fin.control("all").in(rt::from(s, "done", [=] { return Targets{{0, n - 1}}; }));
   fin.body([&](rt::TaskContext&) { stamp[n] = now(); });
   rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   MPI_Allreduce(stamp.data(), all.data(), n + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -165,16 +167,14 @@ TEST_P(Graph, Priorities) {
   rt::TaskGraph g;
   auto& start = g.task_class("Start");
   auto& work = g.task_class("Work");
-  start.affinity([](P) { return 0; });
-  start.control("go").out(rt::to(work, "go", [=](P) { return Targets{{0, n - 1}}; }));
+  start.affinity([] { return 0; });
+  start.control("go").out(rt::to(work, "go", [=] { return Targets{{0, n - 1}}; }));
   start.body([](rt::TaskContext&) {});
-  work.param("i", 0, n - 1).affinity([](P) { return 0; }).priority([](P p) {
-    return static_cast<int>((p[0] * 17) % 23);
-  });
-  work.control("go").in(rt::from(start, "go", [](P) { return Targets{}; }));
-  work.body([&](rt::TaskContext& c) {
+  work.param("i", 0, n - 1).affinity([] { return 0; }).priority([](auto i) { return (i * 17) % 23; });
+  work.control("go").in(rt::from(start, "go", [] { return Targets{}; }));
+  work.body([&](rt::TaskContext&, auto i) {
     std::lock_guard lock(m);
-    order.push_back(static_cast<int>((c[0] * 17) % 23));
+    order.push_back(static_cast<int>((i * 17) % 23));
   });
   rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   if (world_rank() == 0) {
@@ -192,10 +192,10 @@ TEST_P(Graph, RanksWithoutTasks) {
   std::atomic<std::int64_t> ran{0};
   rt::TaskGraph g;
   auto& t = g.task_class("T");
-  t.param("i", 0, n - 1).affinity([=](P p) { return ranks >= 3 ? static_cast<int>(p[0] % 2) : ranks - 1; });
+  t.param("i", 0, n - 1).affinity([=](auto i) { return ranks >= 3 ? i % 2 : ranks - 1; });
   t.control("c")
-      .in([](P p) { return p[0] > 0; }, rt::from(t, "c", [](P p) { return Targets{p[0] - 1}; }))
-      .out([=](P p) { return p[0] < n - 1; }, rt::to(t, "c", [](P p) { return Targets{p[0] + 1}; }));
+      .in_if([](auto i) { return i > 0; }, rt::from(t, "c", [](auto i) { return Targets{i - 1}; }))
+      .out_if([=](auto i) { return i < n - 1; }, rt::to(t, "c", [](auto i) { return Targets{i + 1}; }));
   t.body([&](rt::TaskContext&) { ++ran; });
   rt::Stats s = rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   EXPECT_EQ(sum_all(ran), n);
@@ -223,30 +223,28 @@ TEST_P(Graph, StartupTasks) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");  // i = 0..n-1, j = 0..i-1 (empty for i = 0), k = j..j+i%3
   a.param("i", 0, n - 1)
-      .param("j", 0, [](P p) { return p[0] - 1; })
-      .param("k", [](P p) { return p[1]; }, [](P p) { return p[1] + p[0] % 3; })
-      .affinity([=](P p) { return static_cast<int>((p[0] + p[1] + p[2]) % ranks); });
-  a.body([&](rt::TaskContext& c) {
-    ++runs[(c[0] * n + c[1]) * n + c[2]];
+      .param("j", 0, [](auto i) { return i - 1; })
+      .param("k", [](auto /*i*/, auto j) { return j; }, [](auto i, auto j) { return j + i % 3; })
+      .affinity([=](auto i, auto j, auto k) { return (i + j + k) % ranks; });
+  a.body([&](rt::TaskContext&, auto i, auto j, auto k) {
+    ++runs[(i * n + j) * n + k];
     record(0);
   });
   auto& b = g.task_class("B");  // no parameters: one task
-  b.affinity([=](P) { return ranks - 1; });
+  b.affinity([=] { return ranks - 1; });
   b.body([&](rt::TaskContext&) {
     ++runs[n * n * n];
     record(0);
   });
   auto& c = g.task_class("C");  // priorities -3..3 around the 0 of A and B
-  c.param("i", 0, 99).affinity([=](P p) { return static_cast<int>(p[0] % ranks); }).priority([](P p) {
-    return static_cast<int>(p[0] * 5 % 7) - 3;
-  });
-  c.body([&](rt::TaskContext& ctx) {
-    ++runs[n * n * n + 1 + ctx[0]];
-    record(static_cast<int>(ctx[0] * 5 % 7) - 3);
+  c.param("i", 0, 99).affinity([=](auto i) { return i % ranks; }).priority([](auto i) { return i * 5 % 7 - 3; });
+  c.body([&](rt::TaskContext&, auto i) {
+    ++runs[n * n * n + 1 + i];
+    record(static_cast<int>(i * 5 % 7) - 3);
   });
   auto& d = g.task_class("D");  // every row empty: no task
-  d.param("i", 0, 9).param("j", [](P p) { return p[0] + 1; }, [](P p) { return p[0]; });
-  d.affinity([](P) { return 0; }).body([](rt::TaskContext&) { ADD_FAILURE() << "D has no task"; });
+  d.param("i", 0, 9).param("j", [](auto i) { return i + 1; }, [](auto i) { return i; });
+  d.affinity([] { return 0; }).body([](rt::TaskContext&) { ADD_FAILURE() << "D has no task"; });
 
   rt::Stats s = rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
   std::int64_t expected = 0, wrong = 0;

@@ -5,7 +5,6 @@
 
 #include "test_util.hpp"
 
-using rt::P;
 using rt::Targets;
 
 class Transfer : public ::testing::TestWithParam<Config> {};
@@ -34,15 +33,15 @@ TEST_P(Transfer, PayloadsAroundEagerLimit) {
     std::atomic<int> bad{0};
     rt::TaskGraph g;
     auto& hop = g.task_class("Hop");
-    hop.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
+    hop.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
     hop.flow("x")
-        .in([](P p) { return p[0] > 0; }, rt::from(hop, "x", [](P p) { return Targets{p[0] - 1}; }))
-        .out([=](P p) { return p[0] < n - 1; }, rt::to(hop, "x", [](P p) { return Targets{p[0] + 1}; }));
-    hop.body([&](rt::TaskContext& c) {
-      if (c[0] == 0) c.allocate("x", size);
+        .in_if([](auto i) { return i > 0; }, rt::from(hop, "x", [](auto i) { return Targets{i - 1}; }))
+        .out_if([=](auto i) { return i < n - 1; }, rt::to(hop, "x", [](auto i) { return Targets{i + 1}; }));
+    hop.body([&](rt::TaskContext& c, auto i) {
+      if (i == 0) c.allocate("x", size);
       rt::Data& d = c.data("x");
-      if (d.size() != size || (c[0] > 0 && !check(d, c[0] - 1))) ++bad;
-      fill(d, c[0]);
+      if (d.size() != size || (i > 0 && !check(d, i - 1))) ++bad;
+      fill(d, i);
     });
     rt::Options o = options_of(GetParam());
     o.eager_limit = kEager;
@@ -64,21 +63,21 @@ TEST_P(Transfer, DynamicSizes) {
   rt::TaskGraph g;
   auto& prod = g.task_class("Producer");
   auto& cons = g.task_class("Consumer");
-  prod.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>(p[0] % ranks); });
-  prod.flow("out").out(rt::to(cons, "in", [](P p) { return Targets{p[0]}; }));
-  prod.body([&](rt::TaskContext& c) {
-    if (c[0] % 2) {
-      c.allocate("out", size_of(c[0]) + 5000).set_size(size_of(c[0]));  // shrink
+  prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+  prod.flow("out").out(rt::to(cons, "in", [](auto i) { return Targets{i}; }));
+  prod.body([&](rt::TaskContext& c, auto i) {
+    if (i % 2) {
+      c.allocate("out", size_of(i) + 5000).set_size(size_of(i));  // shrink
     } else {
-      c.allocate("out", size_of(c[0]));
+      c.allocate("out", size_of(i));
     }
-    fill(c.data("out"), c[0]);
+    fill(c.data("out"), i);
   });
-  cons.param("i", 0, n - 1).affinity([=](P p) { return static_cast<int>((p[0] + 1) % ranks); });
-  cons.flow("in", rt::Access::read).in(rt::from(prod, "out", [](P p) { return Targets{p[0]}; }));
-  cons.body([&](rt::TaskContext& c) {
+  cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
+  cons.flow("in", rt::Access::read).in(rt::from(prod, "out", [](auto i) { return Targets{i}; }));
+  cons.body([&](rt::TaskContext& c, auto i) {
     ++seen;
-    if (c.data("in").size() != size_of(c[0]) || !check(c.data("in"), c[0])) ++bad;
+    if (c.data("in").size() != size_of(i) || !check(c.data("in"), i)) ++bad;
   });
   rt::Options o = options_of(GetParam());
   o.eager_limit = kEager;
@@ -96,18 +95,18 @@ TEST_P(Transfer, CoalescedAndShared) {
   rt::TaskGraph g;
   auto& prod = g.task_class("Prod");
   auto& cons = g.task_class("Cons");
-  prod.param("i", 0, n - 1).affinity([](P) { return 0; });
-  prod.flow("a").out(rt::to(cons, "a", [=](P p) { return Targets{p[0], {0, consumers - 1}}; }));
-  prod.flow("b").out(rt::to(cons, "b", [=](P p) { return Targets{p[0], {0, consumers - 1}}; }));
-  prod.body([&](rt::TaskContext& c) {
-    fill(c.allocate("a", 16), c[0]);
-    fill(c.allocate("b", big), c[0] + 1);
+  prod.param("i", 0, n - 1).affinity([] { return 0; });
+  prod.flow("a").out(rt::to(cons, "a", [=](auto i) { return Targets{i, {0, consumers - 1}}; }));
+  prod.flow("b").out(rt::to(cons, "b", [=](auto i) { return Targets{i, {0, consumers - 1}}; }));
+  prod.body([&](rt::TaskContext& c, auto i) {
+    fill(c.allocate("a", 16), i);
+    fill(c.allocate("b", big), i + 1);
   });
-  cons.param("i", 0, n - 1).param("j", 0, consumers - 1).affinity([=](P) { return ranks - 1; });
-  cons.flow("a", rt::Access::read).in(rt::from(prod, "a", [](P p) { return Targets{p[0]}; }));
-  cons.flow("b", rt::Access::read).in(rt::from(prod, "b", [](P p) { return Targets{p[0]}; }));
-  cons.body([&](rt::TaskContext& c) {
-    if (!check(c.data("a"), c[0]) || c.data("b").size() != big || !check(c.data("b"), c[0] + 1)) ++bad;
+  cons.param("i", 0, n - 1).param("j", 0, consumers - 1).affinity([=] { return ranks - 1; });
+  cons.flow("a", rt::Access::read).in(rt::from(prod, "a", [](auto i) { return Targets{i}; }));
+  cons.flow("b", rt::Access::read).in(rt::from(prod, "b", [](auto i) { return Targets{i}; }));
+  cons.body([&](rt::TaskContext& c, auto i) {
+    if (!check(c.data("a"), i) || c.data("b").size() != big || !check(c.data("b"), i + 1)) ++bad;
   });
   rt::Options o = options_of(GetParam());
   o.eager_limit = kEager;

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <vector>
 
+#include "redist/redist.hpp"
+#include "redist/runtime/collection.hpp"
 #include "redist/runtime/runtime.hpp"
 
 namespace rt = redist::runtime;
@@ -57,3 +60,30 @@ inline std::string config_name(const ::testing::TestParamInfo<Config>& info) {
   ::testing::Combine(::testing::Values(1, 2),                                            \
                      ::testing::Values(rt::CommMode::multiple, rt::CommMode::funneled)), \
       config_name
+
+// "owner(0),owner(1),...": the owners= list of a table ownership of `tiles` tiles.
+template <class F>
+std::string owner_list(int tiles, F owner) {
+  std::string s;
+  for (int t = 0; t < tiles; ++t) {
+    if (t) s += ',';
+    s += std::to_string(owner(t));
+  }
+  return s;
+}
+
+// The whole array of `a` on rank 0, column-major (dimension 0 fastest), moved there
+// by the core's redistribution: a plan from a's layout to one tile on rank 0 (an
+// oracle independent of the runtime). Other ranks get an empty vector. Collective.
+template <class T>
+std::vector<T> gather_on_root(const rt::LayoutCollection& a, MPI_Comm comm = MPI_COMM_WORLD) {
+  const redist::Layout& src = a.layout();
+  const redist::Layout dst = redist::block_cyclic_layout(src.shape(), src.shape(),
+                                                         redist::Coord(src.ndim(), 1), src.elem_size());
+  redist::Plan plan = redist::make_plan(src, dst, redist::Region::whole(src.shape()), comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<T> all(rank == 0 ? static_cast<std::size_t>(src.shape().volume()) : 0);
+  plan.execute(a.elements<T>().data(), rank == 0 ? static_cast<void*>(all.data()) : nullptr);
+  return all;
+}
