@@ -2,6 +2,7 @@
 Figures are checked against values computed here independently (volumes of the
 region, tile counts), not against the program's own output."""
 import json
+import re
 
 import pytest
 
@@ -19,6 +20,11 @@ def test_help_for_every_subcommand(redist):
         assert r.stdout.startswith("usage:") and "--help" in r.stdout
     spec = redist(["help", "spec"])
     assert spec.returncode == 0 and "block_cyclic" in spec.stdout
+    # the registry, as --strategy takes it: every strategy with its line, then auto
+    st = redist(["help", "strategies"])
+    assert st.returncode == 0
+    names = re.findall(r"^  (\w+) ", st.stdout, re.M)
+    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"], st.stdout
 
 
 def test_unknown_command_is_an_error(redist):
