@@ -40,6 +40,11 @@ Rates rates(const RankPlan& rp, const Machine& m, bool packs);
 double local_copy_time(const RankPlan& rp, const Rates& rt);
 // Seconds to pack (or unpack) every segment of `peers` with memcpy.
 double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt);
+// T_memcpy of the strategies that pack: pack what is sent, unpack what is
+// received, copy the local pieces.
+inline double packed_copy_time(const RankPlan& rp, const Rates& rt) {
+  return pack_time(rp.sends, rp.elem_size, rt) + pack_time(rp.receives, rp.elem_size, rt) + local_copy_time(rp, rt);
+}
 // Seconds of one message per peer, both directions at once (the measured exchange).
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
 // Segments of `peers` (messages, for one message per segment).

@@ -101,7 +101,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   const Rates rt = rates(rp, m, true);
   Prediction p;
   p.comm = std::max(message_time(rp.sends, m), message_time(rp.receives, m));
-  p.memcpy = pack_time(rp.sends, rp.elem_size, rt) + pack_time(rp.receives, rp.elem_size, rt) + local_copy_time(rp, rt);
+  p.memcpy = packed_copy_time(rp, rt);
   p.runtime = m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
   return p;
 }

@@ -125,7 +125,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   };
   Prediction p;
   p.comm = std::max(side(rp.sends), side(rp.receives));
-  p.memcpy = pack_time(rp.sends, rp.elem_size, rt) + pack_time(rp.receives, rp.elem_size, rt) + local_copy_time(rp, rt);
+  p.memcpy = packed_copy_time(rp, rt);
   return p;
 }
 
