@@ -68,8 +68,9 @@ bool load_machine(const std::string& path, Machine& m);  // false when missing o
 void save_machine(const std::string& path, const Machine& m);  // creates the folder; throws
 
 // Collective: rank 0 reads the calibration file at `path` (empty: the default
-// path; each file once per process, cached) and broadcasts it; without one, every
-// rank joins a quick calibration (kept for later calls). `source` says which.
+// path; each file once per process, cached) and broadcasts it. Without a default
+// file, every rank joins a quick calibration (kept for later calls); a `path`
+// that cannot be read throws redist::Error on every rank. `source` says which.
 Machine machine_for(MPI_Comm comm, const std::string& path = {});
 
 // --- model ---

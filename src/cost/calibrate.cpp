@@ -277,7 +277,10 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
   }
   long long n[2] = {static_cast<long long>(js.size()), static_cast<long long>(src.size())};
   MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm);
-  if (n[0] == 0) {  // no file: a quick in-run calibration, kept for later plans
+  if (n[0] == 0 && !path.empty())  // a file named by the caller is never replaced by a measurement
+    throw Error("redist: rank 0 cannot read the calibration file '" + path +
+                "'; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
+  if (n[0] == 0) {  // no default file: a quick in-run calibration, kept for later plans
     Machine m = calibrate(comm, {index_t{64} << 20, true});
     if (rank == 0) cached[file] = m;
     return m;

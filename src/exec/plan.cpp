@@ -164,12 +164,7 @@ void agree_execute(const detail::PlanCore& p, const std::string& err, int index)
 std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Options& o) {
   if (o.machine) return o.machine;
   if (o.calibration.empty() && o.strategy != kAuto) return nullptr;
-  auto m = std::make_shared<Machine>(machine_for(p.comm, o.calibration));
-  if (!o.calibration.empty() && m->source == "quick")
-    detail::fail("redist: make_plan: options.calibration names '", o.calibration,
-                 "', which rank 0 cannot read as a calibration file; run `redist calibrate --out FILE` "
-                 "or leave it empty");
-  return m;
+  return std::make_shared<const Machine>(machine_for(p.comm, o.calibration));  // throws for a bad file
 }
 
 }  // namespace

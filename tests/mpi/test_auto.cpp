@@ -4,6 +4,9 @@
 // pair different message schemes and hang).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
 #include "../common/mpi_util.hpp"
@@ -92,6 +95,36 @@ TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
   EXPECT_EQ(plan.machine()->source, "quick");
   // Each rank's own prediction is at most the reduced one (Eq. 2: the max over ranks).
   for (size_t k = 0; k < all.size(); ++k) EXPECT_LE(predict(plan.rank_plan(), all[k], *plan.machine()).total(), t[k]);
+}
+
+// Options::calibration names a file: the plan keeps its figures; a file that
+// cannot be read is an error on every rank, never replaced by a measurement.
+TEST_F(Auto, CalibrationFileOption) {
+  const int p = world_size();
+  Layout l = block_cyclic_layout({40, 40}, {7, 5}, {p, 1});
+  Options opt;
+  opt.calibration = "/nonexistent/redist-test/other.json";
+  try {
+    make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt);
+    ADD_FAILURE() << "a missing calibration file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read the calibration file '" + opt.calibration + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  // A file written from a quick measurement, named the same on every rank.
+  long long id = static_cast<long long>(getpid());
+  MPI_Bcast(&id, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  opt.calibration = "/tmp/redist-test-calibration-" + std::to_string(id) + ".json";
+  const Machine quick = machine_for(MPI_COMM_WORLD);
+  if (world_rank() == 0) save_machine(opt.calibration, quick);
+  MPI_Barrier(MPI_COMM_WORLD);
+  Plan plan = make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt);
+  ASSERT_NE(plan.machine(), nullptr);
+  EXPECT_EQ(plan.machine()->source, opt.calibration);
+  EXPECT_NEAR(plan.machine()->bnet, quick.bnet, 1e-5 * quick.bnet);  // through the JSON file
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::remove(opt.calibration.c_str());
 }
 
 // A plan made without a model cannot run auto: a clear error on every rank.
