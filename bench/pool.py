@@ -21,8 +21,8 @@ import pathlib
 import statistics
 import sys
 
-# every method that is not auto or a peer (pdgemr2d, alltoall): the strategies of the registry
-REDIST_STRATEGIES = ("p2p", "segment", "alltoallv", "alltoallw", "direct")
+# The registry's strategies, for results written before they listed them ("strategies").
+OLD_STRATEGIES = ("p2p", "segment", "alltoallv", "alltoallw", "direct")
 
 
 def geomean(values):
@@ -60,8 +60,9 @@ def pool_case(cases):
     return out
 
 
-def summarize(cases):
-    """One summary entry per suite, in the order the suites appear (an `all` run holds several)."""
+def summarize(cases, strategies):
+    """One summary entry per suite, in the order the suites appear (an `all` run holds several);
+    `strategies`: the registry's names, as the results list them (auto is measured against them)."""
     suites = list(dict.fromkeys(c["suite"] for c in cases))
     out = []
     for suite in suites:
@@ -69,7 +70,7 @@ def summarize(cases):
         within = 0
         for c in mine:
             t = {m["name"]: m["median_s"] for m in c["methods"]}
-            best = min((t[n] for n in REDIST_STRATEGIES if n in t), default=None)
+            best = min((t[n] for n in strategies if n in t), default=None)
             if best and "auto" in t and t["auto"] <= 1.1 * best:
                 within += 1
         methods = {}
@@ -92,7 +93,7 @@ def pool(datas):
     if any(set(ix) != set(keys) for ix in index):
         sys.exit("pool.py: the launches do not hold the same cases (same suite, --scale and sizes needed)")
     cases = [pool_case([ix[k] for ix in index]) for k in keys]
-    out = dict(datas[0], cases=cases, summary=summarize(cases),
+    out = dict(datas[0], cases=cases, summary=summarize(cases, datas[0].get("strategies", OLD_STRATEGIES)),
                reps=sum(d["reps"] for d in datas), launches=[d["run"] for d in datas])
     return out
 

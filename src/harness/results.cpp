@@ -106,7 +106,10 @@ std::string to_json(const Results& r) {
   } else {
     js << " \"machine\": null,\n";
   }
-  js << " \"cases\": [";
+  js << " \"strategies\": [";  // the registry: the methods that are strategies
+  const std::vector<std::string> names = strategy_names();
+  for (size_t k = 0; k < names.size(); ++k) js << (k ? ", " : "") << json_string(names[k]);
+  js << "],\n \"cases\": [";
   for (size_t k = 0; k < r.cases.size(); ++k) js << (k ? ",\n  " : "\n  ") << to_json(r.cases[k]);
   js << "\n ]";
   if (!r.extra_members.empty()) js << ",\n " << r.extra_members;
