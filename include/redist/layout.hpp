@@ -216,9 +216,18 @@ class LocalIndex {
   index_t elements() const { return elements_; }
   // local_array only: local extent per dimension.
   const Coord& local_extent() const { return local_extent_; }
-  // Per-dimension ownerships only: owned tile indices along d, ascending.
+  // Per-dimension ownerships only: along dimension d this rank owns
+  // owned_count(d) tiles; local tile l (ascending global order) is global tile
+  // owned_tile(d, l) and starts at local index tile_prefix(d, l); owned_before(d, t)
+  // counts owned tiles with global index < t. Closed form for regular partitions:
+  // O(1) memory and time whatever the number of tiles.
   bool per_dimension() const { return per_dim_; }
-  const std::vector<index_t>& owned_tiles(int d) const { return tiles_d_[d]; }
+  index_t owned_count(int d) const { return dims_[d].count; }
+  index_t owned_tile(int d, index_t l) const;
+  index_t owned_before(int d, index_t t) const;
+  index_t tile_prefix(int d, index_t l) const;
+  // Local tile index along d of owned global tile t.
+  index_t local_tile_index(int d, index_t t) const;
   // Leading dimension actually used (local_array).
   index_t ld() const { return ld_; }
 
@@ -226,16 +235,22 @@ class LocalIndex {
   Layout layout_;  // a copy: layouts are small values, so no lifetime to manage
   int rank_;
   bool per_dim_ = false;
-  // per-dimension ownership: owned tile indices per dimension and prefix sums of sizes
-  std::vector<std::vector<index_t>> tiles_d_, prefix_d_;
+  // per-dimension ownership, one per dimension: the grid extent G, super-tile
+  // factor k, first owned super-tile s0, owned tiles, and the prefix sums of their
+  // sizes (stored for irregular partitions only; regular ones are closed form).
+  struct DimMap {
+    index_t G = 1, k = 1, s0 = 0, count = 0, nt = 0;
+    bool owns_first = false;     // owns global tile 0 (regular: of size tile - offset)
+    index_t tile = 0, offset = 0;  // regular partitions
+    std::vector<index_t> prefix;   // irregular partitions: count + 1 entries
+  };
+  std::vector<DimMap> dims_;
   Coord local_extent_;   // total owned extent per dimension
-  Coord tile_count_d_;   // owned tiles per dimension
   // general ownership: owned tiles as linear indices (sorted) and element offsets
   std::vector<index_t> linear_, tile_offset_;
   index_t elements_ = 0;
   index_t ld_ = 0;
 
-  index_t local_tile_index(int d, index_t t) const;
   index_t per_dim_tile_offset(const Coord& lt) const;
 };
 

@@ -109,11 +109,9 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
   const Coord nt = layout.ntiles();
   const Ownership& own = layout.ownership();
   local_extent_ = Coord(n);
-  tile_count_d_ = Coord(n);
   per_dim_ = own.per_dimension();
   if (per_dim_) {
-    tiles_d_.assign(n, {});
-    prefix_d_.assign(n, {});
+    dims_.assign(n, {});
     Coord c;
     if (!own.grid_coord(rank, c)) {
       elements_ = 0;
@@ -121,16 +119,30 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
     }
     for (int d = 0; d < n; ++d) {
       const auto& p = own.bc();
-      const index_t G = p.grid[d], k = p.super[d];
-      const index_t nsuper = (nt[d] + k - 1) / k;
+      const DimPartition& part = layout.partition(d);
+      DimMap& m = dims_[d];
+      m.G = p.grid[d];
+      m.k = p.super[d];
+      m.nt = nt[d];
       // super-tiles s with (s + src) % G == c[d]: the first is (c - src) mod G, then every G-th.
-      for (index_t s = ((c[d] - p.source[d]) % G + G) % G; s < nsuper; s += G)
-        for (index_t t = s * k; t < std::min((s + 1) * k, nt[d]); ++t) tiles_d_[d].push_back(t);
-      auto& pre = prefix_d_[d];
-      pre.assign(1, 0);
-      for (index_t t : tiles_d_[d]) pre.push_back(pre.back() + layout.partition(d).tile_size(t));
-      local_extent_[d] = pre.back();
-      tile_count_d_[d] = static_cast<index_t>(tiles_d_[d].size());
+      m.s0 = ((c[d] - p.source[d]) % m.G + m.G) % m.G;
+      const index_t nsuper = (m.nt + m.k - 1) / m.k;
+      const index_t ns = m.s0 < nsuper ? (nsuper - 1 - m.s0) / m.G + 1 : 0;
+      m.count = ns * m.k;
+      if (ns > 0 && m.s0 + (ns - 1) * m.G == nsuper - 1) m.count -= nsuper * m.k - m.nt;  // partial last super-tile
+      m.owns_first = m.count > 0 && m.s0 == 0;
+      if (part.is_regular()) {
+        m.tile = part.tile();
+        m.offset = part.offset();
+        // count full tiles, less tile 0's offset and the last tile's clip when owned
+        index_t e = m.count * m.tile - (m.owns_first ? m.offset : 0);
+        if (m.count > 0 && owned_tile(d, m.count - 1) == m.nt - 1) e -= m.nt * m.tile - m.offset - part.extent();
+        local_extent_[d] = e;
+      } else {
+        m.prefix.assign(1, 0);
+        for (index_t l = 0; l < m.count; ++l) m.prefix.push_back(m.prefix.back() + part.tile_size(owned_tile(d, l)));
+        local_extent_[d] = m.prefix.back();
+      }
     }
     index_t vol = 1;
     for (int d = 0; d < n; ++d) vol = checked_mul(vol, local_extent_[d], "local element count");
@@ -168,7 +180,7 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
 index_t LocalIndex::ntiles() const {
   if (!per_dim_) return static_cast<index_t>(linear_.size());
   index_t v = 1;
-  for (int d = 0; d < layout_.ndim(); ++d) v *= tile_count_d_[d];
+  for (int d = 0; d < layout_.ndim(); ++d) v *= owned_count(d);
   return v;
 }
 
@@ -177,8 +189,8 @@ Coord LocalIndex::tile(index_t ordinal) const {
   Coord t(n);
   if (per_dim_) {
     for (int d = 0; d < n; ++d) {
-      t[d] = tiles_d_[d][ordinal % tile_count_d_[d]];
-      ordinal /= tile_count_d_[d];
+      t[d] = owned_tile(d, ordinal % owned_count(d));
+      ordinal /= owned_count(d);
     }
     return t;
   }
@@ -189,16 +201,36 @@ Coord LocalIndex::tile(index_t ordinal) const {
 }
 
 index_t LocalIndex::local_tile_index(int d, index_t t) const {
-  const auto& p = layout_.ownership().bc();
-  const index_t k = p.super[d];
-  return (t / k) / p.grid[d] * k + t % k;
+  const DimMap& m = dims_[d];
+  return (t / m.k) / m.G * m.k + t % m.k;
+}
+
+index_t LocalIndex::owned_tile(int d, index_t l) const {
+  const DimMap& m = dims_[d];
+  return (m.s0 + l / m.k * m.G) * m.k + l % m.k;
+}
+
+index_t LocalIndex::owned_before(int d, index_t t) const {
+  const DimMap& m = dims_[d];
+  if (t >= m.nt) return m.count;
+  const index_t s = t / m.k;  // super-tile of t
+  index_t n = s > m.s0 ? ((s - 1 - m.s0) / m.G + 1) * m.k : 0;
+  if (s >= m.s0 && (s - m.s0) % m.G == 0) n += t - s * m.k;
+  return n;
+}
+
+index_t LocalIndex::tile_prefix(int d, index_t l) const {
+  const DimMap& m = dims_[d];
+  if (!m.prefix.empty()) return m.prefix[l];
+  if (l >= m.count) return local_extent_[d];
+  return l * m.tile - (m.owns_first && l > 0 ? m.offset : 0);
 }
 
 index_t LocalIndex::ordinal(const Coord& tile) const {
   const int n = layout_.ndim();
   if (per_dim_) {
     index_t o = 0;
-    for (int d = n - 1; d >= 0; --d) o = o * tile_count_d_[d] + local_tile_index(d, tile[d]);
+    for (int d = n - 1; d >= 0; --d) o = o * owned_count(d) + local_tile_index(d, tile[d]);
     return o;
   }
   const Coord nt = layout_.ntiles();
@@ -217,9 +249,9 @@ index_t LocalIndex::per_dim_tile_offset(const Coord& lt) const {
   const int n = layout_.ndim();
   index_t off = 0;
   for (int d = 0; d < n; ++d) {
-    index_t v = prefix_d_[d][lt[d]];
+    index_t v = tile_prefix(d, lt[d]);
     for (int e = 0; e < d; ++e) v *= local_extent_[e];
-    for (int e = d + 1; e < n; ++e) v *= prefix_d_[e][lt[e] + 1] - prefix_d_[e][lt[e]];
+    for (int e = d + 1; e < n; ++e) v *= tile_prefix(e, lt[e] + 1) - tile_prefix(e, lt[e]);
     off += v;
   }
   return off;
@@ -235,7 +267,7 @@ Address LocalIndex::address(const Coord& tile, const Coord& g) const {
     index_t off = 0, stride = 1;
     for (int d = 0; d < n; ++d) {
       const index_t lt = local_tile_index(d, tile[d]);
-      const index_t l = prefix_d_[d][lt] + (g[d] - box.lo[d]);
+      const index_t l = tile_prefix(d, lt) + (g[d] - box.lo[d]);
       a.strides[d] = stride;
       off += l * stride;
       stride *= d == 0 ? ld_ : local_extent_[d];

@@ -40,10 +40,9 @@ void for_each_owned_tile(const Layout& l, const LocalIndex& li, int rank, const 
     const index_t lo = l.partition(d).tile_of(box.lo[d]);
     const index_t hi = l.partition(d).tile_of(box.lo[d] + box.size[d] - 1);
     if (li.per_dimension()) {
-      const auto& own = li.owned_tiles(d);
-      auto b = std::lower_bound(own.begin(), own.end(), lo);
-      auto e = std::upper_bound(b, own.end(), hi);
-      lists[d].assign(b, e);
+      lists[d].clear();
+      for (index_t k = li.owned_before(d, lo), e = li.owned_before(d, hi + 1); k < e; ++k)
+        lists[d].push_back(li.owned_tile(d, k));
     } else {
       lists[d].resize(hi - lo + 1);
       std::iota(lists[d].begin(), lists[d].end(), lo);
