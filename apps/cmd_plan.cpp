@@ -17,8 +17,10 @@ namespace {
 const char* kUsage = R"(usage: redist plan SRC DST [REGION] --ranks P [options]
 
 Plans the redistribution for P simulated ranks without MPI and prints the volume
-moved (remote and local), messages and segments per rank, segments per target
-tile, the heaviest peer pairs, and the time planning one rank took. With
+moved (remote and local), messages, runs and segments per rank (a run is a
+segment repeated at constant strides: the plan's entries), the memory a rank's
+plan holds, segments per target tile, the heaviest peer pairs, and the time
+planning one rank took. With
 --predict, also the cost model's time for every strategy (max over the planned
 ranks, as `auto` decides) from a calibration file (`redist calibrate`).
 
@@ -71,7 +73,8 @@ int cmd_plan(int argc, char** argv) {
 
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
                 pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
-    long long remote = 0, local = 0, msgs = 0, segs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
+    long long remote = 0, local = 0, msgs = 0, segs = 0, runs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
+    long long plan_bytes = 0;
     long long max_sent = 0, max_recv = 0, max_msgs = 0;
     int arg_sent = 0, arg_recv = 0, arg_msgs = 0;
     double tmax = 0, tsum = 0;
@@ -91,6 +94,8 @@ int cmd_plan(int argc, char** argv) {
       local += s.bytes_local;
       msgs += s.messages_sent;
       segs += s.segments_sent + s.local_copies;
+      runs += s.runs_sent + s.local_runs;
+      plan_bytes = std::max<long long>(plan_bytes, s.plan_bytes);
       tiles += s.target_tiles;
       seg_tile_sum += s.segments_per_tile_total;
       max_seg_tile = std::max<long long>(max_seg_tile, s.max_segments_per_tile);
@@ -102,15 +107,24 @@ int cmd_plan(int argc, char** argv) {
         if (static_cast<int>(heavy.size()) > top) heavy.pop();
       }
       if (only >= 0) {
-        std::printf("\nrank %d: sends %s in %lld messages (%lld segments), receives %s in %lld messages "
-                    "(%lld segments), copies %s locally (%lld pieces)\n",
-                    r, human_bytes(double(s.bytes_sent)).c_str(), (long long)s.messages_sent, (long long)s.segments_sent,
-                    human_bytes(double(s.bytes_received)).c_str(), (long long)s.messages_received,
-                    (long long)s.segments_received, human_bytes(double(s.bytes_local)).c_str(), (long long)s.local_copies);
+        std::printf("\nrank %d: sends %s in %lld messages (%lld runs, %lld segments), receives %s in %lld messages "
+                    "(%lld runs, %lld segments), copies %s locally (%lld runs, %lld pieces); plan %s\n",
+                    r, human_bytes(double(s.bytes_sent)).c_str(), (long long)s.messages_sent, (long long)s.runs_sent,
+                    (long long)s.segments_sent, human_bytes(double(s.bytes_received)).c_str(),
+                    (long long)s.messages_received, (long long)s.runs_received, (long long)s.segments_received,
+                    human_bytes(double(s.bytes_local)).c_str(), (long long)s.local_runs, (long long)s.local_copies,
+                    human_bytes(double(s.plan_bytes)).c_str());
+        auto segments = [](const PeerPlan& pp) {
+          index_t n = 0;
+          for (const Segment& g : pp.segments) n += g.segments();
+          return static_cast<long long>(n);
+        };
         for (const PeerPlan& pp : rp.sends)
-          std::printf("  -> %-6d %12s %8zu segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(), pp.segments.size());
+          std::printf("  -> %-6d %12s %8zu runs %10lld segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(),
+                      pp.segments.size(), segments(pp));
         for (const PeerPlan& pp : rp.receives)
-          std::printf("  <- %-6d %12s %8zu segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(), pp.segments.size());
+          std::printf("  <- %-6d %12s %8zu runs %10lld segments\n", pp.peer, human_bytes(double(pp.bytes)).c_str(),
+                      pp.segments.size(), segments(pp));
       }
     }
     const int planned = last - first;
@@ -119,7 +133,8 @@ int cmd_plan(int argc, char** argv) {
     std::printf("per rank  max sent %s (rank %d), max received %s (rank %d), max messages in+out %lld (rank %d)\n",
                 human_bytes(double(max_sent)).c_str(), arg_sent, human_bytes(double(max_recv)).c_str(), arg_recv,
                 max_msgs, arg_msgs);
-    std::printf("messages  %lld, segments %lld (remote + local)\n", msgs, segs);
+    std::printf("messages  %lld, runs %lld, segments %lld (remote + local)\n", msgs, runs, segs);
+    std::printf("memory    %s of plan on the largest rank\n", human_bytes(double(plan_bytes)).c_str());
     std::printf("tiles     %lld target tiles touched, segments per target tile: mean %.2f, max %lld\n", tiles,
                 tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
     std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",

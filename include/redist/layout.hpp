@@ -228,6 +228,9 @@ class LocalIndex {
   index_t tile_prefix(int d, index_t l) const;
   // Local tile index along d of owned global tile t.
   index_t local_tile_index(int d, index_t t) const;
+  // Per-dimension ownerships only: address of the element at offset w[d] inside
+  // local tile lt[d] along each dimension.
+  Address local_address(const Coord& lt, const Coord& w) const;
   // Leading dimension actually used (local_array).
   index_t ld() const { return ld_; }
 

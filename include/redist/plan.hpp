@@ -6,6 +6,7 @@
 // its source tile and target tile have different owners, local (copied) otherwise.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,25 +32,44 @@ struct Region {
   std::string check(const Coord& src_shape, const Coord& dst_shape) const;
 };
 
-// One piece of a message: `shape` elements at `at` in this rank's storage.
-// `run`: elements of its longest contiguous run there (the leading dimensions
-// whose storage is contiguous, merged), computed once by the planner for the
-// copy kernels, the strategies and their cost models.
+// A RUN of segments, the plan's unit (a compressed plan): one segment of `shape`
+// elements at `at` in this rank's storage, repeated count[0] times step[0]
+// elements apart, all of that repeated count[1] times step[1] elements apart
+// (paper 001's superblock: a fine-grained cyclic layout is a few runs, not one
+// entry per element). In a message the run's segments follow one another in
+// that order, each column-major. `run`: elements of one segment's longest
+// contiguous run in storage (the leading dimensions whose storage is contiguous,
+// merged), computed once by the planner for the copy kernels, the strategies and
+// their cost models.
 struct Segment {
   Coord shape;
   Address at;
   index_t run = 0;
-  index_t elements() const { return shape.volume(); }
+  std::array<index_t, 2> count{1, 1};
+  std::array<index_t, 2> step{0, 0};
+  index_t segments() const { return count[0] * count[1]; }
+  index_t elements() const { return shape.volume() * segments(); }
 };
 
-// A local piece: copied from the source storage to the target storage. `run`:
-// its longest run contiguous in both storages.
+// A run of local pieces: copied from the source storage to the target storage,
+// repeated as in Segment with steps on each side. `run`: the longest run of one
+// piece contiguous in both storages.
 struct LocalCopy {
   Coord shape;
   Address from;
   Address to;
   index_t run = 0;
+  std::array<index_t, 2> count{1, 1};
+  std::array<index_t, 2> from_step{0, 0}, to_step{0, 0};
+  index_t segments() const { return count[0] * count[1]; }
+  index_t elements() const { return shape.volume() * segments(); }
 };
+
+// The segments of a run, one entry each, in message order (the uncompressed
+// form: tests compare plans through it, and strategies that need one entry per
+// segment use it).
+std::vector<Segment> expand(const Segment& run);
+std::vector<LocalCopy> expand(const LocalCopy& run);
 
 // Elements of the leading run of a box of `shape` that is contiguous in storage
 // with element strides `strides` (dimension 0 contiguous): the product of the
@@ -68,7 +88,9 @@ struct PeerPlan {
 struct PlanStats {
   index_t bytes_sent = 0, bytes_received = 0, bytes_local = 0;
   index_t messages_sent = 0, messages_received = 0;
-  index_t segments_sent = 0, segments_received = 0, local_copies = 0;
+  index_t segments_sent = 0, segments_received = 0, local_copies = 0;  // segments (runs expanded)
+  index_t runs_sent = 0, runs_received = 0, local_runs = 0;            // entries of the plan
+  index_t plan_bytes = 0;  // memory the plan's lists hold (capacity)
   index_t target_tiles = 0;               // target tiles of this rank touched by the region
   index_t max_segments_per_tile = 0;      // over those tiles (paper 000: at most 9 in 2-D
                                           // when source tiles are not smaller than target tiles)

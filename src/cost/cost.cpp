@@ -1,6 +1,7 @@
 // The machine model: measured curves, the blocks of the strategies' time models
 // (paper 000 sec. 7, Eq. 1-5; paper 002 Eq. 1), and the paper's Eq. 3 and Eq. 5.
 #include "cost/model.hpp"
+#include "kernels/copy.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -45,9 +46,15 @@ double Machine::net_bandwidth(double bytes) const {
 
 namespace detail {
 
-Runs runs_of(const Coord& shape, index_t run, index_t es) {
-  const double vol = static_cast<double>(shape.volume());
-  return {static_cast<double>(run * es), run ? vol / static_cast<double>(run) : 0};
+Runs runs_of(const Segment& s, index_t es) {
+  const index_t vol = s.shape.volume();
+  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, {vol, vol * s.count[0]});
+  return {static_cast<double>(r.row * es), static_cast<double>(r.rows)};
+}
+
+Runs runs_of(const LocalCopy& c, index_t es) {
+  const RunRows r = run_rows(c.shape, c.run, c.count, c.from_step, c.to_step);
+  return {static_cast<double>(r.row * es), static_cast<double>(r.rows)};
 }
 
 double Rate::at(double row) const {
@@ -78,14 +85,14 @@ Rates rates(const RankPlan& rp, const Machine& m, bool packs) {
 
 double local_copy_time(const RankPlan& rp, const Rates& rt) {
   double t = 0;
-  for (const LocalCopy& c : rp.locals) t += rt.copy.time(runs_of(c.shape, c.run, rp.elem_size));
+  for (const LocalCopy& c : rp.locals) t += rt.copy.time(runs_of(c, rp.elem_size));
   return t;
 }
 
 double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt) {
   double t = 0;
   for (const PeerPlan& p : peers)
-    for (const Segment& g : p.segments) t += rt.copy.time(runs_of(g.shape, g.run, es));
+    for (const Segment& g : p.segments) t += rt.copy.time(runs_of(g, es));
   return t;
 }
 

@@ -14,8 +14,12 @@ namespace redist::detail {
 struct Runs {
   double row_bytes, rows;
 };
-// A segment's rows: its longest contiguous run (Segment::run) is one row.
-Runs runs_of(const Coord& shape, index_t run, index_t es);
+// The rows a copy kernel moves for a run (kernels/copy.hpp, run_rows): a
+// segment's longest contiguous run is one row, and repetitions adjacent on both
+// sides merge. A Segment is copied to or from a packed buffer, a LocalCopy
+// between two storages.
+Runs runs_of(const Segment& s, index_t es);
+Runs runs_of(const LocalCopy& c, index_t es);
 
 // Seconds per byte at a row size: the cache-resident and the from-memory curves
 // blended by the rank's footprint (bytes it touches per execute), in log scale.
@@ -47,7 +51,7 @@ inline double packed_copy_time(const RankPlan& rp, const Rates& rt) {
 }
 // Seconds of one message per peer, both directions at once (the measured exchange).
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
-// Segments of `peers` (messages, for one message per segment).
+// Runs of `peers` (plan entries: messages, for one message per run).
 index_t segment_count(const std::vector<PeerPlan>& peers);
 // Seconds per message in a stream with `in_flight` messages in flight each way.
 double stream_cost(const Machine& m, index_t in_flight);

@@ -16,6 +16,8 @@ namespace redist::detail {
 MPI_Datatype byte_run(index_t bytes);
 // An N-D box of elements with element strides `st` (dimension 0 contiguous).
 MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es);
+// A run of segments (Segment): the box type repeated by hvectors. Not committed.
+MPI_Datatype run_type(const Segment& s, index_t es);
 // One committed datatype for pieces at absolute addresses (used with
 // MPI_BOTTOM); frees `types`.
 MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& addr);

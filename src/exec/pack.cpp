@@ -4,11 +4,24 @@
 
 namespace redist::detail {
 
+void pack_run(const Segment& s, const std::byte* from, std::byte* buf, index_t es, bool stream) {
+  const index_t vol = s.shape.volume();
+  copy_run(s.shape, s.run, es, s.count, from, s.at.strides, s.step, buf, packed_strides(s.shape),
+           {vol, vol * s.count[0]}, stream);
+}
+
+void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream) {
+  const index_t vol = s.shape.volume();
+  copy_run(s.shape, s.run, es, s.count, buf, packed_strides(s.shape), {vol, vol * s.count[0]}, to, s.at.strides,
+           s.step, stream);
+}
+
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_local);
   for (const LocalCopy& c : p.rp.locals)
-    copy_box(c.shape, c.run, es, src.at(c.from, es), c.from.strides, dst.at(c.to, es), c.to.strides, stream);
+    copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
+             c.to.strides, c.to_step, stream);
   if (stream) stream_fence();
 }
 
@@ -16,8 +29,8 @@ void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_sent);
   for (const Segment& s : p.rp.sends[i].segments) {
-    copy_box(s.shape, s.run, es, src.at(s.at, es), s.at.strides, buf, packed_strides(s.shape), stream);
-    buf += s.shape.volume() * es;
+    pack_run(s, src.at(s.at, es), buf, es, stream);
+    buf += s.elements() * es;
   }
   if (stream) stream_fence();
 }
@@ -26,8 +39,8 @@ void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_received);
   for (const Segment& s : p.rp.receives[i].segments) {
-    copy_box(s.shape, s.run, es, buf, packed_strides(s.shape), dst.at(s.at, es), s.at.strides, stream);
-    buf += s.shape.volume() * es;
+    unpack_run(s, buf, dst.at(s.at, es), es, stream);
+    buf += s.elements() * es;
   }
   if (stream) stream_fence();
 }

@@ -8,6 +8,10 @@
 
 namespace redist::detail {
 
+// Packs one run (its segments one after another, each column-major) from its
+// place `from` in storage into `buf`; unpack_run is the reverse.
+void pack_run(const Segment& s, const std::byte* from, std::byte* buf, index_t es, bool stream);
+void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream);
 // Copies this rank's local pieces (source and target both here).
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
 // Packs the segments sent to peer `i` of rp.sends into `buf`, one after another.

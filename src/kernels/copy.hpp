@@ -2,6 +2,7 @@
 // strided places. Layer `kernels`: below cost and exec, above geometry only.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -85,6 +86,74 @@ inline void copy_box(const Coord& shape, index_t run, index_t es, const std::byt
     }
     if (e == n) return;
   }
+}
+
+// A run (Segment/LocalCopy): a box repeated count[0] x count[1] times, with
+// element steps between repetitions on each side. RunRows says how the kernel
+// copies it: `rows` rows of `row` contiguous elements. Repetitions whose box is
+// contiguous on both sides and that follow one another on both sides merge into
+// longer rows (a cyclic sender's elements are adjacent in its storage: one row).
+struct RunRows {
+  index_t row = 0;      // elements per row
+  index_t rows = 0;     // rows in all
+  int merged = 0;       // repetition levels merged into the row (0, 1 or 2)
+};
+inline RunRows run_rows(const Coord& shape, index_t run, const std::array<index_t, 2>& count,
+                        const std::array<index_t, 2>& fstep, const std::array<index_t, 2>& tstep) {
+  const index_t vol = shape.volume();
+  RunRows r{run, vol / (run > 0 ? run : 1) * count[0] * count[1], 0};
+  if (run != vol) return r;
+  index_t len = vol;
+  for (int k = 0; k < 2; ++k) {
+    if (count[k] > 1 && (fstep[k] != len || tstep[k] != len)) break;
+    len *= count[k];
+    r.merged = k + 1;
+  }
+  r.row = len;
+  r.rows = vol * count[0] * count[1] / len;
+  return r;
+}
+
+// Copies `n` rows of B bytes with constant byte steps (B a small constant: the
+// compiler turns each memcpy into one load and one store).
+template <size_t B>
+inline void copy_small_rows(std::byte* to, index_t ts, const std::byte* from, index_t fs, index_t n) {
+  for (index_t i = 0; i < n; ++i) std::memcpy(to + i * ts, from + i * fs, B);
+}
+
+// Copies a run (see RunRows); steps are in elements. `stream`: see kStreamAbove.
+inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+                     const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
+                     const Coord& ts, const std::array<index_t, 2>& tstep, bool stream = false) {
+  const RunRows rr = run_rows(shape, run, count, fstep, tstep);
+  if (rr.merged == 2) {
+    copy_row(to, from, static_cast<size_t>(rr.row * es), stream);
+    return;
+  }
+  if (rr.merged == 1 || (rr.row == shape.volume() && count[0] > 1)) {
+    // one row per repetition of the inner (merged == 1: outer) level
+    const int k = rr.merged;  // the level the loop runs over
+    const index_t n = count[k], fb = fstep[k] * es, tb = tstep[k] * es, row = rr.row * es;
+    const index_t outer = k == 0 ? count[1] : 1;
+    for (index_t o = 0; o < outer; ++o) {
+      const std::byte* f = from + o * fstep[1] * es;
+      std::byte* t = to + o * tstep[1] * es;
+      switch (row) {
+        case 1: copy_small_rows<1>(t, tb, f, fb, n); break;
+        case 2: copy_small_rows<2>(t, tb, f, fb, n); break;
+        case 4: copy_small_rows<4>(t, tb, f, fb, n); break;
+        case 8: copy_small_rows<8>(t, tb, f, fb, n); break;
+        case 16: copy_small_rows<16>(t, tb, f, fb, n); break;
+        default:
+          for (index_t i = 0; i < n; ++i) copy_row(t + i * tb, f + i * fb, static_cast<size_t>(row), stream);
+      }
+    }
+    return;
+  }
+  for (index_t j = 0; j < count[1]; ++j)
+    for (index_t i = 0; i < count[0]; ++i)
+      copy_box(shape, run, es, from + (i * fstep[0] + j * fstep[1]) * es, fs, to + (i * tstep[0] + j * tstep[1]) * es,
+               ts, stream);
 }
 
 // Strides of a column-major packed box.

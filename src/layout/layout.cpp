@@ -257,44 +257,59 @@ index_t LocalIndex::per_dim_tile_offset(const Coord& lt) const {
   return off;
 }
 
-Address LocalIndex::address(const Coord& tile, const Coord& g) const {
+Address LocalIndex::local_address(const Coord& lt, const Coord& w) const {
   const int n = layout_.ndim();
   Address a;
   a.strides = Coord(n);
-  const Box box = layout_.tile_box(tile);
   const StorageKind kind = layout_.storage().kind;
+  index_t off = 0, stride = 1;
   if (kind == StorageKind::local_array) {
-    index_t off = 0, stride = 1;
     for (int d = 0; d < n; ++d) {
-      const index_t lt = local_tile_index(d, tile[d]);
-      const index_t l = tile_prefix(d, lt) + (g[d] - box.lo[d]);
       a.strides[d] = stride;
-      off += l * stride;
+      off += (tile_prefix(d, lt[d]) + w[d]) * stride;
       stride *= d == 0 ? ld_ : local_extent_[d];
     }
     a.offset = off;
     return a;
   }
+  for (int d = 0; d < n; ++d) {
+    a.strides[d] = stride;
+    off += w[d] * stride;
+    stride *= tile_prefix(d, lt[d] + 1) - tile_prefix(d, lt[d]);
+  }
+  if (kind == StorageKind::tile_pointers) {
+    index_t o = 0;
+    for (int d = n - 1; d >= 0; --d) o = o * owned_count(d) + lt[d];
+    a.block = o;
+    a.offset = off;
+    return a;
+  }
+  a.offset = per_dim_tile_offset(lt) + off;
+  return a;
+}
+
+Address LocalIndex::address(const Coord& tile, const Coord& g) const {
+  const int n = layout_.ndim();
+  const Box box = layout_.tile_box(tile);
+  if (per_dim_) {
+    Coord lt(n), w(n);
+    for (int d = 0; d < n; ++d) lt[d] = local_tile_index(d, tile[d]), w[d] = g[d] - box.lo[d];
+    return local_address(lt, w);
+  }
+  Address a;
+  a.strides = Coord(n);
   index_t in_tile = 0, stride = 1;
   for (int d = 0; d < n; ++d) {
     a.strides[d] = stride;
     in_tile += (g[d] - box.lo[d]) * stride;
     stride *= box.size[d];
   }
-  if (kind == StorageKind::tile_pointers) {
+  if (layout_.storage().kind == StorageKind::tile_pointers) {
     a.block = ordinal(tile);
     a.offset = in_tile;
     return a;
   }
-  index_t tile_off;
-  if (per_dim_) {
-    Coord lt(n);
-    for (int d = 0; d < n; ++d) lt[d] = local_tile_index(d, tile[d]);
-    tile_off = per_dim_tile_offset(lt);
-  } else {
-    tile_off = tile_offset_[ordinal(tile)];
-  }
-  a.offset = tile_off + in_tile;
+  a.offset = tile_offset_[ordinal(tile)] + in_tile;
   return a;
 }
 

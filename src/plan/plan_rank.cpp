@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "plan/compressed.hpp"
 #include "redist/plan.hpp"
 
 namespace redist {
@@ -163,8 +164,63 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, i
   return plan_rank(src, dst, src_local, dst_local, region, rank, nranks);
 }
 
+std::vector<Segment> expand(const Segment& run) {
+  std::vector<Segment> out;
+  for (index_t j = 0; j < run.count[1]; ++j)
+    for (index_t i = 0; i < run.count[0]; ++i) {
+      Segment s{run.shape, run.at, run.run};
+      s.at.offset += i * run.step[0] + j * run.step[1];
+      out.push_back(s);
+    }
+  return out;
+}
+
+std::vector<LocalCopy> expand(const LocalCopy& run) {
+  std::vector<LocalCopy> out;
+  for (index_t j = 0; j < run.count[1]; ++j)
+    for (index_t i = 0; i < run.count[0]; ++i) {
+      LocalCopy c{run.shape, run.from, run.to, run.run};
+      c.from.offset += i * run.from_step[0] + j * run.from_step[1];
+      c.to.offset += i * run.to_step[0] + j * run.to_step[1];
+      out.push_back(c);
+    }
+  return out;
+}
+
+namespace {
+
+// Runs and the memory the plan's lists hold.
+void finish_stats(RankPlan& plan) {
+  PlanStats& st = plan.stats;
+  st.messages_sent = static_cast<index_t>(plan.sends.size());
+  st.messages_received = static_cast<index_t>(plan.receives.size());
+  st.runs_sent = st.runs_received = 0;
+  index_t bytes = sizeof(RankPlan) + static_cast<index_t>((plan.sends.capacity() + plan.receives.capacity()) * sizeof(PeerPlan) +
+                                                          plan.locals.capacity() * sizeof(LocalCopy));
+  for (const PeerPlan& p : plan.sends) st.runs_sent += static_cast<index_t>(p.segments.size()), bytes += static_cast<index_t>(p.segments.capacity() * sizeof(Segment));
+  for (const PeerPlan& p : plan.receives) st.runs_received += static_cast<index_t>(p.segments.size()), bytes += static_cast<index_t>(p.segments.capacity() * sizeof(Segment));
+  st.local_runs = static_cast<index_t>(plan.locals.size());
+  st.plan_bytes = bytes;
+}
+
+}  // namespace
+
 RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
                    const LocalIndex& dst_local, const Region& region, int rank, int nranks) {
+  RankPlan plan;
+  plan.rank = rank;
+  plan.ndim = src.ndim();
+  plan.elem_size = src.elem_size();
+  if (region.empty()) return plan;
+  if (detail::plan_compressed(src, dst, src_local, dst_local, region, rank, nranks, plan)) {
+    finish_stats(plan);
+    return plan;
+  }
+  return detail::plan_segment_list(src, dst, src_local, dst_local, region, rank, nranks);
+}
+
+RankPlan detail::plan_segment_list(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                                   const LocalIndex& dst_local, const Region& region, int rank, int nranks) {
   const int n = src.ndim();
   RankPlan plan;
   plan.rank = rank;
@@ -238,9 +294,8 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_l
 
   plan.receives = recv.finish(rank, nranks, false, false);
   plan.sends = send.finish(rank, nranks, true, true);
-  plan.stats.messages_sent = static_cast<index_t>(plan.sends.size());
-  plan.stats.messages_received = static_cast<index_t>(plan.receives.size());
   plan.stats.local_copies = static_cast<index_t>(plan.locals.size());
+  finish_stats(plan);
   return plan;
 }
 

@@ -124,9 +124,9 @@ TEST(Cost, MoreMessagesCostMore) {
   EXPECT_EQ(small.stats.bytes_sent, big.stats.bytes_sent);
   for (const std::string& e : strategy_names())
     EXPECT_GT(predict(small, e, m).total(), predict(big, e, m).total()) << e;
-  // segment sends one message per segment: beyond p2p by about segments x stream cost
+  // segment sends one message per run: beyond p2p by about runs x stream cost
   const Prediction ps = predict(small, "segment", m), pp = predict(small, "p2p", m);
-  EXPECT_GT(ps.comm - pp.comm, 0.5 * static_cast<double>(small.stats.segments_sent) * 1e-6);
+  EXPECT_GT(ps.comm - pp.comm, 0.5 * static_cast<double>(small.stats.runs_sent) * 1e-6);
   EXPECT_DOUBLE_EQ(ps.memcpy, pp.memcpy);
 }
 

@@ -4,11 +4,13 @@
 // serial oracle (pattern.hpp), element by element.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 
 #include "kernels/copy.hpp"
 #include "../common/random_layout.hpp"
 #include "harness/pattern.hpp"
+#include "plan/compressed.hpp"
 
 using namespace redist;
 using namespace redist::testing;
@@ -83,15 +85,20 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
       std::byte* m = msg.data();
       for (const Segment& seg : sp.segments) {
         if (seg.shape.volume() <= 4096) ASSERT_EQ(seg.run, brute_run(seg.shape, {&seg.at.strides})) << what;
-        detail::copy_box(seg.shape, seg.run, es, at(s[p], seg.at, es), seg.at.strides, m, detail::packed_strides(seg.shape));
-        m += seg.shape.volume() * es;
+        const index_t vol = seg.shape.volume();
+        detail::copy_run(seg.shape, seg.run, es, seg.count, at(s[p], seg.at, es), seg.at.strides, seg.step, m,
+                         detail::packed_strides(seg.shape), {vol, vol * seg.count[0]});
+        m += seg.elements() * es;
       }
       m = msg.data();
       for (size_t k = 0; k < rp->segments.size(); ++k) {
         const Segment& seg = rp->segments[k];
-        ASSERT_EQ(seg.shape, sp.segments[k].shape) << what << ": segment " << k << " of " << p << "->" << q;
-        detail::copy_box(seg.shape, seg.run, es, m, detail::packed_strides(seg.shape), at(d[q], seg.at, es), seg.at.strides);
-        m += seg.shape.volume() * es;
+        ASSERT_EQ(seg.shape, sp.segments[k].shape) << what << ": run " << k << " of " << p << "->" << q;
+        ASSERT_EQ(seg.count, sp.segments[k].count) << what << ": run " << k << " of " << p << "->" << q;
+        const index_t vol = seg.shape.volume();
+        detail::copy_run(seg.shape, seg.run, es, seg.count, m, detail::packed_strides(seg.shape), {vol, vol * seg.count[0]},
+                         at(d[q], seg.at, es), seg.at.strides, seg.step);
+        m += seg.elements() * es;
       }
       total_bytes += sp.bytes;
     }
@@ -102,7 +109,8 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
     }
     for (const LocalCopy& c : plans[p].locals) {
       if (c.shape.volume() <= 4096) ASSERT_EQ(c.run, brute_run(c.shape, {&c.from.strides, &c.to.strides})) << what;
-      detail::copy_box(c.shape, c.run, es, at(s[p], c.from, es), c.from.strides, at(d[p], c.to, es), c.to.strides);
+      detail::copy_run(c.shape, c.run, es, c.count, at(s[p], c.from, es), c.from.strides, c.from_step, at(d[p], c.to, es),
+                       c.to.strides, c.to_step);
     }
   }
   // Volume: remote + local bytes = region bytes.
@@ -182,6 +190,135 @@ TEST(Plan, RandomLayoutsAllKinds) {
              "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str());
     if (HasFatalFailure()) return;
   }
+}
+
+// The elements a list of runs touches, per peer, as sorted (block, offset) pairs
+// of this rank's storage (`from`: the source side of local copies).
+using Elements = std::vector<std::pair<index_t, index_t>>;
+void add_box(Elements& out, const Coord& shape, const Address& a) {
+  const int n = shape.ndim();
+  Coord i(n);
+  for (index_t k = 0, v = shape.volume(); k < v; ++k) {
+    index_t rest = k, off = a.offset;
+    for (int d = 0; d < n; ++d) i[d] = rest % shape[d], rest /= shape[d], off += i[d] * a.strides[d];
+    out.emplace_back(a.block, off);
+  }
+}
+std::map<int, Elements> elements_of(const std::vector<PeerPlan>& peers) {
+  std::map<int, Elements> m;
+  for (const PeerPlan& p : peers)
+    for (const Segment& run : p.segments)
+      for (const Segment& s : expand(run)) add_box(m[p.peer], s.shape, s.at);
+  for (auto& [k, v] : m) std::sort(v.begin(), v.end());
+  return m;
+}
+Elements local_elements(const std::vector<LocalCopy>& locals, bool from) {
+  Elements e;
+  for (const LocalCopy& run : locals)
+    for (const LocalCopy& c : expand(run)) add_box(e, c.shape, from ? c.from : c.to);
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
+// A fine-grained block-cyclic layout: tiles of 1 to 4 elements often, k-cyclic,
+// first-tile offsets, every storage.
+Layout random_fine_layout(Rng& rng, const Coord& shape, int nranks, index_t es) {
+  const int n = shape.ndim();
+  std::vector<DimPartition> parts;
+  for (int d = 0; d < n; ++d) {
+    const index_t tile = uniform(rng, 0, 1) ? uniform(rng, 1, 4) : uniform(rng, 1, shape[d] + 1);
+    parts.push_back(DimPartition::regular(shape[d], tile, uniform(rng, 0, 3) == 0 ? uniform(rng, 0, tile - 1) : 0));
+  }
+  Ownership own = random_block_cyclic(rng, n, nranks);
+  Storage st;
+  const int sk = static_cast<int>(uniform(rng, 0, 2));
+  st.kind = sk == 0 ? StorageKind::tile : sk == 1 ? StorageKind::tile_pointers : StorageKind::local_array;
+  if (st.kind == StorageKind::local_array && uniform(rng, 0, 1)) st.ld = shape[0] + uniform(rng, 0, 3);
+  return Layout(shape, std::move(parts), own, st, es);
+}
+
+TEST(Plan, CompressedPlansExpandToTheSegmentList) {
+  // The old representation is the oracle of the new one: for every rank, the
+  // elements each peer's runs touch (runs expanded) are those of the segment
+  // list, on both sides and in the local copies; then all ranks are simulated
+  // and checked against the serial oracle, which checks the message order.
+  // REDIST_PLAN_CASES=N runs N cases (default 3000), REDIST_PLAN_SEED another seed.
+  const char* nc = std::getenv("REDIST_PLAN_CASES");
+  const char* seed = std::getenv("REDIST_PLAN_SEED");
+  Rng rng(seed ? std::strtoull(seed, nullptr, 10) : 20261123);
+  index_t runs = 0, segments = 0;
+  for (int c = 0, cases = nc ? std::atoi(nc) : 3000; c < cases; ++c) {
+    const int nranks = static_cast<int>(uniform(rng, 1, 6));
+    const int ndim = static_cast<int>(uniform(rng, 1, 4));
+    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 30 : ndim == 3 ? 10 : 6;
+    const index_t es = std::vector<index_t>{1, 2, 4, 8, 16, 3, 12}[uniform(rng, 0, 6)];
+    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
+    Layout src = random_fine_layout(rng, a, nranks, es), dst = random_fine_layout(rng, b, nranks, es);
+    ASSERT_EQ(src.check(nranks), "") << src.spec();
+    ASSERT_EQ(dst.check(nranks), "") << dst.spec();
+    Region r = random_region(rng, a, b);
+    const std::string what = "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str();
+    for (int rank = 0; rank < nranks; ++rank) {
+      const LocalIndex sl(src, rank), dl(dst, rank);
+      const RankPlan got = plan_rank(src, dst, sl, dl, r, rank, nranks);
+      const RankPlan want = detail::plan_segment_list(src, dst, sl, dl, r, rank, nranks);
+      ASSERT_EQ(elements_of(got.sends), elements_of(want.sends)) << what << ", rank " << rank << " sends";
+      ASSERT_EQ(elements_of(got.receives), elements_of(want.receives)) << what << ", rank " << rank << " receives";
+      ASSERT_EQ(local_elements(got.locals, true), local_elements(want.locals, true)) << what << ", rank " << rank;
+      ASSERT_EQ(local_elements(got.locals, false), local_elements(want.locals, false)) << what << ", rank " << rank;
+      EXPECT_EQ(got.stats.bytes_sent, want.stats.bytes_sent) << what;
+      EXPECT_EQ(got.stats.bytes_received, want.stats.bytes_received) << what;
+      EXPECT_EQ(got.stats.bytes_local, want.stats.bytes_local) << what;
+      EXPECT_EQ(got.stats.messages_sent, want.stats.messages_sent) << what;
+      EXPECT_EQ(got.stats.target_tiles, want.stats.target_tiles) << what;
+      EXPECT_EQ(got.stats.max_segments_per_tile, want.stats.max_segments_per_tile) << what;
+      EXPECT_EQ(got.stats.segments_per_tile_total, want.stats.segments_per_tile_total) << what;
+      EXPECT_LE(got.stats.runs_sent, want.stats.runs_sent) << what;
+      runs += got.stats.runs_sent + got.stats.local_runs;
+      segments += want.stats.runs_sent + want.stats.local_runs;
+    }
+    simulate(src, dst, r, nranks, what);
+    if (HasFatalFailure()) return;
+  }
+  std::printf("compressed: %lld runs where the segment list has %lld entries\n", static_cast<long long>(runs),
+              static_cast<long long>(segments));
+}
+
+TEST(Plan, CyclicVectorIsAFewRuns) {
+  // Paper 001's r -> K*r with r = 1: a cyclic(1) vector to blocks of 1000 on 4
+  // ranks. Every peer's message is one run (count 250 x 25, steps in storage).
+  const Layout src = Layout::parse("100000 tile=1 block_cyclic grid=4");
+  const Layout dst = Layout::parse("100000 tile=1000 block_cyclic grid=4");
+  for (int rank = 0; rank < 4; ++rank) {
+    const RankPlan p = plan_rank(src, dst, Region::whole(src.shape()), rank, 4);
+    ASSERT_EQ(p.sends.size(), 3u);
+    for (const PeerPlan& pp : p.sends) {
+      ASSERT_EQ(pp.segments.size(), 1u) << "rank " << rank << " -> " << pp.peer;
+      const Segment& s = pp.segments[0];
+      EXPECT_EQ(s.count, (std::array<index_t, 2>{250, 25}));
+      EXPECT_EQ(s.step, (std::array<index_t, 2>{1, 1000}));  // adjacent in the cyclic source
+    }
+    for (const PeerPlan& pp : p.receives) {
+      ASSERT_EQ(pp.segments.size(), 1u);
+      EXPECT_EQ(pp.segments[0].step, (std::array<index_t, 2>{4, 1000}));
+    }
+    ASSERT_EQ(p.locals.size(), 1u);
+    EXPECT_EQ(p.stats.segments_sent, 3 * 250 * 25);
+    EXPECT_EQ(p.stats.runs_sent, 3);
+  }
+}
+
+TEST(Plan, AdjacentPiecesMergeInLocalArrays) {
+  // One rank's 4000x4000 local array to another rank's, tiles 100 vs 70x90: the
+  // tile boundaries do not cut contiguous storage, so the move is one segment
+  // (the segment list has 7,360).
+  const Layout src = Layout::parse("4000x4000 tile=100x100 block_cyclic grid=1x1 storage=local_array");
+  const Layout dst = Layout::parse("4000x4000 tile=70x90 block_cyclic grid=1x1 first=1 storage=local_array");
+  const RankPlan p0 = plan_rank(src, dst, Region::whole(src.shape()), 0, 2);
+  ASSERT_EQ(p0.sends.size(), 1u);
+  ASSERT_EQ(p0.sends[0].segments.size(), 1u);
+  EXPECT_EQ(p0.sends[0].segments[0].shape, Coord({4000, 4000}));
+  EXPECT_EQ(p0.sends[0].segments[0].run, 4000 * 4000);
 }
 
 TEST(Plan, ManySimulatedRanksIsCheap) {

@@ -26,7 +26,7 @@ class Alltoallw final : public Strategy {
           std::vector<MPI_Datatype> t;
           std::vector<MPI_Aint> a;
           for (const Segment& s : pp.segments) {
-            t.push_back(box_type(s.shape, s.at.strides, es));
+            t.push_back(run_type(s, es));
             a.push_back(address_of(at(s.at)));
           }
           out.push_back(struct_of(t, a));
@@ -56,7 +56,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
     double t = 0;
     for (const PeerPlan& pp : peers) {
       t += m.startup;
-      for (const Segment& g : pp.segments) t += rt.datatype.time(runs_of(g.shape, g.run, rp.elem_size));
+      for (const Segment& g : pp.segments) t += rt.datatype.time(runs_of(g, rp.elem_size));
     }
     return t;
   };

@@ -56,7 +56,11 @@ constexpr size_t kBatch = 1024;  // IOV_MAX on Linux
 // Elements of a segment's run contiguous in both storages: the shorter of the
 // two sides' runs (each a product of leading extents, so the shorter one is
 // contiguous on both). `w`: the sender's record of the segment.
+// A run's record, sent by its sender: block, offset, run, step[2], strides. The
+// sender's and the reader's runs of a peer correspond one to one (same shape
+// and counts: plan_rank splits them alike on both sides).
 index_t run_both(const Segment& s, const std::int64_t* w) { return std::min<index_t>(s.run, w[2]); }
+size_t record_size(int ndim) { return static_cast<size_t>(5 + ndim); }
 
 // Reads everything in the batch from `pid`, resuming after partial reads.
 // Returns an empty string or the reason it failed.
@@ -113,7 +117,7 @@ bool probe(const PlanCore& p, DirectState& st) {
 // Senders tell each reader where every segment lives in their storage (once).
 void exchange_where(PlanCore& p, DirectState& st) {
   const int n = p.rp.ndim;
-  const size_t per = static_cast<size_t>(3 + n);  // block, offset, run, strides
+  const size_t per = record_size(n);  // block, offset, run, step[2], strides
   std::vector<std::vector<std::int64_t>> out(p.rp.sends.size());
   std::vector<MPI_Request> req;
   st.where.assign(p.rp.receives.size(), {});
@@ -129,6 +133,8 @@ void exchange_where(PlanCore& p, DirectState& st) {
       out[i].push_back(s.at.block);
       out[i].push_back(s.at.offset);
       out[i].push_back(s.run);
+      out[i].push_back(s.step[0]);
+      out[i].push_back(s.step[1]);
       for (int d = 0; d < n; ++d) out[i].push_back(s.at.strides[d]);
     }
     req.emplace_back();
@@ -191,26 +197,30 @@ std::string read_segment(PlanCore& p, DirectState& st, const Segment& s, const s
                          const std::vector<std::uint64_t>& bases, pid_t pid, const DstBlocks& dst) {
   const int n = p.rp.ndim;
   const index_t es = p.rp.elem_size;
-  const std::uint64_t rbase = bases[static_cast<size_t>(w[0])] + static_cast<std::uint64_t>(w[1] * es);
-  const std::int64_t* rs = w + 3;
-  std::byte* lbase = dst.at(s.at, es);
+  const std::int64_t* rs = w + 5;
   const index_t row = run_both(s, w);
   int d = 1;  // first dimension outside the row
   for (index_t merged = s.shape[0]; d < n && merged < row; ++d) merged *= s.shape[d];
-  index_t idx[kMaxDims] = {};
-  while (true) {
-    index_t lo = 0, ro = 0;
-    for (int e = d; e < n; ++e) lo += idx[e] * s.at.strides[e], ro += idx[e] * rs[e];
-    // A row above what one iovec should carry is split (iov_len is size_t, but keep batches sane).
-    std::string err = queue_run(st, lbase + lo * es, rbase + static_cast<std::uint64_t>(ro * es), row * es, pid);
-    if (!err.empty()) return err;
-    int e = d;
-    for (; e < n; ++e) {
-      if (++idx[e] < s.shape[e]) break;
-      idx[e] = 0;
+  for (index_t j = 0; j < s.count[1]; ++j)
+    for (index_t i = 0; i < s.count[0]; ++i) {
+      const std::uint64_t rbase =
+          bases[static_cast<size_t>(w[0])] + static_cast<std::uint64_t>((w[1] + i * w[3] + j * w[4]) * es);
+      std::byte* lbase = dst.at(s.at, es) + (i * s.step[0] + j * s.step[1]) * es;
+      index_t idx[kMaxDims] = {};
+      while (true) {
+        index_t lo = 0, ro = 0;
+        for (int e = d; e < n; ++e) lo += idx[e] * s.at.strides[e], ro += idx[e] * rs[e];
+        std::string err = queue_run(st, lbase + lo * es, rbase + static_cast<std::uint64_t>(ro * es), row * es, pid);
+        if (!err.empty()) return err;
+        int e = d;
+        for (; e < n; ++e) {
+          if (++idx[e] < s.shape[e]) break;
+          idx[e] = 0;
+        }
+        if (e >= n) break;
+      }
     }
-    if (e >= n) return {};
-  }
+  return {};
 }
 
 class Direct final : public Strategy {
@@ -244,7 +254,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   // addresses it sent), then the address of its packed run for me.
   for (size_t i = 0; i < nr; ++i) {
     std::int64_t nblocks = 0;
-    const size_t per = static_cast<size_t>(3 + p.rp.ndim);
+    const size_t per = record_size(p.rp.ndim);
     for (size_t k = 0; k < st.where[i].size(); k += per) nblocks = std::max(nblocks, st.where[i][k] + 1);
     st.bases[i].resize(static_cast<size_t>(nblocks) + 1);
     check_mpi(MPI_Irecv(st.bases[i].data(), static_cast<int>(nblocks) + 1, MPI_UINT64_T, p.rp.receives[i].peer,
@@ -268,8 +278,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
     for (size_t k = 0; k < segs.size(); ++k) {
       nblocks = std::max(nblocks, segs[k].at.block + 1);
       if (!st.pack_send[i][k]) continue;
-      copy_box(segs[k].shape, segs[k].run, es, src.at(segs[k].at, es), segs[k].at.strides, at,
-               packed_strides(segs[k].shape), stream_out);
+      pack_run(segs[k], src.at(segs[k].at, es), at, es, stream_out);
       at += segs[k].elements() * es;
     }
     if (stream_out) stream_fence();
@@ -284,7 +293,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   copy_locals(p, src, dst);
   // Read from each sender as soon as its base pointers arrive, then tell it we are done.
   std::string err;
-  const size_t per = static_cast<size_t>(3 + p.rp.ndim);
+  const size_t per = record_size(p.rp.ndim);
   std::byte* rbuf = p.recv_scratch();
   for (size_t left = nr; left > 0;) {
     int count = 0;
@@ -304,7 +313,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
       for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
         if (!st.pack_recv[i][k]) continue;
         const Segment& g = pp.segments[k];
-        copy_box(g.shape, g.run, es, packed, packed_strides(g.shape), dst.at(g.at, es), g.at.strides, stream_in);
+        unpack_run(g, packed, dst.at(g.at, es), es, stream_in);
         packed += g.elements() * es;
       }
       if (stream_in) stream_fence();
@@ -329,17 +338,15 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   const index_t es = rp.elem_size;
   double pack = 0, read = 0;
   for (const PeerPlan& pp : rp.sends)
-    for (const Segment& g : pp.segments) {
-      const Runs r = runs_of(g.shape, g.run, es);
-      if (r.row_bytes < static_cast<double>(kPackBelow)) pack += rt.copy.time(r);
-    }
+    for (const Segment& g : pp.segments)
+      if (g.run * es < kPackBelow) pack += rt.copy.time(runs_of(g, es));
   for (const PeerPlan& pp : rp.receives)
     for (const Segment& g : pp.segments) {
-      const Runs r = runs_of(g.shape, g.run, es);
-      if (r.row_bytes < static_cast<double>(kPackBelow))  // packed, read as one run, unpacked
+      const Runs r = runs_of(g, es);
+      if (g.run * es < kPackBelow)  // packed, read as one run, unpacked
         read += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
-      else
-        read += rt.vm.time(r);
+      else  // one read per row of each segment
+        read += rt.vm.time({static_cast<double>(g.run * es), static_cast<double>(g.elements() / g.run)});
     }
   Prediction p;
   p.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));

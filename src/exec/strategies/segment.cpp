@@ -1,4 +1,5 @@
-// `segment`: one message per segment ("per patch" in paper 003), at most kWindow
+// `segment`: one message per run of segments (per segment where the plan has
+// no repetition: "per patch" in paper 003), at most kWindow
 // receives and kWindow sends in flight: with every message posted at once, Open
 // MPI's cost per message grew from 0.2 us (16 in flight) to 7 us (16,384), and
 // 20,000 segments of 800 bytes took 3.5x as long as pdgemr2d. A finished slot is
@@ -65,8 +66,7 @@ class SegmentStrategy final : public Strategy {
     auto post_send = [&](int i) {
       const Segment& g = sc.segment();
       if (sc.off == 0) {
-        copy_box(g.shape, g.run, es, src.at(g.at, es), g.at.strides, sbuf + sc.buf, packed_strides(g.shape),
-                 stream_out);
+        pack_run(g, src.at(g.at, es), sbuf + sc.buf, es, stream_out);
         if (stream_out) stream_fence();
       }
       check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, p.rp.sends[sc.peer].peer,
@@ -91,8 +91,7 @@ class SegmentStrategy final : public Strategy {
         if (i < kWindow) {
           const Slot& s = slot_[i];
           if (--pending_[static_cast<size_t>(s.flat)] == 0)
-            copy_box(s.seg->shape, s.seg->run, es, rbuf + s.buf, packed_strides(s.seg->shape), dst.at(s.seg->at, es),
-                     s.seg->at.strides, stream_in);
+            unpack_run(*s.seg, rbuf + s.buf, dst.at(s.seg->at, es), es, stream_in);
           if (!rc.done()) post_recv(i), ++active;
         } else if (!sc.done()) {
           post_send(i - kWindow), ++active;

@@ -1,0 +1,571 @@
+// Compressed plans: what a rank sends, receives and copies as RUNS of segments
+// (Segment::count/step), computed in closed form when both layouts are
+// block-cyclic over regular partitions. Cost O(runs), never O(elements): a
+// cyclic(1) vector of 10^8 elements moved to blocks of 1000 on 4 ranks is a
+// handful of runs per peer (paper 001's superblocks), where the segment list had
+// one entry per element.
+//
+// Per dimension d and per pair (source grid coordinate cs, target grid
+// coordinate ct), the 1-D pieces the pair exchanges (the overlaps of cs's source
+// tiles with ct's target tiles inside the region) are listed in increasing
+// position as 1-D entries: a piece repeated count[0] x count[1] times with
+// constant steps in position and in each side's local coordinates. The pieces a
+// source rank p sends a target rank q are the product of its 1-D lists over the
+// dimensions; one dimension, the one with the most pieces, is the RUN dimension
+// whose entries become runs, the others are walked piece by piece. Both sides of
+// a pair compute the same lists, so they agree on the runs and their order
+// without talking: the message is the runs in order, a run's segments in order,
+// each segment column-major.
+//
+// Pieces of one pair that touch are merged across a tile boundary when storage
+// on that side is SEAMLESS there (the two tiles are adjacent in storage along d:
+// local_array always; tile storage when no other dimension is split), so a
+// 4000x4000 local array moved between two grids of one rank is one segment.
+#include <algorithm>
+#include <numeric>
+
+#include "plan/compressed.hpp"
+
+namespace redist::detail {
+namespace {
+
+constexpr int kSrc = 0, kDst = 1;
+
+// One dimension of one side of the move, in closed form. Pieces are split at
+// UNIT boundaries: a unit is a tile, or for a seamless side a super-tile (all
+// tiles when the grid has one process along d), since storage runs on across
+// the tiles of a unit.
+struct Axis {
+  index_t T = 1, off = 0, extent = 0, nt = 0;  // regular partition
+  index_t G = 1, k = 1, src = 0;               // block-cyclic along d
+  index_t r = 0;                               // region offset on this side
+  bool seamless = false, pointers = false;
+  index_t m = 1;  // tiles per unit
+  index_t B = 1;  // units per block of one coordinate (k for tile units, else 1)
+
+  index_t tile_of(index_t g) const { return (g + off) / T; }
+  index_t tile_lo(index_t t) const { return t == 0 ? 0 : t * T - off; }
+  index_t tile_hi(index_t t) const { return std::min((t + 1) * T - off, extent); }
+  bool ragged(index_t t) const { return tile_hi(t) - tile_lo(t) != T; }
+  index_t coord_of_tile(index_t t) const { return (t / k + src) % G; }
+  index_t nunits() const { return (nt + m - 1) / m; }
+  index_t unit_of(index_t g) const { return tile_of(g) / m; }
+  index_t unit_lo(index_t u) const { return tile_lo(u * m); }
+  index_t unit_hi(index_t u) const { return tile_hi(std::min((u + 1) * m, nt) - 1); }
+  index_t unit_coord(index_t u) const { return coord_of_tile(u * m); }
+  index_t unit_size() const { return m * T; }  // nominal
+  // A unit is ragged when one of its tiles is (only the first and the last can be).
+  bool unit_ragged(index_t u) const { return ragged(u * m) || ragged(std::min((u + 1) * m, nt) - 1); }
+  // Smallest block index >= s whose coordinate is c.
+  index_t block_at_or_after(index_t s, index_t c) const { return s + (((c - src - s) % G) + G) % G; }
+};
+
+Axis make_axis(const Layout& l, int d, index_t region_offset) {
+  const DimPartition& p = l.partition(d);
+  const BlockCyclicParams& bc = l.ownership().bc();
+  Axis a;
+  a.T = p.tile();
+  a.off = p.offset();
+  a.extent = p.extent();
+  a.nt = p.ntiles();
+  a.G = bc.grid[d];
+  a.k = bc.super[d];
+  a.src = bc.source[d];
+  a.r = region_offset;
+  const StorageKind kind = l.storage().kind;
+  a.pointers = kind == StorageKind::tile_pointers;
+  if (kind == StorageKind::local_array) {
+    a.seamless = true;
+  } else if (kind == StorageKind::tile) {
+    a.seamless = true;  // tiles along d adjacent in storage with equal strides:
+    for (int e = 0; e < l.ndim(); ++e)  // one tile along each lower dimension, extent 1 above
+      if ((e < d && l.partition(e).ntiles() != 1) || (e > d && l.shape()[e] != 1)) a.seamless = false;
+  }
+  if (a.seamless) {
+    a.m = a.G == 1 ? std::max<index_t>(a.nt, 1) : a.k;
+    a.B = 1;
+  } else {
+    a.m = 1;
+    a.B = a.k;
+  }
+  return a;
+}
+
+// A point of a 1-D list: position x in the region and, per side, the local tile
+// index l, the offset w in that tile and the local index lam (the prefix of
+// the rank's tiles along d plus w).
+struct Pt {
+  index_t x = 0;
+  index_t l[2] = {0, 0}, w[2] = {0, 0}, lam[2] = {0, 0};
+};
+
+Pt minus(const Pt& a, const Pt& b) {
+  Pt d;
+  d.x = a.x - b.x;
+  for (int s = 0; s < 2; ++s) d.l[s] = a.l[s] - b.l[s], d.w[s] = a.w[s] - b.w[s], d.lam[s] = a.lam[s] - b.lam[s];
+  return d;
+}
+
+// The point at region position x (both sides own it).
+Pt point_at(const Axis* ax, index_t x) {
+  Pt p;
+  p.x = x;
+  for (int s = 0; s < 2; ++s) {
+    const Axis& a = ax[s];
+    const index_t g = a.r + x, t = a.tile_of(g);
+    p.l[s] = (t / a.k) / a.G * a.k + t % a.k;
+    p.w[s] = g - a.tile_lo(t);
+    const bool owns_first = a.coord_of_tile(0) == a.coord_of_tile(t);
+    p.lam[s] = p.l[s] * a.T - (owns_first && p.l[s] > 0 ? a.off : 0) + p.w[s];
+  }
+  return p;
+}
+
+// A 1-D entry: `size` elements at `p`, repeated c[0] times step[0] apart, all
+// of that c[1] times step[1] apart. `fixed`: never merged with another entry
+// (it lies in a tile of unusual size on a side where that changes strides).
+struct Entry {
+  Pt p;
+  index_t size = 0;
+  index_t c[2] = {1, 1};
+  Pt step[2];
+  bool fixed = false;
+};
+
+// Builds a pair's 1-D list from pieces and progressions pushed in increasing
+// position, merging them into entries while every side's storage stays affine.
+class Compressor {
+ public:
+  Compressor(const Axis* ax, std::vector<Entry>& out) : ax_(ax), out_(out) {}
+
+  void push(const Entry& in) {
+    if (in.c[0] > 1 && !valid(in.step[0])) {  // a progression across tiles of tile_pointers storage
+      for (index_t i = 0; i < in.c[0]; ++i) {
+        Entry one = in;
+        one.p = point_at(ax_, in.p.x + i * in.step[0].x);  // l and w need not be affine
+        one.c[0] = 1;
+        push(one);
+      }
+      return;
+    }
+    if (has_cur_ && in.size == cur_.size && !in.fixed && !cur_.fixed) {
+      const Pt gap = minus(in.p, cur_.p);
+      if (cur_.c[0] == 1 && in.c[0] == 1 && valid(gap)) {
+        cur_.step[0] = gap;
+        cur_.c[0] = 2;
+        return;
+      }
+      if (cur_.c[0] >= 2 && same(gap, cur_.step[0], cur_.c[0]) && (in.c[0] == 1 || same(in.step[0], cur_.step[0], 1))) {
+        cur_.c[0] += in.c[0];
+        return;
+      }
+      if (cur_.c[0] == 1 && in.c[0] >= 2 && same(gap, in.step[0], 1) && valid(gap)) {
+        cur_.step[0] = gap;  // the actual second point: exact on every side
+        cur_.c[0] = 1 + in.c[0];
+        return;
+      }
+    }
+    close();
+    cur_ = in;
+    has_cur_ = true;
+  }
+
+  void finish() { close(); }
+
+ private:
+  // Steps equal where each side needs them to be: a seamless side by its local
+  // index, a tile side by tile and offset (its strides change with the tile).
+  bool same(const Pt& a, const Pt& b, index_t times) const {
+    if (a.x != b.x * times) return false;
+    for (int s = 0; s < 2; ++s) {
+      if (ax_[s].seamless) {
+        if (a.lam[s] != b.lam[s] * times) return false;
+      } else if (a.l[s] != b.l[s] * times || a.w[s] != b.w[s] * times) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // tile_pointers: a run stays inside one tile (one block).
+  bool valid(const Pt& step) const {
+    for (int s = 0; s < 2; ++s)
+      if (ax_[s].pointers && step.l[s] != 0) return false;
+    return true;
+  }
+
+  // Appends the current entry, as one more repetition of the last entry when it
+  // repeats it.
+  void close() {
+    if (!has_cur_) return;
+    has_cur_ = false;
+    if (!out_.empty()) {
+      Entry& last = out_.back();
+      const Pt gap = minus(cur_.p, last.p);
+      const bool alike = !last.fixed && !cur_.fixed && last.size == cur_.size && last.c[0] == cur_.c[0] &&
+                         (cur_.c[0] == 1 || same(cur_.step[0], last.step[0], 1));
+      if (alike && last.c[0] > 1) {
+        if (last.c[1] == 1 && valid(gap)) {
+          last.step[1] = gap;
+          last.c[1] = 2;
+          return;
+        }
+        if (last.c[1] >= 2 && same(gap, last.step[1], last.c[1])) {
+          ++last.c[1];
+          return;
+        }
+      }
+    }
+    out_.push_back(cur_);
+  }
+
+  const Axis* ax_;
+  std::vector<Entry>& out_;
+  Entry cur_;
+  bool has_cur_ = false;
+};
+
+// The pieces pair (cs, ct) exchanges along one dimension, region [0, n).
+// The side with the larger units is walked unit by unit (its units of its
+// coordinate only); each of its units is split by the other side's units of its
+// coordinate in closed form: a first and a last partial piece and, between
+// them, whole units as one progression per block.
+void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<Entry>& out) {
+  out.clear();
+  if (n <= 0) return;
+  const int o = ax[kDst].unit_size() >= ax[kSrc].unit_size() ? kDst : kSrc, i = 1 - o;
+  const Axis &A = ax[o], &I = ax[i];
+  const index_t co = o == kSrc ? cs : ct, ci = o == kSrc ? ct : cs;
+  Compressor comp(ax, out);
+  auto piece_fixed = [&](index_t x, index_t size) {
+    for (int s = 0; s < 2; ++s) {
+      const Axis& a = ax[s];
+      if (a.seamless) continue;
+      const index_t t0 = a.tile_of(a.r + x), t1 = a.tile_of(a.r + x + size - 1);
+      if (a.ragged(t0) || a.ragged(t1)) return true;
+    }
+    return false;
+  };
+  auto push_piece = [&](index_t x, index_t size) {
+    Entry e;
+    e.p = point_at(ax, x);
+    e.size = size;
+    e.fixed = piece_fixed(x, size);
+    comp.push(e);
+  };
+  // Whole inner units u0..u1 (consecutive, one coordinate, none ragged).
+  auto push_units = [&](index_t u0, index_t u1, index_t a, index_t b) {
+    if (u1 < u0) return;
+    const index_t lo = std::max(I.unit_lo(u0) - I.r, a);
+    if (u1 == u0) return push_piece(lo, std::min(I.unit_hi(u0) - I.r, b) - lo);
+    Entry e;
+    e.p = point_at(ax, lo);
+    e.size = I.unit_size();
+    e.c[0] = u1 - u0 + 1;
+    e.step[0] = minus(point_at(ax, I.unit_lo(u0 + 1) - I.r), e.p);
+    e.fixed = piece_fixed(lo, e.size);
+    comp.push(e);
+  };
+  const index_t uo_first = A.unit_of(A.r), uo_last = A.unit_of(A.r + n - 1);
+  for (index_t blk = A.block_at_or_after(uo_first / A.B, co); blk * A.B <= uo_last; blk += A.G) {
+    for (index_t uo = std::max(blk * A.B, uo_first); uo <= std::min(blk * A.B + A.B - 1, uo_last); ++uo) {
+      const index_t a = std::max(A.unit_lo(uo) - A.r, index_t{0}), b = std::min(A.unit_hi(uo) - A.r, n);
+      const index_t ui_lo = I.unit_of(I.r + a), ui_hi = I.unit_of(I.r + b - 1);
+      auto clip = [&](index_t u) {  // unit u of the inner side inside [a, b)
+        const index_t lo = std::max(I.unit_lo(u) - I.r, a), hi = std::min(I.unit_hi(u) - I.r, b);
+        push_piece(lo, hi - lo);
+      };
+      if (I.unit_coord(ui_lo) == ci) clip(ui_lo);
+      if (ui_hi > ui_lo + 1) {  // whole units strictly between
+        if (I.B == 1) {
+          const index_t u0 = I.block_at_or_after(ui_lo + 1, ci);
+          if (u0 < ui_hi) {
+            const index_t u1 = u0 + (ui_hi - 1 - u0) / I.G * I.G;
+            if (u0 == u1) {
+              push_units(u0, u0, a, b);
+            } else {
+              Entry e;
+              e.p = point_at(ax, I.unit_lo(u0) - I.r);
+              e.size = I.unit_size();
+              e.c[0] = (u1 - u0) / I.G + 1;
+              e.step[0] = minus(point_at(ax, I.unit_lo(u0 + I.G) - I.r), e.p);
+              e.fixed = piece_fixed(e.p.x, e.size);
+              comp.push(e);
+            }
+          }
+        } else {
+          for (index_t bi = I.block_at_or_after((ui_lo + 1) / I.B, ci); bi * I.B < ui_hi; bi += I.G)
+            push_units(std::max(bi * I.B, ui_lo + 1), std::min(bi * I.B + I.B - 1, ui_hi - 1), a, b);
+        }
+      }
+      if (ui_hi > ui_lo && I.unit_coord(ui_hi) == ci) clip(ui_hi);
+    }
+  }
+  comp.finish();
+}
+
+index_t rank_of(const BlockCyclicParams& p, const Coord& c) {
+  const int n = c.ndim();
+  index_t r = 0;
+  if (p.order == GridOrder::row)
+    for (int d = 0; d < n; ++d) r = r * p.grid[d] + c[d];
+  else
+    for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + c[d];
+  return r + p.first_rank;
+}
+
+bool compressible(const Layout& l) {
+  if (l.ownership().kind() != Ownership::Kind::block_cyclic) return false;
+  for (int d = 0; d < l.ndim(); ++d)
+    if (!l.partition(d).is_regular()) return false;
+  return true;
+}
+
+// Along one dimension: this rank's target tiles in the region, the source tiles
+// they overlap in all, and the most one overlaps. The first and last tiles of
+// the region are counted one by one; the others have the nominal size, and the
+// count of a tile is periodic along each arithmetic sequence of this rank's
+// tiles (period S / gcd(step, S) in tiles), so each sequence costs at most one
+// period: O(min(tiles, source tile size)) instead of O(tiles).
+struct TileCounts {
+  index_t tiles = 0, pieces = 0, most = 0;
+};
+TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d, index_t n) {
+  TileCounts c;
+  if (n <= 0) return c;
+  const index_t lo = T.r, hi = T.r + n;
+  auto pieces_of = [&](index_t t) {
+    const index_t a = std::max(T.tile_lo(t), lo) - T.r + S.r, b = std::min(T.tile_hi(t), hi) - T.r + S.r;
+    return S.tile_of(b - 1) - S.tile_of(a) + 1;
+  };
+  auto add = [&](index_t pieces, index_t times) {
+    c.tiles += times, c.pieces += pieces * times, c.most = std::max(c.most, pieces);
+  };
+  const index_t tf = T.tile_of(lo), tl = T.tile_of(hi - 1);
+  const index_t l0 = li.owned_before(d, tf), l1 = li.owned_before(d, tl + 1);
+  if (l0 == l1) return c;
+  index_t a = l0, b = l1;  // local tiles strictly inside the region's first and last
+  if (li.owned_tile(d, a) == tf) add(pieces_of(tf), 1), ++a;
+  if (b > a && li.owned_tile(d, b - 1) == tl) add(pieces_of(tl), 1), --b;
+  // Tiles a..b-1: k sequences (one per position in a super-tile), each with a tile step G*k.
+  const index_t step = T.G * T.k;
+  const auto shift = static_cast<index_t>(static_cast<unsigned __int128>(step) * static_cast<unsigned __int128>(T.T) %
+                                          static_cast<unsigned __int128>(S.T));  // position step mod S
+  const index_t gcd_step = std::gcd(shift, S.T);
+  const index_t period = S.T / (gcd_step == 0 ? S.T : gcd_step);
+  for (index_t i = 0; i < T.k && a < b; ++i) {
+    index_t first = a + ((i - a % T.k) % T.k + T.k) % T.k;  // first local tile >= a at position i
+    if (first >= b) continue;
+    const index_t count = (b - 1 - first) / T.k + 1;  // local tiles first, first + k, ... (tile step G*k)
+    const index_t m = std::min(count, period);
+    index_t sum_all = 0, sum_rem = 0;
+    for (index_t j = 0; j < m; ++j) {
+      const index_t p = pieces_of(li.owned_tile(d, first + j * T.k));
+      sum_all += p;
+      if (j < count % period) sum_rem += p;
+      c.most = std::max(c.most, p);
+    }
+    c.tiles += count;
+    c.pieces += count <= period ? sum_all : count / period * sum_all + sum_rem;
+  }
+  return c;
+}
+
+}  // namespace
+
+bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
+                     const Region& region, int rank, int nranks, RankPlan& plan) {
+  if (!compressible(src) || !compressible(dst)) return false;
+  const int n = src.ndim();
+  const index_t es = src.elem_size();
+  const BlockCyclicParams &sp = src.ownership().bc(), &tp = dst.ownership().bc();
+  std::vector<std::array<Axis, 2>> axes(n);
+  for (int d = 0; d < n; ++d) {
+    axes[d][kSrc] = make_axis(src, d, region.src_offset[d]);
+    axes[d][kDst] = make_axis(dst, d, region.dst_offset[d]);
+  }
+  // The run dimension: the most pieces (the same choice on every rank).
+  int rd = 0;
+  double most = -1;
+  for (int d = 0; d < n; ++d) {
+    const double pieces = static_cast<double>(region.size[d]) /
+                          static_cast<double>(std::min(axes[d][kSrc].unit_size(), axes[d][kDst].unit_size()));
+    if (pieces > most) most = pieces, rd = d;
+  }
+
+  Coord my_s, my_t;
+  const bool in_src = src.ownership().grid_coord(rank, my_s) && rank_of(sp, my_s) == rank;
+  const bool in_dst = dst.ownership().grid_coord(rank, my_t) && rank_of(tp, my_t) == rank;
+
+  // 1-D lists cached per (dimension, other side's coordinate).
+  auto lists_for = [&](bool send_side, int d, index_t other, std::vector<std::vector<std::vector<Entry>>>& cache,
+                       std::vector<std::vector<char>>& have) -> const std::vector<Entry>& {
+    auto& slot = cache[d][other];
+    if (!have[d][other]) {
+      const index_t cs = send_side ? my_s[d] : other, ct = send_side ? other : my_t[d];
+      pair_list(axes[d].data(), region.size[d], cs, ct, slot);
+      have[d][other] = 1;
+    }
+    return slot;
+  };
+
+  // Emits the runs of one pair: callback(shape, lt/w per side, entry) per run.
+  struct Piece {
+    index_t size;
+    Pt p;
+  };
+  auto for_each_run = [&](const std::vector<const std::vector<Entry>*>& lists, auto&& f) {
+    for (int d = 0; d < n; ++d)
+      if (lists[d]->empty()) return;
+    std::vector<std::vector<Piece>> pieces(n);
+    for (int d = 0; d < n; ++d) {
+      if (d == rd) continue;
+      for (const Entry& e : *lists[d])
+        for (index_t j = 0; j < e.c[1]; ++j)
+          for (index_t i = 0; i < e.c[0]; ++i)
+            pieces[d].push_back({e.size, point_at(axes[d].data(), e.p.x + i * e.step[0].x + j * e.step[1].x)});
+    }
+    std::vector<size_t> idx(n, 0);
+    std::vector<const Piece*> cur(n, nullptr);
+    while (true) {
+      for (int d = 0; d < n; ++d)
+        if (d != rd) cur[d] = &pieces[d][idx[d]];
+      for (const Entry& e : *lists[rd]) f(cur, e);
+      int d = 0;
+      for (; d < n; ++d) {
+        if (d == rd) continue;
+        if (++idx[d] < pieces[d].size()) break;
+        idx[d] = 0;
+      }
+      if (d == n) return;
+    }
+  };
+
+  // Address of the run's first segment on side s, and its steps.
+  auto locate = [&](const LocalIndex& li, int s, const std::vector<const Piece*>& cur, const Entry& e, Coord& shape,
+                    Address& at, std::array<index_t, 2>& step) {
+    Coord lt(n), w(n);
+    shape = Coord(n);
+    for (int d = 0; d < n; ++d) {
+      const Pt& p = d == rd ? e.p : cur[d]->p;
+      lt[d] = p.l[s];
+      w[d] = p.w[s];
+      shape[d] = d == rd ? e.size : cur[d]->size;
+    }
+    at = li.local_address(lt, w);
+    for (int k = 0; k < 2; ++k) {
+      step[k] = 0;
+      if (e.c[k] == 1) continue;
+      Coord lt2 = lt, w2 = w;
+      lt2[rd] += e.step[k].l[s];
+      w2[rd] += e.step[k].w[s];
+      step[k] = li.local_address(lt2, w2).offset - at.offset;
+    }
+  };
+
+  auto peer_order = [&](std::vector<PeerPlan>& peers, bool send_side) {
+    auto dist = [&](int p) { return send_side ? (p - rank + nranks) % nranks : (rank - p + nranks) % nranks; };
+    std::sort(peers.begin(), peers.end(), [&](const PeerPlan& a, const PeerPlan& b) { return dist(a.peer) < dist(b.peer); });
+  };
+
+  // Walks every coordinate of the other side's grid (odometer).
+  auto for_each_coord = [&](const Coord& grid, auto&& f) {
+    Coord c(n);
+    while (true) {
+      f(c);
+      int d = 0;
+      for (; d < n; ++d) {
+        if (++c[d] < grid[d]) break;
+        c[d] = 0;
+      }
+      if (d == n) return;
+    }
+  };
+
+  // Receive side and local copies.
+  if (in_dst) {
+    std::vector<std::vector<std::vector<Entry>>> cache(n);
+    std::vector<std::vector<char>> have(n);
+    for (int d = 0; d < n; ++d) cache[d].resize(sp.grid[d]), have[d].assign(sp.grid[d], 0);
+    for_each_coord(sp.grid, [&](const Coord& cs) {
+      const int peer = static_cast<int>(rank_of(sp, cs));
+      if (peer >= nranks) fail("source ownership gives tiles to rank ", peer, ", outside the communicator of ", nranks,
+                               " ranks");
+      std::vector<const std::vector<Entry>*> lists(n);
+      for (int d = 0; d < n; ++d) lists[d] = &lists_for(false, d, cs[d], cache, have);
+      const bool local = peer == rank;
+      PeerPlan pp{peer, 0, {}};
+      for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
+        Segment g;
+        locate(dst_local, kDst, cur, e, g.shape, g.at, g.step);
+        g.count = {e.c[0], e.c[1]};
+        const index_t bytes = g.elements() * es;
+        if (local) {
+          LocalCopy c;
+          Coord shape;
+          locate(src_local, kSrc, cur, e, shape, c.from, c.from_step);
+          c.shape = g.shape;
+          c.to = g.at;
+          c.to_step = g.step;
+          c.count = g.count;
+          c.run = std::min(contiguous_run(c.shape, c.from.strides), contiguous_run(c.shape, c.to.strides));
+          plan.locals.push_back(c);
+          plan.stats.bytes_local += bytes;
+          plan.stats.local_copies += c.segments();
+        } else {
+          g.run = contiguous_run(g.shape, g.at.strides);
+          pp.segments.push_back(g);
+          pp.bytes += bytes;
+          plan.stats.bytes_received += bytes;
+          plan.stats.segments_received += g.segments();
+        }
+      });
+      if (!pp.segments.empty()) plan.receives.push_back(std::move(pp));
+    });
+  }
+  // Send side.
+  if (in_src) {
+    std::vector<std::vector<std::vector<Entry>>> cache(n);
+    std::vector<std::vector<char>> have(n);
+    for (int d = 0; d < n; ++d) cache[d].resize(tp.grid[d]), have[d].assign(tp.grid[d], 0);
+    for_each_coord(tp.grid, [&](const Coord& ct) {
+      const int peer = static_cast<int>(rank_of(tp, ct));
+      if (peer >= nranks) fail("target ownership gives tiles to rank ", peer, ", outside the communicator of ", nranks,
+                               " ranks");
+      if (peer == rank) return;
+      std::vector<const std::vector<Entry>*> lists(n);
+      for (int d = 0; d < n; ++d) lists[d] = &lists_for(true, d, ct[d], cache, have);
+      PeerPlan pp{peer, 0, {}};
+      for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
+        Segment g;
+        locate(src_local, kSrc, cur, e, g.shape, g.at, g.step);
+        g.count = {e.c[0], e.c[1]};
+        g.run = contiguous_run(g.shape, g.at.strides);
+        const index_t bytes = g.elements() * es;
+        pp.segments.push_back(g);
+        pp.bytes += bytes;
+        plan.stats.bytes_sent += bytes;
+        plan.stats.segments_sent += g.segments();
+      });
+      if (!pp.segments.empty()) plan.sends.push_back(std::move(pp));
+    });
+  }
+  peer_order(plan.receives, false);
+  peer_order(plan.sends, true);
+
+  // Paper 000's segments per target tile (before merging): per dimension, the
+  // source tiles each of this rank's target tiles in the region overlaps; the
+  // tiles are the product of the dimensions, so are the counts.
+  if (in_dst) {
+    index_t tiles = 1, total = 1, most_per_tile = 1;
+    for (int d = 0; d < n; ++d) {
+      const TileCounts c = tile_counts(axes[d][kSrc], axes[d][kDst], dst_local, d, region.size[d]);
+      tiles *= c.tiles, total *= c.pieces, most_per_tile *= c.most;
+    }
+    plan.stats.target_tiles = tiles;
+    plan.stats.segments_per_tile_total = tiles ? total : 0;
+    plan.stats.max_segments_per_tile = tiles ? most_per_tile : 0;
+  }
+  return true;
+}
+
+}  // namespace redist::detail

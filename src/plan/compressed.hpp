@@ -1,0 +1,21 @@
+// Compressed planning (src/plan/compressed.cpp): runs of segments in closed form
+// for two block-cyclic layouts over regular partitions. Internal to the plan layer.
+#pragma once
+
+#include "redist/plan.hpp"
+
+namespace redist::detail {
+
+// Fills `plan` (sends, receives, locals and their statistics) and returns true
+// when both layouts are block-cyclic over regular partitions; returns false,
+// leaving `plan` as it was, otherwise. Same preconditions as plan_rank.
+bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
+                     const Region& region, int rank, int nranks, RankPlan& plan);
+
+// The uncompressed planner: one entry per segment (count 1), for any layouts;
+// paper 000's Algorithm 1. plan_rank uses it where plan_compressed does not
+// apply; the tests use it as the oracle of the compressed plans.
+RankPlan plan_segment_list(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                           const LocalIndex& dst_local, const Region& region, int rank, int nranks);
+
+}  // namespace redist::detail
