@@ -130,11 +130,12 @@ int cmd_run(int argc, char** argv) {
     std::printf("redist run on %d ranks\n  source  %s\n  target  %s\n  region  %s (%s)\n", size,
                 pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str(),
                 human_bytes(pb.region.empty() ? 0.0 : double(pb.region.size.volume()) * pb.src.elem_size()).c_str());
-    std::printf("plan     %s (slowest rank); remote %s, local %s; %lld messages, %lld segments, "
-                "<= %lld segments per target tile\n",
-                human_time(res.plan_seconds).c_str(), human_bytes(double(g.total_remote_bytes)).c_str(),
-                human_bytes(double(g.total_local_bytes)).c_str(), static_cast<long long>(g.messages),
-                static_cast<long long>(g.segments), static_cast<long long>(g.max_segments_per_tile));
+    std::printf("plan     %s (slowest rank), %s (largest); remote %s, local %s; %lld messages, %lld runs, "
+                "%lld segments, <= %lld segments per target tile\n",
+                human_time(res.plan_seconds).c_str(), human_bytes(double(g.max_plan_bytes)).c_str(),
+                human_bytes(double(g.total_remote_bytes)).c_str(), human_bytes(double(g.total_local_bytes)).c_str(),
+                static_cast<long long>(g.messages), static_cast<long long>(g.runs), static_cast<long long>(g.segments),
+                static_cast<long long>(g.max_segments_per_tile));
     if (machine->source == "quick")
       std::printf("calibration quick, measured in this run (no file: `redist calibrate` saves one)\n");
     else

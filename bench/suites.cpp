@@ -98,6 +98,28 @@ std::vector<Case> submatrix(int p, double scale) {
   return out;
 }
 
+// Fine-grained cyclic layouts (compressed plans): tiles of 1, 2, 4, 8 and 32
+// elements on one side or both, 1-D (a column vector, grid Px1) and 2-D; the
+// results give plan time and plan memory beside the execute times.
+std::vector<Case> fine(int p, double scale) {
+  std::vector<Case> out;
+  const long n1 = scaled(2000000, scale), n2 = scaled(1000, scale);
+  auto col = [&](long t) {
+    return s(n1) + "x1 tile=" + s(t) + "x1 block_cyclic grid=" + s(p) + "x1 storage=local_array";
+  };
+  for (long t : {1L, 2L, 4L, 8L, 32L}) {
+    out.push_back({"fine", "1-D cyclic(t) -> blocks of 1000", "1-D " + s(t) + "->1000", double(t), "fine tile t",
+                   col(t), col(1000), "", false});
+    out.push_back({"fine", "1-D cyclic(t) -> cyclic(3t)", "1-D " + s(t) + "->" + s(3 * t), double(t), "fine tile t",
+                   col(t), col(3 * t), "", false});
+    out.push_back({"fine", "2-D t x t -> 64x64", "2-D " + s(t) + "->64", double(t), "fine tile t",
+                   bc2(n2, t, t, "1x" + s(p)), bc2(n2, 64, 64, s(p) + "x1"), "", false});
+    out.push_back({"fine", "2-D t x t -> (t+1)x(t+1)", "2-D " + s(t) + "->" + s(t + 1), double(t), "fine tile t",
+                   bc2(n2, t, t, "1x" + s(p)), bc2(n2, t + 1, t + 1, s(p) + "x1"), "", false});
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& suite_names() {
@@ -121,6 +143,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "random") out = random_suite(p, scale);
   else if (suite == "blocksize") out = blocksize(p, scale);
   else if (suite == "submatrix") out = submatrix(p, scale);
+  else if (suite == "fine") out = fine(p, scale);
   if (smoke && out.size() > 2) out = {out.front(), out.back()};
   return out;
 }

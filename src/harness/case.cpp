@@ -10,12 +10,19 @@ namespace redist::harness {
 
 GlobalStats global_stats(const PlanStats& st, MPI_Comm comm) {
   static_assert(sizeof(index_t) == sizeof(std::int64_t));
-  std::int64_t mx[4] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
-                        st.messages_sent ? st.bytes_sent / st.messages_sent : 0, st.max_segments_per_tile};
-  std::int64_t sum[4] = {st.bytes_sent, st.bytes_local, st.messages_sent, st.segments_sent};
-  MPI_Allreduce(MPI_IN_PLACE, mx, 4, MPI_INT64_T, MPI_MAX, comm);
-  MPI_Allreduce(MPI_IN_PLACE, sum, 4, MPI_INT64_T, MPI_SUM, comm);
-  return {mx[0], mx[1], mx[2], sum[0], sum[1], sum[2], sum[3], mx[3]};
+  std::int64_t mx[5] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
+                        st.messages_sent ? st.bytes_sent / st.messages_sent : 0, st.max_segments_per_tile,
+                        st.plan_bytes};
+  std::int64_t sum[5] = {st.bytes_sent, st.bytes_local, st.messages_sent, st.segments_sent,
+                         st.runs_sent + st.local_runs};
+  MPI_Allreduce(MPI_IN_PLACE, mx, 5, MPI_INT64_T, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_INT64_T, MPI_SUM, comm);
+  GlobalStats g;
+  g.max_remote_bytes = mx[0], g.max_local_bytes = mx[1], g.max_message_bytes = mx[2];
+  g.max_segments_per_tile = mx[3], g.max_plan_bytes = mx[4];
+  g.total_remote_bytes = sum[0], g.total_local_bytes = sum[1], g.messages = sum[2], g.segments = sum[3];
+  g.runs = sum[4];
+  return g;
 }
 
 Limits limits(const GlobalStats& g, const Machine& m) {

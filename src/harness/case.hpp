@@ -30,7 +30,9 @@ struct GlobalStats {
   index_t max_message_bytes = 0;  // max over ranks of the mean message sent
   index_t total_remote_bytes = 0, total_local_bytes = 0;  // sums (remote: bytes sent)
   index_t messages = 0, segments = 0;                      // sums (sent)
+  index_t runs = 0;                                        // sum of plan entries (sent and local)
   index_t max_segments_per_tile = 0;
+  index_t max_plan_bytes = 0;                              // memory of the largest rank's plan
 };
 GlobalStats global_stats(const PlanStats& mine, MPI_Comm comm);
 

@@ -65,7 +65,8 @@ std::string to_json(const CaseResult& c) {
      << ",\n   \"plan_s\": " << json_number(c.plan_seconds) << ", \"max_remote_bytes\": " << g.max_remote_bytes
      << ", \"max_local_bytes\": " << g.max_local_bytes << ", \"max_message_bytes\": " << g.max_message_bytes
      << ", \"total_remote_bytes\": " << g.total_remote_bytes << ", \"total_local_bytes\": " << g.total_local_bytes
-     << ", \"messages\": " << g.messages << ", \"segments\": " << g.segments
+     << ", \"messages\": " << g.messages << ", \"segments\": " << g.segments << ", \"runs\": " << g.runs
+     << ", \"max_plan_bytes\": " << g.max_plan_bytes
      << ", \"max_segments_per_tile\": " << g.max_segments_per_tile << ",\n   \"bnet_Bps\": "
      << json_number(c.limits.bnet) << ", \"bmemcpy_Bps\": " << json_number(c.limits.bmemcpy)
      << ", \"bound_Bps\": " << json_number(c.limits.bound) << ", \"model_choice\": " << json_string(c.model_choice)
