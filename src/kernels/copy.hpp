@@ -115,45 +115,66 @@ inline RunRows run_rows(const Coord& shape, index_t run, const std::array<index_
 }
 
 // Copies `n` rows of B bytes with constant byte steps (B a small constant: the
-// compiler turns each memcpy into one load and one store).
+// compiler turns each memcpy into a few loads and stores, no call).
 template <size_t B>
 inline void copy_small_rows(std::byte* to, index_t ts, const std::byte* from, index_t fs, index_t n) {
   for (index_t i = 0; i < n; ++i) std::memcpy(to + i * ts, from + i * fs, B);
 }
 
+// Copies `n` rows of `row` bytes with constant byte steps.
+inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t fs, index_t n, index_t row,
+                      bool stream) {
+  switch (row) {
+    case 1: return copy_small_rows<1>(to, ts, from, fs, n);
+    case 2: return copy_small_rows<2>(to, ts, from, fs, n);
+    case 4: return copy_small_rows<4>(to, ts, from, fs, n);
+    case 8: return copy_small_rows<8>(to, ts, from, fs, n);
+    case 12: return copy_small_rows<12>(to, ts, from, fs, n);
+    case 16: return copy_small_rows<16>(to, ts, from, fs, n);
+    case 24: return copy_small_rows<24>(to, ts, from, fs, n);
+    case 32: return copy_small_rows<32>(to, ts, from, fs, n);
+    case 48: return copy_small_rows<48>(to, ts, from, fs, n);
+    case 64: return copy_small_rows<64>(to, ts, from, fs, n);
+    default:
+      for (index_t i = 0; i < n; ++i) copy_row(to + i * ts, from + i * fs, static_cast<size_t>(row), stream);
+  }
+}
+
 // Copies a run (see RunRows); steps are in elements. `stream`: see kStreamAbove.
+// The rows are walked as one strided loop nest: the box's dimensions outside
+// the contiguous row, then the repetition levels not merged into it; the
+// innermost loop copies its rows with copy_rows.
 inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                      const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
                      const Coord& ts, const std::array<index_t, 2>& tstep, bool stream = false) {
   const RunRows rr = run_rows(shape, run, count, fstep, tstep);
-  if (rr.merged == 2) {
-    copy_row(to, from, static_cast<size_t>(rr.row * es), stream);
-    return;
+  const index_t row = rr.row * es;
+  index_t ext[kMaxDims + 2], fb[kMaxDims + 2], tb[kMaxDims + 2];
+  int m = 0;
+  auto add = [&](index_t e, index_t f, index_t t) {
+    if (e > 1) ext[m] = e, fb[m] = f * es, tb[m] = t * es, ++m;
+  };
+  if (rr.merged == 0) {
+    const int n = shape.ndim();
+    int d = 1;  // first dimension outside the row
+    for (index_t merged = shape[0]; d < n && merged < rr.row; ++d) merged *= shape[d];
+    for (; d < n; ++d) add(shape[d], fs[d], ts[d]);
   }
-  if (rr.merged == 1 || (rr.row == shape.volume() && count[0] > 1)) {
-    // one row per repetition of the inner (merged == 1: outer) level
-    const int k = rr.merged;  // the level the loop runs over
-    const index_t n = count[k], fb = fstep[k] * es, tb = tstep[k] * es, row = rr.row * es;
-    const index_t outer = k == 0 ? count[1] : 1;
-    for (index_t o = 0; o < outer; ++o) {
-      const std::byte* f = from + o * fstep[1] * es;
-      std::byte* t = to + o * tstep[1] * es;
-      switch (row) {
-        case 1: copy_small_rows<1>(t, tb, f, fb, n); break;
-        case 2: copy_small_rows<2>(t, tb, f, fb, n); break;
-        case 4: copy_small_rows<4>(t, tb, f, fb, n); break;
-        case 8: copy_small_rows<8>(t, tb, f, fb, n); break;
-        case 16: copy_small_rows<16>(t, tb, f, fb, n); break;
-        default:
-          for (index_t i = 0; i < n; ++i) copy_row(t + i * tb, f + i * fb, static_cast<size_t>(row), stream);
-      }
+  for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
+  if (m == 0) return copy_row(to, from, static_cast<size_t>(row), stream);
+  // ext[0] is the innermost loop; an odometer over the others.
+  index_t idx[kMaxDims + 2] = {};
+  while (true) {
+    index_t fo = 0, to_ = 0;
+    for (int e = 1; e < m; ++e) fo += idx[e] * fb[e], to_ += idx[e] * tb[e];
+    copy_rows(to + to_, tb[0], from + fo, fb[0], ext[0], row, stream);
+    int e = 1;
+    for (; e < m; ++e) {
+      if (++idx[e] < ext[e]) break;
+      idx[e] = 0;
     }
-    return;
+    if (e >= m) return;
   }
-  for (index_t j = 0; j < count[1]; ++j)
-    for (index_t i = 0; i < count[0]; ++i)
-      copy_box(shape, run, es, from + (i * fstep[0] + j * fstep[1]) * es, fs, to + (i * tstep[0] + j * tstep[1]) * es,
-               ts, stream);
 }
 
 // Strides of a column-major packed box.

@@ -172,6 +172,50 @@ class Compressor {
 
   void finish() { close(); }
 
+  // Periodic shortcut (see pair_list): closes the open entry at a period
+  // boundary, and skips `periods` periods of a steady state.
+  void flush() { close(); }
+  size_t entries() const { return out_.size(); }
+  // Entries [b, b + k) repeat entries [a, a + k) one period of `dx` positions later.
+  bool repeats(size_t a, size_t b, size_t k, index_t dx) const {
+    for (size_t i = 0; i < k; ++i) {
+      const Entry &e = out_[a + i], &f = out_[b + i];
+      if (e.fixed || f.fixed || e.c[1] != 1 || f.c[1] != 1 || e.c[0] != f.c[0] || e.size != f.size) return false;
+      if (f.p.x - e.p.x != dx || !same(minus(f.p, e.p), minus(out_[b].p, out_[a].p), 1)) return false;
+      if (e.c[0] > 1 && !same(e.step[0], f.step[0], 1)) return false;
+    }
+    return true;
+  }
+  // In a list that repeats every `dx` positions, the second repetition level
+  // repeats an entry from one period to the next only (never inside a period),
+  // so that two periods are alike entry for entry.
+  void periodic(index_t dx) { period_x_ = dx; }
+  index_t last_c1() const { return out_.empty() ? 0 : out_.back().c[1]; }
+  // The last entry repeats once per period: `periods` more.
+  void skip_repetitions(index_t periods) { out_.back().c[1] += periods; }
+  // The last k entries (one period) repeat: each becomes the first of `periods`
+  // repetitions one period apart, one entry per phase of the period (the list
+  // is no longer in increasing position, which both sides agree on).
+  void skip_phases(size_t k, index_t periods, index_t dx) {
+    const size_t first = out_.size() - k;
+    for (size_t i = 0; i < k; ++i) {
+      Entry e = out_[first + i];
+      e.p = point_at(ax_, e.p.x + dx);
+      const Pt next = point_at(ax_, e.p.x + dx);
+      e.step[1] = minus(next, e.p);
+      e.c[1] = periods;
+      if (periods > 1 && !valid(e.step[1])) {  // tile_pointers across tiles: one entry per period
+        for (index_t j = 0; j < periods; ++j) {
+          Entry one = out_[first + i];
+          one.p = point_at(ax_, one.p.x + (j + 1) * dx);
+          out_.push_back(one);
+        }
+        continue;
+      }
+      out_.push_back(e);
+    }
+  }
+
  private:
   // Steps equal where each side needs them to be: a seamless side by its local
   // index, a tile side by tile and offset (its strides change with the tile).
@@ -204,7 +248,7 @@ class Compressor {
       const bool alike = !last.fixed && !cur_.fixed && last.size == cur_.size && last.c[0] == cur_.c[0] &&
                          (cur_.c[0] == 1 || same(cur_.step[0], last.step[0], 1));
       if (alike && last.c[0] > 1) {
-        if (last.c[1] == 1 && valid(gap)) {
+        if (last.c[1] == 1 && valid(gap) && (period_x_ == 0 || gap.x == period_x_)) {
           last.step[1] = gap;
           last.c[1] = 2;
           return;
@@ -222,6 +266,7 @@ class Compressor {
   std::vector<Entry>& out_;
   Entry cur_;
   bool has_cur_ = false;
+  index_t period_x_ = 0;
 };
 
 // The pieces pair (cs, ct) exchanges along one dimension, region [0, n).
@@ -266,7 +311,53 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
     comp.push(e);
   };
   const index_t uo_first = A.unit_of(A.r), uo_last = A.unit_of(A.r + n - 1);
+  // Both sides' pieces repeat every L = lcm(W_o, W_i) positions, W the span of
+  // one cycle of a side's grid. Once two whole periods gave the same entries
+  // (shifted by L), every period up to the last two of the region would: each
+  // entry of a period becomes one entry repeated over those periods (its second
+  // level), so a cyclic(1) -> cyclic(3) list costs a few periods, not one step
+  // per tile.
+  auto cycle = [](const Axis& x) -> index_t {
+    if (x.seamless && x.G == 1) return 0;  // one unit: nothing repeats
+    const __int128 w = static_cast<__int128>(x.G) * x.B * x.unit_size();
+    return w > (index_t{1} << 50) ? 0 : static_cast<index_t>(w);
+  };
+  const index_t wo = cycle(A), wi = cycle(I);
+  index_t period_x = 0, blocks_per_period = 0;
+  if (wo > 0 && wi > 0) {
+    const __int128 l = static_cast<__int128>(wo / std::gcd(wo, wi)) * wi;
+    if (l <= n / 4) period_x = static_cast<index_t>(l), blocks_per_period = period_x / wo;
+  }
+  if (period_x > 0) comp.periodic(period_x);
+  size_t sizes[3] = {0, 0, 0};
+  index_t c1s[3] = {0, 0, 0};
+  int seen = 0;
+  index_t walked = 0;
   for (index_t blk = A.block_at_or_after(uo_first / A.B, co); blk * A.B <= uo_last; blk += A.G) {
+    if (blocks_per_period > 0 && walked > 0 && walked % blocks_per_period == 0) {
+      comp.flush();
+      sizes[0] = sizes[1], sizes[1] = sizes[2], sizes[2] = comp.entries();
+      c1s[0] = c1s[1], c1s[1] = c1s[2], c1s[2] = comp.last_c1();
+      const index_t x_next = std::max(A.unit_lo(blk * A.B) - A.r, index_t{0});
+      const index_t periods = (n - x_next - 2 * period_x) / period_x;
+      if (++seen >= 3 && periods > 0) {
+        const size_t k = sizes[2] - sizes[1];
+        bool skipped = false;
+        if (k == 0 && sizes[1] == sizes[0] && c1s[2] - c1s[1] == 1 && c1s[1] - c1s[0] == 1) {
+          comp.skip_repetitions(periods);  // one entry per period, merged from period to period
+          skipped = true;
+        } else if (k > 0 && sizes[1] - sizes[0] == k && comp.repeats(sizes[0], sizes[1], k, period_x)) {
+          comp.skip_phases(k, periods, period_x);
+          skipped = true;
+        }
+        if (skipped) {
+          blk += periods * blocks_per_period * A.G;
+          seen = 0;
+          if (blk * A.B > uo_last) break;
+        }
+      }
+    }
+    ++walked;
     for (index_t uo = std::max(blk * A.B, uo_first); uo <= std::min(blk * A.B + A.B - 1, uo_last); ++uo) {
       const index_t a = std::max(A.unit_lo(uo) - A.r, index_t{0}), b = std::min(A.unit_hi(uo) - A.r, n);
       const index_t ui_lo = I.unit_of(I.r + a), ui_hi = I.unit_of(I.r + b - 1);

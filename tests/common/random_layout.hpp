@@ -22,7 +22,8 @@ inline DimPartition random_partition(Rng& rng, index_t extent) {
     while (b.back() < extent) b.push_back(std::min(extent, b.back() + uniform(rng, 1, std::max<index_t>(1, extent / 2))));
     return DimPartition::irregular(b);
   }
-  const index_t tile = uniform(rng, 1, std::max<index_t>(1, extent + 1));
+  // A quarter of the regular partitions are fine-grained (tiles of 1-4: cyclic).
+  const index_t tile = uniform(rng, 0, 3) == 0 ? uniform(rng, 1, 4) : uniform(rng, 1, std::max<index_t>(1, extent + 1));
   const index_t offset = uniform(rng, 0, 2) == 0 ? uniform(rng, 0, tile - 1) : 0;
   return DimPartition::regular(extent, tile, offset);
 }

@@ -43,7 +43,7 @@ struct DirectState {
   std::vector<index_t> packed_recv_bytes, packed_send_bytes;  // per peer
   std::vector<std::vector<std::uint64_t>> out_bases;  // per send peer: its blocks, then the packed run
   std::vector<int> pid;                              // per rank of the plan's communicator
-  std::vector<std::vector<std::int64_t>> where;      // per receive peer: per segment block, offset, run, strides
+  std::vector<std::vector<std::int64_t>> where;      // per receive peer: per run block, offset, run, step[2], strides
   std::vector<std::vector<std::uint64_t>> bases;     // per receive peer: its source block pointers (per execute)
   std::vector<iovec> local, remote;                  // batches for process_vm_readv
   std::vector<MPI_Request> req;
