@@ -50,7 +50,8 @@ void copy_rows(std::vector<char>& src, std::vector<char>& dst, size_t row, size_
   const bool stream = detail::stream_for(static_cast<index_t>(bytes));
   auto* to = reinterpret_cast<std::byte*>(dst.data());
   const auto* from = reinterpret_cast<const std::byte*>(src.data());
-  for (size_t o = 0, s = 0; o + row <= bytes; o += row, s += stride(row)) detail::copy_row(to + o, from + s, row, stream);
+  detail::copy_rows(to, static_cast<index_t>(row), from, static_cast<index_t>(stride(row)),
+                    static_cast<index_t>(bytes / row), static_cast<index_t>(row), stream);
   if (stream) detail::stream_fence();
   src[row / 2] = dst[row / 3];  // keep the copies observable
 }
@@ -127,7 +128,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
   // 2. Single-core memcpy of large buffers (rank 0 alone: Bmemcpy of Eq. 5), then
   // strided rows gathered into a packed buffer on both ranks (pack and unpack).
   {
-    say("memcpy bandwidth (one core) and row copies (80 B .. 1 MB rows, both ranks)");
+    say("memcpy bandwidth (one core) and row copies (8 B .. 1 MB rows, both ranks)");
     const size_t big = static_cast<size_t>(o.quick ? 16 : 64) << 20;
     std::vector<char> a(active ? std::max(big, 3 * kLarge) : 0, 1), b(active ? std::max(big, kLarge) : 0, 2);
     // The faster of memcpy and the strategies' streaming copy (which skips reading
@@ -144,7 +145,8 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     });
     m.bmemcpy = static_cast<double>(big) / std::min(t, ts);
     for (int f = 0; f < 2; ++f)
-      for (size_t row : {size_t{80}, size_t{256}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
+      // 8 and 32 B rows: a fine-grained cyclic layout's elements (compressed plans).
+      for (size_t row : {size_t{8}, size_t{32}, size_t{80}, size_t{256}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
         const size_t bytes = f ? kLarge : kSmall;
         const double tr = both(reps_large, [&] {
           if (active) copy_rows(a, b, row, bytes);
@@ -185,7 +187,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       m.stream.x.push_back(n), m.stream.y.push_back(t / n);
     }
     for (int f = 0; f < 2; ++f)
-    for (size_t row : {size_t{80}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
+    for (size_t row : {size_t{8}, size_t{80}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
       const size_t bytes = f ? kLarge : kSmall;
       MPI_Datatype ty;
       MPI_Type_create_hvector(static_cast<int>(bytes / row), static_cast<int>(row), static_cast<MPI_Aint>(stride(row)),

@@ -107,7 +107,7 @@ def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):
     assert "calibrate: ping-pong" in r.stderr          # progress while it runs
     assert "saved" in r.stdout
     cal = json.loads(out.read_text())
-    assert cal["format"] == "redist-calibration-1"
+    assert cal["format"] == "redist-calibration-2"
     assert cal["hostname"] and cal["cores"] >= 1 and cal["ranks"] == 2
     assert "Open MPI" in cal["mpi_library"] or cal["mpi_library"]
     assert cal["build"] and cal["created"]
