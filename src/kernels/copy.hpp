@@ -59,34 +59,13 @@ inline void copy_row(std::byte* to, const std::byte* from, size_t n, bool stream
   std::memcpy(to, from, n);
 }
 
-// Copies a box of `shape` elements of `es` bytes. Strides are in elements per
-// dimension (dimension 0 contiguous). `run`: the elements of the leading run
-// contiguous on both sides (Segment::run / LocalCopy::run, computed by the
-// planner), copied as one row, so a whole tile-sized segment is one memcpy.
-// `stream`: see kStreamAbove (the caller fences).
-inline void copy_box(const Coord& shape, index_t run, index_t es, const std::byte* from, const Coord& fs,
-                     std::byte* to, const Coord& ts, bool stream = false) {
-  const int n = shape.ndim();
-  const index_t row = run * es;  // bytes copied per memcpy
-  int d = 1;                     // first dimension outside the run
-  for (index_t merged = shape[0]; d < n && merged < run; ++d) merged *= shape[d];
-  if (d == n) {
-    copy_row(to, from, static_cast<size_t>(row), stream);
-    return;
-  }
-  // Remaining dimensions d..n-1 (at most 3): an odometer over them.
-  index_t idx[kMaxDims] = {};
-  while (true) {
-    index_t fo = 0, to_ = 0;
-    for (int e = d; e < n; ++e) fo += idx[e] * fs[e], to_ += idx[e] * ts[e];
-    copy_row(to + to_ * es, from + fo * es, static_cast<size_t>(row), stream);
-    int e = d;
-    for (; e < n; ++e) {
-      if (++idx[e] < shape[e]) break;
-      idx[e] = 0;
-    }
-    if (e == n) return;
-  }
+// The first dimension of a box of `shape` outside its leading contiguous run of
+// `run` elements (a product of leading extents): the rows of the box are walked
+// over the dimensions from there on.
+inline int first_dim_outside(const Coord& shape, index_t run) {
+  int d = 1;
+  for (index_t merged = shape[0]; d < shape.ndim() && merged < run; ++d) merged *= shape[d];
+  return d;
 }
 
 // A run (Segment/LocalCopy): a box repeated count[0] x count[1] times, with
@@ -141,10 +120,14 @@ inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t 
   }
 }
 
-// Copies a run (see RunRows); steps are in elements. `stream`: see kStreamAbove.
+// Copies a run (see RunRows) of elements of `es` bytes. Strides and steps are
+// in elements (dimension 0 contiguous). `run`: the elements of one box's leading
+// run contiguous on both sides (Segment::run / LocalCopy::run, computed by the
+// planner), copied as one row, so a whole tile-sized segment is one memcpy.
 // The rows are walked as one strided loop nest: the box's dimensions outside
 // the contiguous row, then the repetition levels not merged into it; the
-// innermost loop copies its rows with copy_rows.
+// innermost loop copies its rows with copy_rows. `stream`: see kStreamAbove
+// (the caller fences).
 inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                      const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
                      const Coord& ts, const std::array<index_t, 2>& tstep, bool stream = false) {
@@ -155,12 +138,8 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
   auto add = [&](index_t e, index_t f, index_t t) {
     if (e > 1) ext[m] = e, fb[m] = f * es, tb[m] = t * es, ++m;
   };
-  if (rr.merged == 0) {
-    const int n = shape.ndim();
-    int d = 1;  // first dimension outside the row
-    for (index_t merged = shape[0]; d < n && merged < rr.row; ++d) merged *= shape[d];
-    for (; d < n; ++d) add(shape[d], fs[d], ts[d]);
-  }
+  if (rr.merged == 0)
+    for (int d = first_dim_outside(shape, rr.row); d < shape.ndim(); ++d) add(shape[d], fs[d], ts[d]);
   for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
   if (m == 0) return copy_row(to, from, static_cast<size_t>(row), stream);
   // The innermost loop runs over the longest of these dimensions (each row is

@@ -199,8 +199,7 @@ std::string read_segment(PlanCore& p, DirectState& st, const Segment& s, const s
   const index_t es = p.rp.elem_size;
   const std::int64_t* rs = w + 5;
   const index_t row = run_both(s, w);
-  int d = 1;  // first dimension outside the row
-  for (index_t merged = s.shape[0]; d < n && merged < row; ++d) merged *= s.shape[d];
+  const int d = first_dim_outside(s.shape, row);
   for (index_t j = 0; j < s.count[1]; ++j)
     for (index_t i = 0; i < s.count[0]; ++i) {
       const std::uint64_t rbase =
