@@ -122,6 +122,8 @@ class Ownership {
 
   // block_cyclic only: grid coordinate of `rank` (false when the rank is outside the grid).
   bool grid_coord(int rank, Coord& out) const;
+  // block_cyclic only: the rank at grid coordinate `c` (the inverse of grid_coord).
+  int rank_at(const Coord& c) const;
   // block_cyclic only: grid coordinate along d owning tile index t.
   index_t coord_of_tile(int d, index_t t) const;
 

@@ -59,14 +59,9 @@ index_t Ownership::coord_of_tile(int d, index_t t) const {
 int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
   switch (kind()) {
     case Kind::block_cyclic: {
-      const auto& p = bc();
-      const int n = tile.ndim();
-      index_t r = 0;
-      if (p.order == GridOrder::row)
-        for (int d = 0; d < n; ++d) r = r * p.grid[d] + coord_of_tile(d, tile[d]);
-      else
-        for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + coord_of_tile(d, tile[d]);
-      return static_cast<int>(r) + p.first_rank;
+      Coord c(tile.ndim());
+      for (int d = 0; d < tile.ndim(); ++d) c[d] = coord_of_tile(d, tile[d]);
+      return rank_at(c);
     }
     case Kind::random: {
       const auto& p = rnd();
@@ -106,6 +101,17 @@ int Ownership::ranks_needed() const {
       return fun().ranks;
   }
   return 0;
+}
+
+int Ownership::rank_at(const Coord& c) const {
+  const auto& p = bc();
+  const int n = c.ndim();
+  index_t r = 0;
+  if (p.order == GridOrder::row)
+    for (int d = 0; d < n; ++d) r = r * p.grid[d] + c[d];
+  else
+    for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + c[d];
+  return static_cast<int>(r) + p.first_rank;
 }
 
 bool Ownership::grid_coord(int rank, Coord& out) const {

@@ -23,6 +23,7 @@
 // 4000x4000 local array moved between two grids of one rank is one segment.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "plan/compressed.hpp"
 
@@ -170,10 +171,9 @@ class Compressor {
     has_cur_ = true;
   }
 
-  void finish() { close(); }
-
-  // Periodic shortcut (see pair_list): closes the open entry at a period
-  // boundary, and skips `periods` periods of a steady state.
+  // Closes the open entry: at the end of the list, and at period boundaries
+  // for the periodic shortcut (see pair_list), which then skips `periods`
+  // periods of a steady state.
   void flush() { close(); }
   size_t entries() const { return out_.size(); }
   // Entries [b, b + k) repeat entries [a, a + k) one period of `dx` positions later.
@@ -391,17 +391,7 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
       if (ui_hi > ui_lo && I.unit_coord(ui_hi) == ci) clip(ui_hi);
     }
   }
-  comp.finish();
-}
-
-index_t rank_of(const BlockCyclicParams& p, const Coord& c) {
-  const int n = c.ndim();
-  index_t r = 0;
-  if (p.order == GridOrder::row)
-    for (int d = 0; d < n; ++d) r = r * p.grid[d] + c[d];
-  else
-    for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + c[d];
-  return r + p.first_rank;
+  comp.flush();
 }
 
 bool compressible(const Layout& l) {
@@ -468,7 +458,6 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
   if (!compressible(src) || !compressible(dst)) return false;
   const int n = src.ndim();
   const index_t es = src.elem_size();
-  const BlockCyclicParams &sp = src.ownership().bc(), &tp = dst.ownership().bc();
   std::vector<std::array<Axis, 2>> axes(n);
   for (int d = 0; d < n; ++d) {
     axes[d][kSrc] = make_axis(src, d, region.src_offset[d]);
@@ -484,20 +473,8 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
   }
 
   Coord my_s, my_t;
-  const bool in_src = src.ownership().grid_coord(rank, my_s) && rank_of(sp, my_s) == rank;
-  const bool in_dst = dst.ownership().grid_coord(rank, my_t) && rank_of(tp, my_t) == rank;
-
-  // 1-D lists cached per (dimension, other side's coordinate).
-  auto lists_for = [&](bool send_side, int d, index_t other, std::vector<std::vector<std::vector<Entry>>>& cache,
-                       std::vector<std::vector<char>>& have) -> const std::vector<Entry>& {
-    auto& slot = cache[d][other];
-    if (!have[d][other]) {
-      const index_t cs = send_side ? my_s[d] : other, ct = send_side ? other : my_t[d];
-      pair_list(axes[d].data(), region.size[d], cs, ct, slot);
-      have[d][other] = 1;
-    }
-    return slot;
-  };
+  const bool in_src = src.ownership().grid_coord(rank, my_s) && src.ownership().rank_at(my_s) == rank;
+  const bool in_dst = dst.ownership().grid_coord(rank, my_t) && dst.ownership().rank_at(my_t) == rank;
 
   // Emits the runs of one pair: callback(shape, lt/w per side, entry) per run.
   struct Piece {
@@ -553,16 +530,28 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     }
   };
 
-  auto peer_order = [&](std::vector<PeerPlan>& peers, bool send_side) {
-    auto dist = [&](int p) { return send_side ? (p - rank + nranks) % nranks : (rank - p + nranks) % nranks; };
-    std::sort(peers.begin(), peers.end(), [&](const PeerPlan& a, const PeerPlan& b) { return dist(a.peer) < dist(b.peer); });
-  };
-
-  // Walks every coordinate of the other side's grid (odometer).
-  auto for_each_coord = [&](const Coord& grid, auto&& f) {
-    Coord c(n);
+  // f(peer, 1-D lists per dimension) for every rank of the other side's grid
+  // (`other`: the target layout when this rank sends, the source when it
+  // receives). A dimension's list depends only on the other side's coordinate
+  // along it, so each is built once.
+  auto for_each_pair = [&](const Layout& other, bool send_side, auto&& f) {
+    const Coord& grid = other.ownership().bc().grid;
+    std::vector<std::vector<std::optional<std::vector<Entry>>>> cache(n);
+    for (int d = 0; d < n; ++d) cache[d].resize(static_cast<size_t>(grid[d]));
+    std::vector<const std::vector<Entry>*> lists(n);
+    Coord c(n);  // the other side's grid coordinate (odometer)
     while (true) {
-      f(c);
+      const int peer = other.ownership().rank_at(c);
+      if (peer >= nranks)
+        fail(send_side ? "target" : "source", " ownership gives tiles to rank ", peer,
+             ", outside the communicator of ", nranks, " ranks");
+      for (int d = 0; d < n; ++d) {
+        auto& slot = cache[d][static_cast<size_t>(c[d])];
+        if (!slot) pair_list(axes[d].data(), region.size[d], send_side ? my_s[d] : c[d], send_side ? c[d] : my_t[d],
+                             slot.emplace());
+        lists[d] = &*slot;
+      }
+      f(peer, lists);
       int d = 0;
       for (; d < n; ++d) {
         if (++c[d] < grid[d]) break;
@@ -573,16 +562,8 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
   };
 
   // Receive side and local copies.
-  if (in_dst) {
-    std::vector<std::vector<std::vector<Entry>>> cache(n);
-    std::vector<std::vector<char>> have(n);
-    for (int d = 0; d < n; ++d) cache[d].resize(sp.grid[d]), have[d].assign(sp.grid[d], 0);
-    for_each_coord(sp.grid, [&](const Coord& cs) {
-      const int peer = static_cast<int>(rank_of(sp, cs));
-      if (peer >= nranks) fail("source ownership gives tiles to rank ", peer, ", outside the communicator of ", nranks,
-                               " ranks");
-      std::vector<const std::vector<Entry>*> lists(n);
-      for (int d = 0; d < n; ++d) lists[d] = &lists_for(false, d, cs[d], cache, have);
+  if (in_dst)
+    for_each_pair(src, false, [&](int peer, const std::vector<const std::vector<Entry>*>& lists) {
       const bool local = peer == rank;
       PeerPlan pp{peer, 0, {}};
       for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
@@ -612,19 +593,10 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
       });
       if (!pp.segments.empty()) plan.receives.push_back(std::move(pp));
     });
-  }
   // Send side.
-  if (in_src) {
-    std::vector<std::vector<std::vector<Entry>>> cache(n);
-    std::vector<std::vector<char>> have(n);
-    for (int d = 0; d < n; ++d) cache[d].resize(tp.grid[d]), have[d].assign(tp.grid[d], 0);
-    for_each_coord(tp.grid, [&](const Coord& ct) {
-      const int peer = static_cast<int>(rank_of(tp, ct));
-      if (peer >= nranks) fail("target ownership gives tiles to rank ", peer, ", outside the communicator of ", nranks,
-                               " ranks");
+  if (in_src)
+    for_each_pair(dst, true, [&](int peer, const std::vector<const std::vector<Entry>*>& lists) {
       if (peer == rank) return;
-      std::vector<const std::vector<Entry>*> lists(n);
-      for (int d = 0; d < n; ++d) lists[d] = &lists_for(true, d, ct[d], cache, have);
       PeerPlan pp{peer, 0, {}};
       for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
         Segment g;
@@ -639,9 +611,8 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
       });
       if (!pp.segments.empty()) plan.sends.push_back(std::move(pp));
     });
-  }
-  peer_order(plan.receives, false);
-  peer_order(plan.sends, true);
+  order_by_distance(plan.receives, rank, nranks, false);
+  order_by_distance(plan.sends, rank, nranks, true);
 
   // Paper 000's segments per target tile (before merging): per dimension, the
   // source tiles each of this rank's target tiles in the region overlaps; the

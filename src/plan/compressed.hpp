@@ -12,6 +12,11 @@ namespace redist::detail {
 bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
                      const Region& region, int rank, int nranks, RankPlan& plan);
 
+// Orders a rank's peers by distance: (peer - rank) mod nranks on the send side,
+// (rank - peer) mod nranks on the receive side, so that in round k of an exchange
+// every rank sends to rank + k and receives from rank - k.
+void order_by_distance(std::vector<PeerPlan>& peers, int rank, int nranks, bool send_side);
+
 // The uncompressed planner: one entry per segment (count 1), for any layouts;
 // paper 000's Algorithm 1. plan_rank uses it where plan_compressed does not
 // apply; the tests use it as the oracle of the compressed plans.

@@ -133,9 +133,7 @@ class PeerTable {
         for (size_t j : order) sorted.push_back(segs[j]);
         segs.swap(sorted);
       }
-    auto dist = [&](int p) { return send_side ? (p - rank + nranks) % nranks : (rank - p + nranks) % nranks; };
-    std::sort(peers_.begin(), peers_.end(),
-              [&](const PeerPlan& a, const PeerPlan& b) { return dist(a.peer) < dist(b.peer); });
+    detail::order_by_distance(peers_, rank, nranks, send_side);
     return std::move(peers_);
   }
 
@@ -162,6 +160,11 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, i
                    int nranks) {
   const LocalIndex src_local(src, rank), dst_local(dst, rank);
   return plan_rank(src, dst, src_local, dst_local, region, rank, nranks);
+}
+
+void detail::order_by_distance(std::vector<PeerPlan>& peers, int rank, int nranks, bool send_side) {
+  auto dist = [&](int p) { return send_side ? (p - rank + nranks) % nranks : (rank - p + nranks) % nranks; };
+  std::sort(peers.begin(), peers.end(), [&](const PeerPlan& a, const PeerPlan& b) { return dist(a.peer) < dist(b.peer); });
 }
 
 std::vector<Segment> expand(const Segment& run) {
