@@ -140,12 +140,31 @@ struct RandomCase {
   Region region;
 };
 
-inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0) {
+// A fine-grained block-cyclic layout: tiles of 1 to 4 elements often, k-cyclic,
+// first-tile offsets, every storage.
+inline Layout random_fine_layout(Rng& rng, const Coord& shape, int nranks, index_t es) {
+  const int n = shape.ndim();
+  std::vector<DimPartition> parts;
+  for (int d = 0; d < n; ++d) {
+    const index_t tile = uniform(rng, 0, 1) ? uniform(rng, 1, 4) : uniform(rng, 1, shape[d] + 1);
+    parts.push_back(DimPartition::regular(shape[d], tile, uniform(rng, 0, 3) == 0 ? uniform(rng, 0, tile - 1) : 0));
+  }
+  Ownership own = random_block_cyclic(rng, n, nranks);
+  Storage st;
+  const int sk = static_cast<int>(uniform(rng, 0, 2));
+  st.kind = sk == 0 ? StorageKind::tile : sk == 1 ? StorageKind::tile_pointers : StorageKind::local_array;
+  if (st.kind == StorageKind::local_array && uniform(rng, 0, 1)) st.ld = shape[0] + uniform(rng, 0, 3);
+  return Layout(shape, std::move(parts), own, st, es);
+}
+
+// `fine`: both layouts from random_fine_layout (block-cyclic, compressed plans).
+inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0, bool fine = false) {
   const int ndim = static_cast<int>(uniform(rng, 1, max_ndim));
   const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
   const index_t es = esize ? esize : std::vector<index_t>{1, 2, 4, 8, 16, 3, 24}[uniform(rng, 0, 6)];
   Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-  Layout src = random_layout(rng, a, nranks, es), dst = random_layout(rng, b, nranks, es);
+  auto make = fine ? random_fine_layout : random_layout;
+  Layout src = make(rng, a, nranks, es), dst = make(rng, b, nranks, es);
   Region r = random_region(rng, a, b);
   return {std::move(src), std::move(dst), r};
 }

@@ -84,7 +84,9 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
       std::vector<std::byte> msg(static_cast<size_t>(sp.bytes));
       std::byte* m = msg.data();
       for (const Segment& seg : sp.segments) {
-        if (seg.shape.volume() <= 4096) ASSERT_EQ(seg.run, brute_run(seg.shape, {&seg.at.strides})) << what;
+        if (seg.shape.volume() <= 4096) {
+          ASSERT_EQ(seg.run, brute_run(seg.shape, {&seg.at.strides})) << what;
+        }
         const index_t vol = seg.shape.volume();
         detail::copy_run(seg.shape, seg.run, es, seg.count, at(s[p], seg.at, es), seg.at.strides, seg.step, m,
                          detail::packed_strides(seg.shape), {vol, vol * seg.count[0]});
@@ -108,7 +110,9 @@ void simulate(const Layout& src, const Layout& dst, const Region& region, int nr
       ASSERT_TRUE(found) << what << ": rank " << p << " expects data from " << rp.peer << " that never sends";
     }
     for (const LocalCopy& c : plans[p].locals) {
-      if (c.shape.volume() <= 4096) ASSERT_EQ(c.run, brute_run(c.shape, {&c.from.strides, &c.to.strides})) << what;
+      if (c.shape.volume() <= 4096) {
+        ASSERT_EQ(c.run, brute_run(c.shape, {&c.from.strides, &c.to.strides})) << what;
+      }
       detail::copy_run(c.shape, c.run, es, c.count, at(s[p], c.from, es), c.from.strides, c.from_step, at(d[p], c.to, es),
                        c.to.strides, c.to_step);
     }
@@ -178,14 +182,9 @@ TEST(Plan, RandomLayoutsAllKinds) {
   Rng rng(12345);
   for (int c = 0; c < 1500; ++c) {
     const int nranks = static_cast<int>(uniform(rng, 1, 5));
-    const int ndim = static_cast<int>(uniform(rng, 1, 4));
-    const index_t max_extent = ndim == 1 ? 200 : ndim == 2 ? 40 : ndim == 3 ? 12 : 7;
-    const index_t es = std::vector<index_t>{1, 2, 4, 8, 16, 3, 12}[uniform(rng, 0, 6)];
-    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-    Layout src = random_layout(rng, a, nranks, es), dst = random_layout(rng, b, nranks, es);
+    const auto [src, dst, r] = random_case(rng, nranks);
     ASSERT_EQ(src.check(nranks), "") << src.spec();
     ASSERT_EQ(dst.check(nranks), "") << dst.spec();
-    Region r = random_region(rng, a, b);
     simulate(src, dst, r, nranks,
              "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str());
     if (HasFatalFailure()) return;
@@ -220,23 +219,6 @@ Elements local_elements(const std::vector<LocalCopy>& locals, bool from) {
   return e;
 }
 
-// A fine-grained block-cyclic layout: tiles of 1 to 4 elements often, k-cyclic,
-// first-tile offsets, every storage.
-Layout random_fine_layout(Rng& rng, const Coord& shape, int nranks, index_t es) {
-  const int n = shape.ndim();
-  std::vector<DimPartition> parts;
-  for (int d = 0; d < n; ++d) {
-    const index_t tile = uniform(rng, 0, 1) ? uniform(rng, 1, 4) : uniform(rng, 1, shape[d] + 1);
-    parts.push_back(DimPartition::regular(shape[d], tile, uniform(rng, 0, 3) == 0 ? uniform(rng, 0, tile - 1) : 0));
-  }
-  Ownership own = random_block_cyclic(rng, n, nranks);
-  Storage st;
-  const int sk = static_cast<int>(uniform(rng, 0, 2));
-  st.kind = sk == 0 ? StorageKind::tile : sk == 1 ? StorageKind::tile_pointers : StorageKind::local_array;
-  if (st.kind == StorageKind::local_array && uniform(rng, 0, 1)) st.ld = shape[0] + uniform(rng, 0, 3);
-  return Layout(shape, std::move(parts), own, st, es);
-}
-
 TEST(Plan, CompressedPlansExpandToTheSegmentList) {
   // The old representation is the oracle of the new one: for every rank, the
   // elements each peer's runs touch (runs expanded) are those of the segment
@@ -249,14 +231,9 @@ TEST(Plan, CompressedPlansExpandToTheSegmentList) {
   index_t runs = 0, segments = 0;
   for (int c = 0, cases = nc ? std::atoi(nc) : 3000; c < cases; ++c) {
     const int nranks = static_cast<int>(uniform(rng, 1, 6));
-    const int ndim = static_cast<int>(uniform(rng, 1, 4));
-    const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 30 : ndim == 3 ? 10 : 6;
-    const index_t es = std::vector<index_t>{1, 2, 4, 8, 16, 3, 12}[uniform(rng, 0, 6)];
-    Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
-    Layout src = random_fine_layout(rng, a, nranks, es), dst = random_fine_layout(rng, b, nranks, es);
+    const auto [src, dst, r] = random_case(rng, nranks, 4, 0, /*fine=*/true);
     ASSERT_EQ(src.check(nranks), "") << src.spec();
     ASSERT_EQ(dst.check(nranks), "") << dst.spec();
-    Region r = random_region(rng, a, b);
     const std::string what = "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str();
     for (int rank = 0; rank < nranks; ++rank) {
       const LocalIndex sl(src, rank), dl(dst, rank);
@@ -323,8 +300,9 @@ TEST(Plan, PeriodicListsSkipAhead) {
             simulate(src, dst, r, nranks, what);
             if (HasFatalFailure()) return;
           }
-          if (ks == 1)  // tile_pointers: one run per source tile at most, it grows with n
+          if (ks == 1) {  // tile_pointers: one run per source tile at most, it grows with n
             EXPECT_LE(runs[1], runs[0] + runs[0] / 8 + 4 * nranks) << ts << " " << tt << " " << gs << " " << gt;
+          }
         }
 }
 
