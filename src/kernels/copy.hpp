@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cstddef>
-#include <utility>
 #include <cstdint>
 #include <cstring>
 #if defined(__SSE2__)
@@ -142,13 +141,6 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
     for (int d = first_dim_outside(shape, rr.row); d < shape.ndim(); ++d) add(shape[d], fs[d], ts[d]);
   for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
   if (m == 0) return copy_row(to, from, static_cast<size_t>(row), stream);
-  // The innermost loop runs over the longest of these dimensions (each row is
-  // copied once whatever the order): a run of 250 repetitions of 4 x 4 boxes
-  // of 32-byte rows loops 250 times inside, not 4.
-  int longest = 0;
-  for (int e = 1; e < m; ++e)
-    if (ext[e] > ext[longest]) longest = e;
-  std::swap(ext[0], ext[longest]), std::swap(fb[0], fb[longest]), std::swap(tb[0], tb[longest]);
   // ext[0] is the innermost loop; an odometer over the others.
   index_t idx[kMaxDims + 2] = {};
   while (true) {
