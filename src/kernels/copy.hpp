@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -119,13 +120,15 @@ inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t 
   }
 }
 
+inline index_t absolute(index_t v) { return v < 0 ? -v : v; }
+
 // Copies a run (see RunRows) of elements of `es` bytes. Strides and steps are
 // in elements (dimension 0 contiguous). `run`: the elements of one box's leading
 // run contiguous on both sides (Segment::run / LocalCopy::run, computed by the
 // planner), copied as one row, so a whole tile-sized segment is one memcpy.
-// The rows are walked as one strided loop nest: the box's dimensions outside
-// the contiguous row, then the repetition levels not merged into it; the
-// innermost loop copies its rows with copy_rows. `stream`: see kStreamAbove
+// The rows are walked as one strided loop nest over the box's dimensions
+// outside the contiguous row and the repetition levels not merged into it,
+// ordered by step; the innermost loop copies its rows with copy_rows. `stream`: see kStreamAbove
 // (the caller fences).
 inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                      const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
@@ -141,6 +144,13 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
     for (int d = first_dim_outside(shape, rr.row); d < shape.ndim(); ++d) add(shape[d], fs[d], ts[d]);
   for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
   if (m == 0) return copy_row(to, from, static_cast<size_t>(row), stream);
+  // The level with the smallest byte steps (both sides together) runs innermost,
+  // the others outward by step: a cyclic piece repeated every few elements down a
+  // column is walked down the column, not across columns 8 KB apart, and a box of
+  // 2x2 elements repeated 80 times is 2 loops of 80 rows, not 160 loops of 2.
+  for (int i = 1; i < m; ++i)
+    for (int j = i; j > 0 && absolute(fb[j]) + absolute(tb[j]) < absolute(fb[j - 1]) + absolute(tb[j - 1]); --j)
+      std::swap(ext[j], ext[j - 1]), std::swap(fb[j], fb[j - 1]), std::swap(tb[j], tb[j - 1]);
   // ext[0] is the innermost loop; an odometer over the others.
   index_t idx[kMaxDims + 2] = {};
   while (true) {

@@ -463,41 +463,79 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     axes[d][kSrc] = make_axis(src, d, region.src_offset[d]);
     axes[d][kDst] = make_axis(dst, d, region.dst_offset[d]);
   }
-  // The run dimension: the most pieces (the same choice on every rank).
-  int rd = 0;
-  double most = -1;
-  for (int d = 0; d < n; ++d) {
-    const double pieces = static_cast<double>(region.size[d]) /
-                          static_cast<double>(std::min(axes[d][kSrc].unit_size(), axes[d][kDst].unit_size()));
-    if (pieces > most) most = pieces, rd = d;
+  // The run dimension rd: the most pieces; the second one r2 (-1 in 1-D): the
+  // most pieces among the others (the same choice on every rank).
+  int rd = 0, r2 = -1;
+  {
+    std::vector<double> pieces(n);
+    for (int d = 0; d < n; ++d)
+      pieces[d] = static_cast<double>(region.size[d]) /
+                  static_cast<double>(std::min(axes[d][kSrc].unit_size(), axes[d][kDst].unit_size()));
+    for (int d = 1; d < n; ++d)
+      if (pieces[d] > pieces[rd]) rd = d;
+    for (int d = 0; d < n; ++d)
+      if (d != rd && (r2 < 0 || pieces[d] > pieces[r2])) r2 = d;
   }
 
   Coord my_s, my_t;
   const bool in_src = src.ownership().grid_coord(rank, my_s) && src.ownership().rank_at(my_s) == rank;
   const bool in_dst = dst.ownership().grid_coord(rank, my_t) && dst.ownership().rank_at(my_t) == rank;
 
-  // Emits the runs of one pair: callback(shape, lt/w per side, entry) per run.
+  // A run: the pieces `cur` (one per dimension; cur[rd] is where the run starts),
+  // repeated level[0].c times moving level[0].step along level[0].dim, all of that
+  // level[1].c times along level[1].dim. The levels are those of an rd entry; when
+  // that entry has one level and r2's entry is a progression, the progression is
+  // the other level (a t x t -> (t+1) x (t+1) move is a run per peer and piece
+  // shape, not one per row of pieces), the lower dimension's level first.
   struct Piece {
     index_t size;
     Pt p;
+  };
+  struct Level {
+    int dim;
+    index_t c;
+    Pt step;
   };
   auto for_each_run = [&](const std::vector<const std::vector<Entry>*>& lists, auto&& f) {
     for (int d = 0; d < n; ++d)
       if (lists[d]->empty()) return;
     std::vector<std::vector<Piece>> pieces(n);
+    std::vector<Level> prog;  // r2's progressions, one per pieces[r2] (c = 1: none)
     for (int d = 0; d < n; ++d) {
       if (d == rd) continue;
       for (const Entry& e : *lists[d])
-        for (index_t j = 0; j < e.c[1]; ++j)
+        for (index_t j = 0; j < e.c[1]; ++j) {
+          if (d == r2) {  // a progression: its first piece stands for it
+            pieces[d].push_back({e.size, point_at(axes[d].data(), e.p.x + j * e.step[1].x)});
+            prog.push_back({d, e.c[0], e.step[0]});
+            continue;
+          }
           for (index_t i = 0; i < e.c[0]; ++i)
             pieces[d].push_back({e.size, point_at(axes[d].data(), e.p.x + i * e.step[0].x + j * e.step[1].x)});
+        }
     }
     std::vector<size_t> idx(n, 0);
-    std::vector<const Piece*> cur(n, nullptr);
+    std::vector<Piece> cur(n);
     while (true) {
       for (int d = 0; d < n; ++d)
-        if (d != rd) cur[d] = &pieces[d][idx[d]];
-      for (const Entry& e : *lists[rd]) f(cur, e);
+        if (d != rd) cur[d] = pieces[d][idx[d]];
+      for (const Entry& e : *lists[rd]) {
+        cur[rd] = {e.size, e.p};
+        const Level l0{rd, e.c[0], e.step[0]}, l1{rd, e.c[1], e.step[1]};
+        const Level* p = r2 >= 0 ? &prog[idx[r2]] : nullptr;
+        if (!p || p->c == 1) {
+          f(cur, std::array<Level, 2>{l0, l1});
+        } else if (e.c[1] == 1) {  // the lower dimension inner: smaller steps in storage on both sides
+          f(cur, r2 < rd ? std::array<Level, 2>{*p, l0} : std::array<Level, 2>{l0, *p});
+        } else {  // both have two levels: r2's pieces one by one
+          const Piece first = cur[r2];
+          for (index_t i = 0; i < p->c; ++i) {
+            cur[r2] = {first.size, point_at(axes[r2].data(), first.p.x + i * p->step.x)};
+            f(cur, std::array<Level, 2>{l0, l1});
+          }
+          cur[r2] = first;
+        }
+      }
       int d = 0;
       for (; d < n; ++d) {
         if (d == rd) continue;
@@ -509,23 +547,22 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
   };
 
   // Address of the run's first segment on side s, and its steps.
-  auto locate = [&](const LocalIndex& li, int s, const std::vector<const Piece*>& cur, const Entry& e, Coord& shape,
-                    Address& at, std::array<index_t, 2>& step) {
+  auto locate = [&](const LocalIndex& li, int s, const std::vector<Piece>& cur, const std::array<Level, 2>& lv,
+                    Coord& shape, Address& at, std::array<index_t, 2>& step) {
     Coord lt(n), w(n);
     shape = Coord(n);
     for (int d = 0; d < n; ++d) {
-      const Pt& p = d == rd ? e.p : cur[d]->p;
-      lt[d] = p.l[s];
-      w[d] = p.w[s];
-      shape[d] = d == rd ? e.size : cur[d]->size;
+      lt[d] = cur[d].p.l[s];
+      w[d] = cur[d].p.w[s];
+      shape[d] = cur[d].size;
     }
     at = li.local_address(lt, w);
     for (int k = 0; k < 2; ++k) {
       step[k] = 0;
-      if (e.c[k] == 1) continue;
+      if (lv[k].c == 1) continue;
       Coord lt2 = lt, w2 = w;
-      lt2[rd] += e.step[k].l[s];
-      w2[rd] += e.step[k].w[s];
+      lt2[lv[k].dim] += lv[k].step.l[s];
+      w2[lv[k].dim] += lv[k].step.w[s];
       step[k] = li.local_address(lt2, w2).offset - at.offset;
     }
   };
@@ -566,15 +603,15 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     for_each_pair(src, false, [&](int peer, const std::vector<const std::vector<Entry>*>& lists) {
       const bool local = peer == rank;
       PeerPlan pp{peer, 0, {}};
-      for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
+      for_each_run(lists, [&](const std::vector<Piece>& cur, const std::array<Level, 2>& lv) {
         Segment g;
-        locate(dst_local, kDst, cur, e, g.shape, g.at, g.step);
-        g.count = {e.c[0], e.c[1]};
+        locate(dst_local, kDst, cur, lv, g.shape, g.at, g.step);
+        g.count = {lv[0].c, lv[1].c};
         const index_t bytes = g.elements() * es;
         if (local) {
           LocalCopy c;
           Coord shape;
-          locate(src_local, kSrc, cur, e, shape, c.from, c.from_step);
+          locate(src_local, kSrc, cur, lv, shape, c.from, c.from_step);
           c.shape = g.shape;
           c.to = g.at;
           c.to_step = g.step;
@@ -598,10 +635,10 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     for_each_pair(dst, true, [&](int peer, const std::vector<const std::vector<Entry>*>& lists) {
       if (peer == rank) return;
       PeerPlan pp{peer, 0, {}};
-      for_each_run(lists, [&](const std::vector<const Piece*>& cur, const Entry& e) {
+      for_each_run(lists, [&](const std::vector<Piece>& cur, const std::array<Level, 2>& lv) {
         Segment g;
-        locate(src_local, kSrc, cur, e, g.shape, g.at, g.step);
-        g.count = {e.c[0], e.c[1]};
+        locate(src_local, kSrc, cur, lv, g.shape, g.at, g.step);
+        g.count = {lv[0].c, lv[1].c};
         g.run = contiguous_run(g.shape, g.at.strides);
         const index_t bytes = g.elements() * es;
         pp.segments.push_back(g);
