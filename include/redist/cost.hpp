@@ -37,9 +37,15 @@ struct Machine {
   Curve datatype;  // row bytes -> seconds per byte, exchange of an hvector of rows
   Curve vm_read;   // row bytes -> seconds per byte, process_vm_readv of rows (empty: unavailable)
   // The row curves again, measured on a footprint that fits in the cache; the
-  // model interpolates between the two (log of bytes touched per rank).
+  // model blends the two by the fraction of a plan's bytes that come from memory.
   Curve copy_small, datatype_small, vm_read_small;
   double small_footprint = 0, large_footprint = 0;  // bytes touched per rank in each
+  // Where the caches end: bytes touched per rank -> seconds per byte of 1.5 KB rows,
+  // from the small footprint to the large one (both ranks at once: they share the
+  // last-level cache). The fraction of a plan's bytes from memory is where the
+  // curve stands between its two ends at twice the plan's footprint (see
+  // detail::rates; empty: log-linear in the footprint).
+  Curve footprint;
   // Where it came from and on what.
   std::string source;  // the file read, or "quick" (measured in this run)
   std::string hostname, build, mpi_library, created;

@@ -154,6 +154,16 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
         (f ? m.copy : m.copy_small).x.push_back(static_cast<double>(row));
         (f ? m.copy : m.copy_small).y.push_back(tr / static_cast<double>(bytes));
       }
+    // Where the caches end, between the two footprints (2, 3, 4, 6, ... 32 MB moved).
+    // The small ones get more repetitions: the first few after the 32 MB rows
+    // above still miss (one warm-up left the 6 MB point at 2x the 9 MB one).
+    for (size_t bytes = kSmall; bytes <= kLarge; bytes = o.quick ? 4 * bytes : bytes % 3 ? bytes / 2 * 3 : bytes / 3 * 4) {
+      const double tr = both(bytes <= kLarge / 4 ? reps_small : reps_large, [&] {
+        if (active) copy_rows(a, b, 1536, bytes);
+      });
+      m.footprint.x.push_back(3.0 * static_cast<double>(bytes));
+      m.footprint.y.push_back(tr / static_cast<double>(bytes));
+    }
   }
 
   if (size >= 2) {

@@ -15,9 +15,9 @@
 namespace redist {
 namespace {
 
-// 2: row curves from 8 B rows (1 started at 80 B); a file of format 1 is
-// measured again.
-constexpr const char* kFormat = "redist-calibration-2";
+// 2: row curves from 8 B rows (1 started at 80 B); 3: the footprint curve. A
+// file of an older format is measured again.
+constexpr const char* kFormat = "redist-calibration-3";
 
 std::string quote(const std::string& s) {
   std::string o = "\"";
@@ -137,7 +137,8 @@ auto curves(M& m) -> std::vector<Named<std::remove_reference_t<decltype((m.copy)
           {"vm_read_row_bytes", "vm_read_s_per_byte", &m.vm_read},
           {"copy_small_row_bytes", "copy_small_s_per_byte", &m.copy_small},
           {"datatype_small_row_bytes", "datatype_small_s_per_byte", &m.datatype_small},
-          {"vm_read_small_row_bytes", "vm_read_small_s_per_byte", &m.vm_read_small}};
+          {"vm_read_small_row_bytes", "vm_read_small_s_per_byte", &m.vm_read_small},
+          {"footprint_bytes", "footprint_s_per_byte", &m.footprint}};
 }
 
 }  // namespace

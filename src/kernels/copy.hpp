@@ -94,30 +94,41 @@ inline RunRows run_rows(const Coord& shape, index_t run, const std::array<index_
   return r;
 }
 
-// Copies `n` rows of B bytes with constant byte steps (B a small constant: the
-// compiler turns each memcpy into a few loads and stores, no call).
+// Copies n1 x n0 rows of B bytes: row (i, j) at i * step0 + j * step1 (B a
+// small constant: the compiler turns each memcpy into a few loads and stores,
+// no call). Two loops, not one, so that a short inner loop (a cyclic piece of
+// two elements per period) costs no odometer step per period.
 template <size_t B>
-inline void copy_small_rows(std::byte* to, index_t ts, const std::byte* from, index_t fs, index_t n) {
-  for (index_t i = 0; i < n; ++i) std::memcpy(to + i * ts, from + i * fs, B);
+inline void copy_small_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1,
+                            index_t n0, index_t n1) {
+  for (index_t j = 0; j < n1; ++j)
+    for (index_t i = 0; i < n0; ++i) std::memcpy(to + j * ts1 + i * ts0, from + j * fs1 + i * fs0, B);
 }
 
-// Copies `n` rows of `row` bytes with constant byte steps.
+// Copies n1 x n0 rows of `row` bytes with constant byte steps (see copy_small_rows).
+inline void copy_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1,
+                      index_t n0, index_t n1, index_t row, bool stream) {
+  switch (row) {
+    case 1: return copy_small_rows<1>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 2: return copy_small_rows<2>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 4: return copy_small_rows<4>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 8: return copy_small_rows<8>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 12: return copy_small_rows<12>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 16: return copy_small_rows<16>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 24: return copy_small_rows<24>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 32: return copy_small_rows<32>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 48: return copy_small_rows<48>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    case 64: return copy_small_rows<64>(to, ts0, ts1, from, fs0, fs1, n0, n1);
+    default:
+      for (index_t j = 0; j < n1; ++j)
+        for (index_t i = 0; i < n0; ++i)
+          copy_row(to + j * ts1 + i * ts0, from + j * fs1 + i * fs0, static_cast<size_t>(row), stream);
+  }
+}
+// One loop of n rows.
 inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t fs, index_t n, index_t row,
                       bool stream) {
-  switch (row) {
-    case 1: return copy_small_rows<1>(to, ts, from, fs, n);
-    case 2: return copy_small_rows<2>(to, ts, from, fs, n);
-    case 4: return copy_small_rows<4>(to, ts, from, fs, n);
-    case 8: return copy_small_rows<8>(to, ts, from, fs, n);
-    case 12: return copy_small_rows<12>(to, ts, from, fs, n);
-    case 16: return copy_small_rows<16>(to, ts, from, fs, n);
-    case 24: return copy_small_rows<24>(to, ts, from, fs, n);
-    case 32: return copy_small_rows<32>(to, ts, from, fs, n);
-    case 48: return copy_small_rows<48>(to, ts, from, fs, n);
-    case 64: return copy_small_rows<64>(to, ts, from, fs, n);
-    default:
-      for (index_t i = 0; i < n; ++i) copy_row(to + i * ts, from + i * fs, static_cast<size_t>(row), stream);
-  }
+  copy_rows(to, ts, 0, from, fs, 0, n, 1, row, stream);
 }
 
 inline index_t absolute(index_t v) { return v < 0 ? -v : v; }
@@ -151,13 +162,15 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
   for (int i = 1; i < m; ++i)
     for (int j = i; j > 0 && absolute(fb[j]) + absolute(tb[j]) < absolute(fb[j - 1]) + absolute(tb[j - 1]); --j)
       std::swap(ext[j], ext[j - 1]), std::swap(fb[j], fb[j - 1]), std::swap(tb[j], tb[j - 1]);
-  // ext[0] is the innermost loop; an odometer over the others.
+  // ext[0] is the innermost loop, ext[1] the next (copy_rows runs both); an
+  // odometer over the others.
+  if (m == 1) ext[1] = 1, fb[1] = tb[1] = 0, m = 2;
   index_t idx[kMaxDims + 2] = {};
   while (true) {
     index_t fo = 0, to_ = 0;
-    for (int e = 1; e < m; ++e) fo += idx[e] * fb[e], to_ += idx[e] * tb[e];
-    copy_rows(to + to_, tb[0], from + fo, fb[0], ext[0], row, stream);
-    int e = 1;
+    for (int e = 2; e < m; ++e) fo += idx[e] * fb[e], to_ += idx[e] * tb[e];
+    copy_rows(to + to_, tb[0], tb[1], from + fo, fb[0], fb[1], ext[0], ext[1], row, stream);
+    int e = 2;
     for (; e < m; ++e) {
       if (++idx[e] < ext[e]) break;
       idx[e] = 0;

@@ -107,7 +107,7 @@ def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):
     assert "calibrate: ping-pong" in r.stderr          # progress while it runs
     assert "saved" in r.stdout
     cal = json.loads(out.read_text())
-    assert cal["format"] == "redist-calibration-2"
+    assert cal["format"] == "redist-calibration-3"
     assert cal["hostname"] and cal["cores"] >= 1 and cal["ranks"] == 2
     assert "Open MPI" in cal["mpi_library"] or cal["mpi_library"]
     assert cal["build"] and cal["created"]
@@ -121,6 +121,10 @@ def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):
         rows = cal[f"{key}_row_bytes"]
         assert 80 in rows and 2048 in rows and len(cal[f"{key}_s_per_byte"]) == len(rows)
     assert len(cal["stream_messages"]) == len(cal["stream_s_per_message"]) >= 2
+    # where the caches end: footprints from the small to the large one, ascending
+    fp = cal["footprint_bytes"]
+    assert fp[0] == cal["small_footprint_bytes"] and fp[-1] == cal["large_footprint_bytes"]
+    assert fp == sorted(fp) and len(cal["footprint_s_per_byte"]) == len(fp) >= 3
     # reused unless --force
     again = redist(["calibrate", "--out", str(out)], ranks=2)
     assert again.returncode == 0 and "reused" in again.stdout and "ping-pong" not in again.stderr

@@ -96,10 +96,10 @@ TEST(Cost, JsonRoundTrip) {
 TEST(Cost, BadJsonIsAClearError) {
   EXPECT_THROW(machine_from_json("{"), Error);
   EXPECT_THROW(machine_from_json("{\"format\": \"other\"}"), Error);
-  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-2\", \"copy_row_bytes\": [2, 1], "
+  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-3\", \"copy_row_bytes\": [2, 1], "
                                  "\"copy_s_per_byte\": [1, 1]}"),
                Error);
-  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-2\", \"copy_row_bytes\": [1, 2], "
+  EXPECT_THROW(machine_from_json("{\"format\": \"redist-calibration-3\", \"copy_row_bytes\": [1, 2], "
                                  "\"copy_s_per_byte\": [1]}"),
                Error);
 }
