@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "mpi/agree.hpp"
@@ -100,8 +101,9 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
                        "every rank must get the same arguments");
     rc = body(rank, size);
   } catch (const Error& e) {
-    // Agreed on collectively: the same message on every rank, printed once.
-    if (rank == 0) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
+    // Agreed on collectively: the same message on every rank, printed once
+    // (REDIST_SHOW_ERRORS=1: by every rank, to see that they agree).
+    if (rank == 0 || std::getenv("REDIST_SHOW_ERRORS")) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
     rc = 2;
   } catch (const std::exception& e) {
     // Not agreed (thrown on this rank alone): the other ranks may wait in a

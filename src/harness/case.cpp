@@ -138,6 +138,16 @@ void CaseRun::add_method(const std::string& name, std::function<void()> run, boo
 }
 
 CaseResult CaseRun::measure(const MeasureOptions& o) {
+  // Checked and compared across ranks first: another count of repetitions or of
+  // verifications on one rank would leave the others waiting in a collective.
+  std::string err;
+  if (o.reps < 1) err = detail::cat("measure: reps=", o.reps, " must be >= 1 (timed repetitions per method)");
+  else if (o.warmup < 0) err = detail::cat("measure: warmup=", o.warmup, " must be >= 0");
+  detail::agree(plan_.comm(), err);
+  detail::agree_same(plan_.comm(),
+                     {{"measure options differ", detail::cat("reps=", o.reps, " warmup=", o.warmup, " verify=", o.verify,
+                                                             " inject_error=", o.inject_error)}},
+                     "every rank must pass the same");
   CaseResult res;
   res.src = plan_.source().spec();
   res.dst = plan_.target().spec();
