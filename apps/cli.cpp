@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "mpi/agree.hpp"
 
 namespace redist::cli {
 
@@ -13,7 +16,7 @@ std::string Args::get(const std::string& k, const std::string& dflt) const {
   return it == options.end() ? dflt : it->second;
 }
 
-long long Args::get_int(const std::string& k, long long dflt, long long min) const {
+long long Args::get_int(const std::string& k, long long dflt, long long min, long long max) const {
   auto it = options.find(k);
   if (it == options.end()) return dflt;
   long long v;
@@ -23,8 +26,9 @@ long long Args::get_int(const std::string& k, long long dflt, long long min) con
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != it->second.size() || v < min)
-    detail::fail("option ", k, " needs an integer >= ", min, ", got '", it->second, "'");
+  if (used == 0 || used != it->second.size() || v < min || v > max)
+    detail::fail("option ", k, " needs an integer >= ", min, max < LLONG_MAX ? detail::cat(" and <= ", max) : "",
+                 ", got '", it->second, "'");
   return v;
 }
 
@@ -85,9 +89,27 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
+    // Before anything is parsed: every rank must read the same command line, or
+    // ranks would take different paths (another --reps: a different number of
+    // collectives, a hang) or fail alone. argv[0] may differ (a path).
+    std::string line;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      line += (i > 1 ? " " : "") + (a.find_first_of(" \t") == std::string::npos ? a : '"' + a + '"');
+    }
+    detail::agree_same(MPI_COMM_WORLD, {{"the command line differs", line}},
+                       "every rank must get the same arguments");
     rc = body(rank, size);
   } catch (const Error& e) {
-    if (rank == 0) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
+    // Agreed on collectively: the same message on every rank, printed once
+    // (REDIST_SHOW_ERRORS=1: by every rank, to see that they agree).
+    if (rank == 0 || std::getenv("REDIST_SHOW_ERRORS")) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
+    rc = 2;
+  } catch (const std::exception& e) {
+    // Not agreed (thrown on this rank alone): the other ranks may wait in a
+    // collective, so end the job rather than hang.
+    std::fprintf(stderr, "redist %s: error on rank %d: %s\n", command, rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
     rc = 2;
   }
   MPI_Finalize();

@@ -1,6 +1,7 @@
 // Shared pieces of the `redist` command-line program.
 #pragma once
 
+#include <climits>
 #include <functional>
 #include <map>
 #include <string>
@@ -17,7 +18,9 @@ struct Args {
   std::map<std::string, std::string> options;  // "--reps" -> "5"; flags -> ""
   bool has(const std::string& k) const { return options.count(k) > 0; }
   std::string get(const std::string& k, const std::string& dflt) const;
-  long long get_int(const std::string& k, long long dflt, long long min) const;
+  // The integer value of option k (dflt when absent); throws redist::Error unless
+  // it is a whole integer in [min, max].
+  long long get_int(const std::string& k, long long dflt, long long min, long long max = LLONG_MAX) const;
 };
 
 // Parses argv; `flags` are options without a value. Throws redist::Error for an

@@ -3,6 +3,7 @@
 // planning one rank took.
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -50,18 +51,25 @@ int cmd_plan(int argc, char** argv) {
   try {
     const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top", "--calibration"}, {"--help", "--predict"});
     const Problem pb = parse_problem(a, kUsage);
+    auto check_layouts = [&pb](int ranks) {
+      std::string err = pb.src.check(ranks);
+      if (!err.empty()) detail::fail("source layout: ", err);
+      err = pb.dst.check(ranks);
+      if (!err.empty()) detail::fail("target layout: ", err);
+    };
+    // The layouts' own values first (any communicator size), so that the rank
+    // count derived from them is meaningful; then against --ranks.
+    check_layouts(INT_MAX);
     const int need = std::max(pb.src.ownership().ranks_needed(), pb.dst.ownership().ranks_needed());
-    const int P = static_cast<int>(a.get_int("--ranks", need, 1));
-    std::string err = pb.src.check(P);
-    if (!err.empty()) detail::fail("source layout: ", err);
-    err = pb.dst.check(P);
-    if (!err.empty()) detail::fail("target layout: ", err);
+    const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
+    check_layouts(P);
+    std::string err;
     if (pb.src.elem_size() != pb.dst.elem_size())
       detail::fail("element size mismatch: source esize=", pb.src.elem_size(), ", target esize=", pb.dst.elem_size());
     err = pb.region.check(pb.src.shape(), pb.dst.shape());
     if (!err.empty()) detail::fail(err);
-    const int top = static_cast<int>(a.get_int("--top", 10, 0));
-    const int only = static_cast<int>(a.get_int("--rank", -1, 0));
+    const int top = static_cast<int>(a.get_int("--top", 10, 0, INT_MAX));
+    const int only = static_cast<int>(a.get_int("--rank", -1, 0, INT_MAX));
     if (only >= P) detail::fail("--rank ", only, " must be < --ranks ", P);
     const bool predict_times = a.has("--predict") || a.has("--calibration");
     Machine machine;

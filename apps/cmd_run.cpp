@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <memory>
 
@@ -77,8 +78,8 @@ int cmd_run(int argc, char** argv) {
     const Problem pb = parse_problem(a, kUsage);
     const std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
-    mo.reps = static_cast<int>(a.get_int("--reps", 5, 1));
-    mo.warmup = static_cast<int>(a.get_int("--warmup", 1, 0));
+    mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));
+    mo.warmup = static_cast<int>(a.get_int("--warmup", 1, 0, INT_MAX));
     mo.verify = !a.has("--no-verify");
     const bool json = a.has("--json");
     Options opt;

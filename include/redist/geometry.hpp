@@ -69,7 +69,13 @@ struct Box {
 
 Box intersect(const Box& a, const Box& b);
 
-// Checked 64-bit arithmetic for sizes and offsets: throws redist::Error naming `what`.
+// Checked 64-bit arithmetic on user-given sizes and offsets, the one place for it
+// (every product and sum of values a user chose goes through these).
+// fits_mul/fits_add: false when the result does not fit in int64 (`out` is then
+// meaningless), for checks that report the values themselves.
+inline bool fits_mul(index_t a, index_t b, index_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+inline bool fits_add(index_t a, index_t b, index_t& out) { return !__builtin_add_overflow(a, b, &out); }
+// checked_mul/checked_add: throw redist::Error naming `what` and both values.
 index_t checked_mul(index_t a, index_t b, const char* what);
 index_t checked_add(index_t a, index_t b, const char* what);
 

@@ -202,6 +202,9 @@ class Layout {
 // A rank's local storage map (built once per layout and rank).
 class LocalIndex {
  public:
+  // Throws redist::Error when the layout is invalid (Layout::check), when an
+  // owner function throws or names a rank outside [0, ranks), when ld is below
+  // this rank's local rows, or when this rank's storage overflows 64-bit bytes.
   LocalIndex(const Layout& layout, int rank);
 
   // Tiles this rank owns, in storage order.
@@ -235,6 +238,10 @@ class LocalIndex {
   Address local_address(const Coord& lt, const Coord& w) const;
   // Leading dimension actually used (local_array).
   index_t ld() const { return ld_; }
+  // General ownerships: a hash of the owner of every tile, in column-major tile
+  // order (0 for per-dimension ones). Ranks compare it to catch an owner function
+  // that answers differently on different ranks.
+  std::uint64_t owners_hash() const { return owners_hash_; }
 
  private:
   Layout layout_;  // a copy: layouts are small values, so no lifetime to manage
@@ -255,9 +262,14 @@ class LocalIndex {
   std::vector<index_t> linear_, tile_offset_;
   index_t elements_ = 0;
   index_t ld_ = 0;
+  std::uint64_t owners_hash_ = 0;
 
   index_t per_dim_tile_offset(const Coord& lt) const;
 };
+
+// LocalIndex(layout, rank), its error prefixed "<side> layout: " (side: "source"
+// or "target") so that a message says which of two layouts it is about.
+LocalIndex local_index(const Layout& layout, int rank, const char* side);
 
 // Convenience: regular tiles on a block-cyclic grid, e.g.
 // block_cyclic_layout({8000, 8000}, {400, 400}, {2, 2}).

@@ -47,14 +47,6 @@ std::string local_checks(const Layout& src, const Layout& dst, const Region& reg
   return region.check(src.shape(), dst.shape());
 }
 
-std::string ld_check(const Layout& l, const LocalIndex& li, const char* side) {
-  if (l.storage().kind != StorageKind::local_array || l.storage().ld == 0) return {};
-  if (li.elements() > 0 && l.storage().ld < li.local_extent()[0])
-    return detail::cat(side, " layout: leading dimension ld=", l.storage().ld,
-                       " is smaller than this rank's ", li.local_extent()[0], " local rows");
-  return {};
-}
-
 void check_side(const char* side, size_t given, const LocalIndex& li, const Layout& l,
                 const void* const* ptr, std::string& err) {
   if (!err.empty()) return;
@@ -104,41 +96,83 @@ std::string overlap_check(const detail::PlanCore& p, std::span<const void* const
   return {};
 }
 
-// Every rank must describe the same redistribution: compare with rank 0 by a hash
-// of the canonical strings (every rank runs the same binary, so std::hash agrees).
+// Every rank must describe the same redistribution (compared with rank 0).
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default strategy pairs different message schemes;
-// both would hang or truncate instead of failing. Rank 0's text is broadcast
-// only when some rank differs, so the error can show both values.
+// both would hang or truncate instead of failing.
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
                            const Options& options) {
-  constexpr int n = 4;
-  const char* what[n] = {"source layout", "target layout", "region", "options"};
-  const std::string mine[n] = {
-      src.spec(), dst.spec(), region.str(),
-      detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
-                  " calibration=", options.calibration, " machine=", options.machine ? "given" : "none")};
-  std::uint64_t h[n], h0[n];
-  for (int i = 0; i < n; ++i)
-    h[i] = h0[i] = std::hash<std::string>{}(mine[i]);  // the spec strings, built once
-  check_mpi(MPI_Bcast(h0, n, MPI_UINT64_T, 0, p.comm), "MPI_Bcast");
-  // Lowest differing rank and its first differing item, in one reduction.
-  long long key = LLONG_MAX, first = LLONG_MAX;
-  for (int i = 0; i < n && key == LLONG_MAX; ++i)
-    if (h[i] != h0[i]) key = static_cast<long long>(p.rank) * n + i;
-  check_mpi(MPI_Allreduce(&key, &first, 1, MPI_LONG_LONG, MPI_MIN, p.comm), "MPI_Allreduce");
-  if (first == LLONG_MAX) return;
-  const int who = static_cast<int>(first / n), item = static_cast<int>(first % n);
-  std::string ref = mine[item];
-  long long len = static_cast<long long>(ref.size());
-  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, p.comm), "MPI_Bcast");
-  ref.resize(static_cast<size_t>(len));
-  check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, p.comm), "MPI_Bcast");
-  std::string err;
-  if (p.rank == who)
-    err = detail::cat(what[item], item == 3 ? " differ" : " differs", " between ranks: rank 0 has '", ref,
-                      "', rank ", who, " has '", mine[item], "'; every rank must pass the same");
-  agree(p.comm, err);  // every rank gets here and throws `who`'s message
+  detail::agree_same(p.comm,
+                     {{"source layout differs", src.spec()},
+                      {"target layout differs", dst.spec()},
+                      {"region differs", region.str()},
+                      {"options differ",
+                       detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
+                                   " calibration=", options.calibration, " machine=", options.machine ? "given" : "none")}},
+                     "every rank must pass the same");
+}
+
+// Runs f; returns what it threw as a message (empty when it returned), so that
+// the caller can agree on it: an exception escaping on one rank only would
+// leave the others blocked in the next collective.
+template <class F>
+std::string catch_error(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory while planning (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    return detail::cat("unexpected exception: ", e.what());
+  }
+}
+
+// Collective, after the storage maps were built: an owner function may answer
+// differently on different ranks under the same name (equal specs), which would
+// pair sends and receives that do not match. Ranks compare a hash of the owner
+// of every tile (the maps of general ownerships visit every tile anyway); on a
+// difference they find the first differing tile, in chunks, and every rank
+// throws the same message. Per-dimension ownerships are closed-form: skipped.
+void agree_owners(const detail::PlanCore& p) {
+  if (p.src.ownership().per_dimension() && p.dst.ownership().per_dimension()) return;  // same on every rank
+  const std::uint64_t hs = p.src_local->owners_hash(), hd = p.dst_local->owners_hash();
+  std::uint64_t h[4] = {hs, ~hs, hd, ~hd};  // max and ~min in one MPI_MAX
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, h, 4, MPI_UINT64_T, MPI_MAX, p.comm), "MPI_Allreduce");
+  for (int s = 0; s < 2; ++s) {
+    if (h[2 * s] == ~h[2 * s + 1]) continue;
+    const Layout& l = s == 0 ? p.src : p.dst;
+    const Coord nt = l.ntiles();
+    const index_t total = nt.volume();
+    auto tile_at = [&nt](index_t lin) {  // column-major tile order
+      Coord t(nt.ndim());
+      for (int d = 0; d < nt.ndim(); ++d) t[d] = lin % nt[d], lin /= nt[d];
+      return t;
+    };
+    constexpr index_t kChunk = 4096;
+    struct Pair { int value, rank; };  // MPI_2INT; -owner in the second half gives the largest owner
+    std::vector<Pair> v;
+    for (index_t lo = 0; lo < total; lo += kChunk) {
+      const index_t n = std::min(kChunk, total - lo);
+      v.assign(static_cast<size_t>(2 * n), {0, p.rank});
+      for (index_t i = 0; i < n; ++i) {
+        v[i].value = l.owner(tile_at(lo + i));
+        v[n + i].value = -v[i].value;
+      }
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(2 * n), MPI_2INT, MPI_MINLOC, p.comm),
+                "MPI_Allreduce");
+      for (index_t i = 0; i < n; ++i) {
+        if (v[i].value == -v[n + i].value) continue;
+        detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
+                     ": the owners differ between ranks: tile ", tile_at(lo + i).str(), " is owned by rank ", v[i].value,
+                     " according to rank ", v[i].rank, " and by rank ", -v[n + i].value, " according to rank ",
+                     v[n + i].rank, "; an owner function must give every tile the same owner on every rank");
+      }
+    }
+    detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
+                 ": the owners differ between ranks (an owner function answers differently when called again)");
+  }
 }
 
 // execute's one agreement: the lowest rank with a bad argument, and whether every
@@ -223,16 +257,14 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
 
   agree_same_everywhere(p, src, dst, region, options);
 
-  try {
-    p.src_local = std::make_unique<LocalIndex>(p.src, p.rank);
-    p.dst_local = std::make_unique<LocalIndex>(p.dst, p.rank);
-    err = ld_check(p.src, *p.src_local, "source");
-    if (err.empty()) err = ld_check(p.dst, *p.dst_local, "target");
-    if (err.empty()) p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.region, p.rank, p.size);
-  } catch (const Error& e) {
-    err = e.what();
-  }
-  agree(p.comm, err);
+  // This rank's storage maps (they call owner functions), then the plan: any
+  // exception, a user callback's included, is agreed on like a bad argument.
+  agree(p.comm, catch_error([&] {
+    p.src_local = std::make_unique<LocalIndex>(local_index(p.src, p.rank, "source"));
+    p.dst_local = std::make_unique<LocalIndex>(local_index(p.dst, p.rank, "target"));
+  }));
+  agree_owners(p);
+  agree(p.comm, catch_error([&] { p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.region, p.rank, p.size); }));
   for (auto [peers, off] : {std::pair{&p.rp.sends, &p.send_offset}, std::pair{&p.rp.receives, &p.recv_offset}}) {
     off->assign(peers->size() + 1, 0);
     for (size_t i = 0; i < peers->size(); ++i) (*off)[i + 1] = (*off)[i] + (*peers)[i].bytes;

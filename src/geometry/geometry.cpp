@@ -64,14 +64,14 @@ Box intersect(const Box& a, const Box& b) {
 
 index_t checked_mul(index_t a, index_t b, const char* what) {
   index_t r;
-  if (__builtin_mul_overflow(a, b, &r))
+  if (!fits_mul(a, b, r))
     detail::fail(what, " overflows 64 bits: ", a, " * ", b);
   return r;
 }
 
 index_t checked_add(index_t a, index_t b, const char* what) {
   index_t r;
-  if (__builtin_add_overflow(a, b, &r))
+  if (!fits_add(a, b, r))
     detail::fail(what, " overflows 64 bits: ", a, " + ", b);
   return r;
 }

@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <cstdint>
 
+#include <unistd.h>
+
 #include "harness/pattern.hpp"
+#include "mpi/agree.hpp"
 
 namespace redist::harness {
 
@@ -76,9 +79,53 @@ CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI
   double t = MPI_Wtime() - t0;
   MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm);
   stats_ = global_stats(plan_.stats(), comm);
-  src_ = LocalStorage(src, rank_);
-  dst_ = LocalStorage(dst, rank_);
+  allocate(src, dst, comm);
   fill_pattern(src, rank_, src_.blocks(), kSourcePattern);
+}
+
+namespace {
+
+std::string gib(double bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f GiB", bytes / (1 << 30));
+  return s;
+}
+
+}  // namespace
+
+// Collective. The storage is zeroed when allocated (every page touched): with
+// overcommit, an allocation beyond the node's memory may succeed and the zeroing
+// be killed, so the bytes needed by the ranks of each node are compared with its
+// memory first; std::bad_alloc is caught too. Either way every rank gets the same
+// error, which says what a rank needs.
+void CaseRun::allocate(const Layout& src, const Layout& dst, MPI_Comm comm) {
+  const LocalIndex src_map(src, rank_), dst_map(dst, rank_);
+  const index_t src_bytes = checked_mul(src_map.elements(), src.elem_size(), "source storage bytes");
+  const index_t dst_bytes = checked_mul(dst_map.elements(), dst.elem_size(), "target storage bytes");
+  const index_t need = checked_add(src_bytes, dst_bytes, "storage bytes");
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  double mine = static_cast<double>(need), on_node = 0;  // a double: the sum cannot wrap
+  int node_ranks = 1;
+  MPI_Allreduce(&mine, &on_node, 1, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Comm_size(node, &node_ranks);
+  MPI_Comm_free(&node);
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const std::string needs = detail::cat("this case needs ", gib(mine), " of storage on rank ", rank_, " (source ",
+                                        gib(static_cast<double>(src_bytes)), " + target ",
+                                        gib(static_cast<double>(dst_bytes)), ")");
+  std::string err;
+  if (on_node > memory)
+    err = detail::cat("not enough memory: ", needs, "; the ", node_ranks, " ranks on its node need ", gib(on_node),
+                      " in all, the node has ", gib(memory));
+  if (err.empty()) try {
+      src_ = LocalStorage(src, src_map);
+      dst_ = LocalStorage(dst, dst_map);
+    } catch (const std::bad_alloc&) {
+      src_ = {}, dst_ = {};
+      err = detail::cat("cannot allocate the storage: ", needs, " and the allocation failed");
+    }
+  detail::agree(comm, err);
 }
 
 void CaseRun::add_strategy(const std::string& name) {
@@ -91,6 +138,16 @@ void CaseRun::add_method(const std::string& name, std::function<void()> run, boo
 }
 
 CaseResult CaseRun::measure(const MeasureOptions& o) {
+  // Checked and compared across ranks first: another count of repetitions or of
+  // verifications on one rank would leave the others waiting in a collective.
+  std::string err;
+  if (o.reps < 1) err = detail::cat("measure: reps=", o.reps, " must be >= 1 (timed repetitions per method)");
+  else if (o.warmup < 0) err = detail::cat("measure: warmup=", o.warmup, " must be >= 0");
+  detail::agree(plan_.comm(), err);
+  detail::agree_same(plan_.comm(),
+                     {{"measure options differ", detail::cat("reps=", o.reps, " warmup=", o.warmup, " verify=", o.verify,
+                                                             " inject_error=", o.inject_error)}},
+                     "every rank must pass the same");
   CaseResult res;
   res.src = plan_.source().spec();
   res.dst = plan_.target().spec();

@@ -119,6 +119,8 @@ class CaseRun {
     Method method;
     bool strategy, verify;
   };
+  void allocate(const Layout& src, const Layout& dst, MPI_Comm comm);
+
   Plan plan_;
   LocalStorage src_, dst_;
   GlobalStats stats_;

@@ -18,6 +18,8 @@ class LocalStorage {
  public:
   LocalStorage() = default;
   LocalStorage(const Layout& layout, int rank);
+  // The same from the rank's storage map of `layout` (when the caller has one).
+  LocalStorage(const Layout& layout, const LocalIndex& map);
 
   // One pointer per block, as Plan::execute and fill_pattern take them.
   std::span<void* const> blocks() const { return ptr_; }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <climits>
 
 #include "redist/layout.hpp"
 
@@ -80,10 +81,19 @@ std::string Layout::check(int comm_size) const {
   if (elem_size_ < 1) return cat("element size must be >= 1 byte, got ", elem_size_);
   index_t bytes = elem_size_;
   for (int d = 0; d < n; ++d)
-    if (__builtin_mul_overflow(bytes, shape_[d], &bytes))
+    if (!fits_mul(bytes, shape_[d], bytes))
       return cat("array ", shape_.str(), " of ", elem_size_, "-byte elements overflows 64-bit byte counts");
   std::string e = ownership_.check(n, ntiles());
   if (!e.empty()) return e;
+  if (ownership_.per_dimension())  // the planner steps through whole cycles of the grid
+    for (int d = 0; d < n; ++d) {
+      const auto& p = ownership_.bc();
+      const index_t tile = partition_[d].is_regular() ? partition_[d].tile() : 1;
+      index_t cycle;
+      if (!fits_mul(tile, p.super[d], cycle) || !fits_mul(cycle, p.grid[d], cycle))
+        return cat("block_cyclic dimension ", d, ": tile size ", tile, " x super ", p.super[d], " x grid ",
+                   p.grid[d], " (one cycle of the grid) overflows 64-bit indices; use smaller factors");
+    }
   if (ownership_.ranks_needed() > comm_size)
     return cat("the ownership needs ", ownership_.ranks_needed(), " ranks, the communicator has ",
                comm_size);
@@ -105,6 +115,10 @@ Layout block_cyclic_layout(Coord shape, Coord tile, Coord grid, index_t elem_siz
 // ------------------------------------------------------------------ LocalIndex
 
 LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(rank) {
+  // Everything below divides by grid extents and ranks and multiplies sizes: on
+  // an invalid layout it would fault or wrap, so refuse it here too (make_plan
+  // has reported it already; this guards direct users such as the harness).
+  if (std::string e = layout.check(INT_MAX); !e.empty()) detail::fail("invalid layout ", layout.spec(), ": ", e);
   const int n = layout.ndim();
   const Coord nt = layout.ntiles();
   const Ownership& own = layout.ownership();
@@ -148,11 +162,16 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
     for (int d = 0; d < n; ++d) vol = checked_mul(vol, local_extent_[d], "local element count");
     if (layout.storage().kind == StorageKind::local_array && vol > 0) {
       ld_ = layout.storage().ld ? layout.storage().ld : std::max<index_t>(1, local_extent_[0]);
+      if (ld_ < local_extent_[0])
+        detail::fail("storage=local_array ld=", ld_, " is smaller than the ", local_extent_[0], " local rows of rank ",
+                     rank, ": ld must be >= ", local_extent_[0],
+                     " (at least the most local rows of any rank), or 0 for each rank's own row count");
       elements_ = ld_;
       for (int d = 1; d < n; ++d) elements_ = checked_mul(elements_, local_extent_[d], "local array size");
     } else {
       elements_ = vol;
     }
+    checked_mul(elements_, layout.elem_size(), "local storage bytes");
     return;
   }
   // General ownership: one pass over all tiles (paper 000 sec. 6.1 keeps a global
@@ -166,6 +185,7 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
     if (r < 0 || r >= ranks)
       detail::fail("ownership of ", layout.spec(), " gives tile ", t.str(), " to rank ", r,
                    ", outside [0, ", ranks, ")");
+    owners_hash_ = mix64(owners_hash_ ^ static_cast<std::uint32_t>(r));
     if (r == rank) {
       linear_.push_back(lin);
       tile_offset_.push_back(offset);
@@ -175,6 +195,15 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
   }
   tile_offset_.push_back(offset);
   elements_ = offset;
+  checked_mul(elements_, layout.elem_size(), "local storage bytes");
+}
+
+LocalIndex local_index(const Layout& layout, int rank, const char* side) {
+  try {
+    return LocalIndex(layout, rank);
+  } catch (const Error& e) {
+    detail::fail(side, " layout: ", e.what());
+  }
 }
 
 index_t LocalIndex::ntiles() const {

@@ -76,7 +76,19 @@ int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
     case Kind::table:
       return (*tbl().owners)[linear_index(tile, ntiles)];
     case Kind::function:
-      return fun().fn(tile);
+      // A user callable: whatever it throws becomes a redist::Error, so that
+      // make_plan can agree on it like any other (an escaping exception on one
+      // rank would leave the others waiting in a collective).
+      try {
+        return fun().fn(tile);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        detail::fail("owner function '", fun().name, "' threw for tile ", tile.str(), ": ", e.what());
+      } catch (...) {
+        detail::fail("owner function '", fun().name, "' threw for tile ", tile.str(),
+                     " (an exception that is not a std::exception)");
+      }
   }
   return -1;
 }
@@ -145,7 +157,7 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
           return cat("block_cyclic src=", p.source.str(), " must lie inside grid=", p.grid.str());
         if (p.super.ndim() && p.super[d] <= 0)
           return cat("block_cyclic super=", p.super.str(), ": every entry must be >= 1");
-        if (__builtin_mul_overflow(prod, p.grid[d], &prod) || prod > (1 << 30))
+        if (!fits_mul(prod, p.grid[d], prod) || prod > (1 << 30))
           return cat("block_cyclic grid=", p.grid.str(), " is too large");
       }
       if (p.first_rank < 0) return cat("block_cyclic first=", p.first_rank, " must be >= 0");
@@ -175,7 +187,7 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
       const auto& o = *tbl().owners;
       index_t want = 1;
       for (index_t x : ntiles)
-        if (__builtin_mul_overflow(want, x, &want)) return "table ownership: tile count overflows 64 bits";
+        if (!fits_mul(want, x, want)) return "table ownership: tile count overflows 64 bits";
       if (static_cast<index_t>(o.size()) != want)
         return cat("table ownership lists ", o.size(), " owners, the layout has ", want,
                    " tiles (", ntiles.str(), ")");

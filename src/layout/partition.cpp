@@ -24,8 +24,9 @@ DimPartition DimPartition::irregular(std::vector<index_t> bounds) {
 // memory-safe on invalid partitions by returning 0 tiles.
 index_t DimPartition::ntiles() const {
   if (bounds_) return bounds_->size() >= 2 ? static_cast<index_t>(bounds_->size()) - 1 : 0;
-  if (extent_ <= 0 || tile_ <= 0 || offset_ < 0 || offset_ >= tile_) return 0;
-  return (extent_ + offset_ + tile_ - 1) / tile_;
+  index_t span;  // extent + offset; ceil(span / tile) without forming span + tile - 1
+  if (extent_ <= 0 || tile_ <= 0 || offset_ < 0 || offset_ >= tile_ || !fits_add(extent_, offset_, span)) return 0;
+  return (span - 1) / tile_ + 1;
 }
 
 index_t DimPartition::tile_of(index_t i) const {
@@ -66,6 +67,13 @@ std::string DimPartition::check(int d) const {
   if (offset_ < 0 || offset_ >= tile_)
     return detail::cat("first-tile offset of dimension ", d, " must be in [0, ", tile_,
                        "), got ", offset_);
+  // Tile ends are computed as (t + 1) * tile - offset up to the end of the last
+  // tile, which lies below extent + offset + tile: that sum must fit.
+  index_t end;
+  if (!fits_add(extent_, offset_, end) || !fits_add(end, tile_, end))
+    return detail::cat("tile size ", tile_, " of dimension ", d, " is too large: extent ", extent_, " + offset ",
+                       offset_, " + tile size overflows 64-bit indices (a tile size >= the extent, here ",
+                       std::max<index_t>(extent_, 1), ", already makes one tile)");
   return {};
 }
 

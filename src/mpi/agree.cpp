@@ -2,6 +2,8 @@
 #include "mpi/agree.hpp"
 
 #include <climits>
+#include <cstdint>
+#include <functional>
 
 #include "redist/error.hpp"
 
@@ -27,6 +29,32 @@ void agree(MPI_Comm comm, const std::string& local_error) {
   msg.resize(static_cast<size_t>(len));
   check_mpi(MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, first, comm), "MPI_Bcast");
   throw Error("redist: rank " + std::to_string(first) + ": " + msg);
+}
+
+void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  const int n = static_cast<int>(items.size());
+  std::vector<std::uint64_t> h(items.size()), h0(items.size());
+  for (int i = 0; i < n; ++i) h[i] = h0[i] = std::hash<std::string>{}(items[i].value);
+  check_mpi(MPI_Bcast(h0.data(), n, MPI_UINT64_T, 0, comm), "MPI_Bcast");
+  // Lowest differing rank and its first differing item, in one reduction.
+  long long key = LLONG_MAX, first = LLONG_MAX;
+  for (int i = 0; i < n && key == LLONG_MAX; ++i)
+    if (h[i] != h0[i]) key = static_cast<long long>(rank) * n + i;
+  check_mpi(MPI_Allreduce(&key, &first, 1, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == LLONG_MAX) return;
+  const int who = static_cast<int>(first / n), item = static_cast<int>(first % n);
+  std::string ref = items[item].value;
+  long long len = static_cast<long long>(ref.size());
+  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
+  ref.resize(static_cast<size_t>(len));
+  check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, comm), "MPI_Bcast");
+  std::string err;
+  if (rank == who)
+    err = cat(items[item].what, " between ranks: rank 0 has '", ref, "', rank ", who, " has '", items[item].value,
+              "'; ", advice);
+  agree(comm, err);  // every rank gets here and throws `who`'s message
 }
 
 }  // namespace redist::detail

@@ -158,8 +158,8 @@ index_t contiguous_run(const Coord& shape, const Coord& strides) {
 
 RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, int rank,
                    int nranks) {
-  const LocalIndex src_local(src, rank), dst_local(dst, rank);
-  return plan_rank(src, dst, src_local, dst_local, region, rank, nranks);
+  return plan_rank(src, dst, local_index(src, rank, "source"), local_index(dst, rank, "target"), region, rank,
+                   nranks);
 }
 
 void detail::order_by_distance(std::vector<PeerPlan>& peers, int rank, int nranks, bool send_side) {

@@ -93,9 +93,9 @@ std::string Region::check(const Coord& src_shape, const Coord& dst_shape) const 
   if (empty()) return {};  // a zero-size region is a valid no-op
   for (int d = 0; d < n; ++d) {
     index_t end;
-    if (__builtin_add_overflow(src_offset[d], size[d], &end) || end > src_shape[d])
+    if (!fits_add(src_offset[d], size[d], end) || end > src_shape[d])
       return cat("region ", str(), " leaves the source array ", src_shape.str(), " in dimension ", d);
-    if (__builtin_add_overflow(dst_offset[d], size[d], &end) || end > dst_shape[d])
+    if (!fits_add(dst_offset[d], size[d], end) || end > dst_shape[d])
       return cat("region ", str(), " leaves the target array ", dst_shape.str(), " in dimension ", d);
   }
   return {};

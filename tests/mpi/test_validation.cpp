@@ -13,8 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <stdexcept>
 
 #include "../common/mpi_util.hpp"
+#include "harness/case.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/redist.hpp"
@@ -59,6 +61,26 @@ std::vector<std::string> allgather_strings(const std::string& s) {
   return out;
 }
 
+// The bad-input catalogue (docs/errors.md, written by scripts/errors_table.py):
+// kind() names the input that the following checks feed in and where it is
+// caught. With REDIST_SHOW_ERRORS=1 rank 0 prints each kind once, with the first
+// message checked for it, as a tab-separated line "kind<TAB>input<TAB>where<TAB>
+// message" (newlines in the message written as \n).
+struct Kind {
+  std::string input, where;
+  bool shown = true;
+};
+Kind current_kind;
+void kind(std::string input, std::string where) { current_kind = {std::move(input), std::move(where), false}; }
+
+void show_kind(const std::string& message) {
+  if (current_kind.shown) return;
+  current_kind.shown = true;
+  std::string m;
+  for (char c : message) m += c == '\n' ? std::string("\\n") : std::string(1, c);
+  std::printf("kind\t%s\t%s\t%s\n", current_kind.input.c_str(), current_kind.where.c_str(), m.c_str());
+}
+
 // The core assertion of this file: every rank threw, all messages are equal, and
 // the message contains every key word. Collective: call it on every rank.
 void expect_same_error(const Outcome& o, const std::vector<std::string>& words) {
@@ -69,8 +91,8 @@ void expect_same_error(const Outcome& o, const std::vector<std::string>& words) 
                              << (msgs[r].empty() ? "" : ": " + msgs[r]);
     EXPECT_EQ(msgs[r], msgs[0]) << "rank " << r << "'s message differs from rank 0's";
   }
-  // REDIST_SHOW_ERRORS=1 prints every message once, to review how they read.
-  if (world_rank() == 0 && std::getenv("REDIST_SHOW_ERRORS")) std::printf("    error: %s\n", o.message.c_str());
+  // REDIST_SHOW_ERRORS=1 prints the catalogue, to review how the messages read.
+  if (world_rank() == 0 && std::getenv("REDIST_SHOW_ERRORS")) show_kind(o.message);
   for (const std::string& w : words)
     EXPECT_NE(o.message.find(w), std::string::npos)
         << "message lacks '" << w << "':\n  " << o.message;
@@ -116,6 +138,7 @@ void expect_untouched(const Layout& l, harness::LocalStorage& store, std::uint64
 
 TEST(Validation, RegionOutsideSource) {
   const Layout a = bc({10, 6}, {3, 3}, {1, 1}), b = bc({20, 20}, {4, 4}, {1, 1});
+  kind("a region that leaves the source array", "Region::check in make_plan");
   expect_plan_error(a, b, Region{{5, 4}, {5, 3}, {0, 0}}, {"region 5x4 from=5x3 to=0x0", "leaves the source array 10x6", "dimension 1"});
   // Offset right at the end: size 1 from=10 does not fit 10 rows.
   expect_plan_error(a, b, Region{{1, 1}, {10, 0}, {0, 0}}, {"leaves the source array 10x6", "dimension 0"});
@@ -123,15 +146,19 @@ TEST(Validation, RegionOutsideSource) {
 
 TEST(Validation, RegionOutsideTarget) {
   const Layout a = bc({20, 20}, {4, 4}, {1, 1}), b = bc({10, 6}, {3, 3}, {1, 1});
+  kind("a region that leaves the target array", "Region::check in make_plan");
   expect_plan_error(a, b, Region{{8, 6}, {0, 0}, {3, 0}}, {"leaves the target array 10x6", "dimension 0"});
 }
 
 TEST(Validation, DimensionMismatch) {
   const Layout a2 = bc({6, 6}, {2, 2}, {1, 1}), a3 = bc({6, 6, 6}, {2, 2, 2}, {1, 1, 1});
+  kind("source and target with different dimensions", "make_plan");
   expect_plan_error(a2, a3, Region::whole({6, 6}), {"dimension mismatch", "source has 2 dimensions", "target has 3"});
   // The region must have the arrays' dimension too.
+  kind("a region with another dimension than the arrays", "Region::check in make_plan");
   expect_plan_error(a2, a2, Region::whole({6, 6, 1}), {"region 6x6x1", "must have 2 dimensions"});
   // The block_cyclic grid must have the layout's dimension.
+  kind("a block_cyclic grid with another dimension than the layout", "Layout::check in make_plan");
   expect_plan_error(bc({6, 6}, {2, 2}, {1}), a2, Region::whole({6, 6}),
                     {"source layout", "grid has 1 dimensions, the layout has 2"});
 }
@@ -140,10 +167,12 @@ TEST(Validation, GridLargerThanCommunicator) {
   const int p = world_size();
   const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
   const Layout big = bc({8, 8}, {2, 2}, {p + 1, 1});
+  kind("an ownership needing more ranks than the communicator has", "Layout::check in make_plan");
   expect_plan_error(big, ok, Region::whole({8, 8}),
                     {"source layout", "needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
   expect_plan_error(ok, bc({8, 8}, {2, 2}, {2, p}), Region::whole({8, 8}),
                     {"target layout", "needs " + S(2 * p) + " ranks", "communicator has " + S(p)});
+  kind("a block_cyclic grid entry < 1", "Layout::check in make_plan");
   expect_plan_error(bc({8, 8}, {2, 2}, {0, 1}), ok, Region::whole({8, 8}), {"grid=0x1", "must be >= 1"});
 }
 
@@ -151,18 +180,24 @@ TEST(Validation, OwnerRankOutsideCommunicator) {
   const int p = world_size();
   const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
   // block_cyclic first=P: grid coordinate 0 is rank P.
+  kind("block_cyclic first= beyond the communicator", "Layout::check in make_plan");
   expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, p), ok, Region::whole({8, 8}),
                     {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+  kind("a negative block_cyclic first=", "Layout::check in make_plan");
   expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, -1), ok, Region::whole({8, 8}), {"first=-1", "must be >= 0"});
   // random first + ranks beyond the communicator.
+  kind("random first= + ranks= beyond the communicator", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("8x8 tile=2x2 random seed=3 ranks=2 first=" + S(p)), Region::whole({8, 8}),
                     {"target layout", "needs " + S(p + 2) + " ranks", "communicator has " + S(p)});
   // A table owner equal to the communicator size.
+  kind("a table owner equal to the communicator size", "Layout::check in make_plan");
   expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0," + S(p)), ok, Region::whole({4, 4}),
                     {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
+  kind("a negative table owner", "Layout::check in make_plan");
   expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,-2,0,0"), ok, Region::whole({4, 4}),
                     {"table owner of tile 1 is -2", "must be >= 0"});
   // Owners near INT_MAX must not overflow the rank count into something that fits.
+  kind("owner ranks near INT_MAX (the rank count overflows int)", "Layout::check in make_plan");
   expect_plan_error(bc({8, 8}, {2, 2}, {1, 1}, INT_MAX), ok, Region::whole({8, 8}),
                     {"source layout", S(INT_MAX)});
   expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0," + S(INT_MAX)), ok, Region::whole({4, 4}),
@@ -180,17 +215,20 @@ TEST(Validation, FunctionOwnerOutsideCommunicator) {
   };
   // Declares ranks=P but gives tile 2x1 to rank P.
   const Layout beyond = with_fn(p, [p](const Coord& t) { return t[0] == 2 && t[1] == 1 ? p : 0; });
+  kind("an owner function returning a rank outside [0, ranks)", "LocalIndex in make_plan (the rank's storage map)");
   expect_plan_error(beyond, ok, Region::whole({6, 6}), {"gives tile 2x1 to rank " + S(p), "outside [0, " + S(p) + ")"});
   expect_plan_error(ok, beyond, Region::whole({6, 6}), {"gives tile 2x1 to rank " + S(p), "outside [0, " + S(p) + ")"});
   const Layout negative = with_fn(p, [](const Coord& t) { return t[0] == 1 ? -1 : 0; });
   expect_plan_error(negative, ok, Region::whole({6, 6}), {"to rank -1", "outside [0, " + S(p) + ")"});
   // Declares more ranks than the communicator has.
+  kind("an owner function declaring more ranks than the communicator", "Layout::check in make_plan");
   expect_plan_error(with_fn(p + 1, [](const Coord&) { return 0; }), ok, Region::whole({6, 6}),
                     {"needs " + S(p + 1) + " ranks", "communicator has " + S(p)});
 }
 
 TEST(Validation, TableWithWrongNumberOfOwners) {
   const Layout ok = bc({4, 4}, {2, 2}, {1, 1});
+  kind("a table with the wrong number of owners", "Layout::check in make_plan");
   expect_plan_error(Layout::parse("4x4 tile=2x2 table owners=0,0,0"), ok, Region::whole({4, 4}),
                     {"source layout", "lists 3 owners", "has 4 tiles (2x2)"});
   expect_plan_error(ok, Layout::parse("4x4 tile=2x2 table owners=0,0,0,0,0"), Region::whole({4, 4}),
@@ -199,23 +237,31 @@ TEST(Validation, TableWithWrongNumberOfOwners) {
 
 TEST(Validation, TileSizeNotPositive) {
   const Layout ok = bc({10, 4}, {2, 2}, {1, 1});
+  kind("tile size 0", "Layout::check in make_plan");
   expect_plan_error(bc({10, 4}, {5, 0}, {1, 1}), ok, Region::whole({10, 4}),
                     {"source layout", "tile size of dimension 1 must be > 0, got 0"});
+  kind("a negative tile size", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("10x4 tile=-5x4"), Region::whole({10, 4}),
                     {"target layout", "tile size of dimension 0 must be > 0, got -5"});
+  kind("explicit tile boundaries not strictly increasing", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("10x4 tile=[0,5,5,10]x4"), Region::whole({10, 4}),
                     {"target layout", "strictly increasing", "5 then 5"});
 }
 
 TEST(Validation, NegativeSizes) {
   const Layout ok = bc({10, 4}, {2, 2}, {1, 1});
+  kind("a negative region size", "Region::check in make_plan");
   expect_plan_error(ok, ok, Region{{4, -2}, {0, 0}, {0, 0}}, {"region size 4x-2", "must be >= 0"});
+  kind("a negative region offset (from= or to=)", "Region::check in make_plan");
   expect_plan_error(ok, ok, Region{{2, 2}, {-1, 0}, {0, 0}}, {"from=-1x0", "must be >= 0"});
   expect_plan_error(ok, ok, Region{{2, 2}, {0, 0}, {0, -3}}, {"to=0x-3", "must be >= 0"});
+  kind("a negative extent", "Layout::check in make_plan");
   expect_plan_error(Layout::parse("-5x4 tile=2x2"), ok, Region{{0, 0}, {0, 0}, {0, 0}},
                     {"source layout", "extent of dimension 0 must be >= 0, got -5"});
+  kind("element size < 1", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("10x4 tile=2x2 esize=-8"), Region::whole({10, 4}),
                     {"target layout", "element size must be >= 1 byte, got -8"});
+  kind("a negative leading dimension ld=", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("10x4 tile=2x2 storage=local_array ld=-1"), Region::whole({10, 4}),
                     {"target layout", "ld=-1 must be >= 0"});
 }
@@ -223,6 +269,7 @@ TEST(Validation, NegativeSizes) {
 TEST(Validation, LocalArrayNeedsPerDimensionOwnership) {
   const Layout ok = bc({8, 8}, {2, 2}, {1, 1});
   const Layout bad = Layout::parse("8x8 tile=2x2 storage=local_array random seed=1 ranks=1");
+  kind("storage=local_array with a random ownership", "Layout::check in make_plan");
   expect_plan_error(bad, ok, Region::whole({8, 8}),
                     {"source layout", "storage=local_array needs a per-dimension ownership (block_cyclic)", "random"});
 }
@@ -238,6 +285,7 @@ TEST(Validation, LeadingDimensionTooSmall) {
   const Layout bad({2 * p + 1, 3}, {DimPartition::regular(2 * p + 1, 2), DimPartition::regular(3, 3)},
                    Ownership::block_cyclic(bp), Storage{StorageKind::local_array, 2});
   const Layout ok = bc({2 * p + 1, 3}, {2, 2}, {1, 1});
+  kind("a leading dimension ld below a rank's local rows", "LocalIndex in make_plan (the rank's storage map)");
   expect_plan_error(ok, bad, Region::whole({2 * p + 1, 3}),
                     {"rank " + S(p - 1) + ":", "target layout", "ld=2", "smaller than", "3 local rows"});
 }
@@ -248,28 +296,34 @@ TEST(Validation, LayoutsDifferBetweenRanks) {
   const Layout a = bc({8, 8}, {2, 2}, {1, 1}), a2 = bc({8, 8}, {4, 2}, {1, 1});
   const Region whole = Region::whole({8, 8});
   // Only the last rank has another source tile size.
+  kind("the source layout differs between ranks", "make_plan: compared across ranks");
   expect_plan_error(world_rank() == last ? a2 : a, a, whole,
                     {"source layout differs", a.spec(), a2.spec(), "rank " + S(last)});
   // Only the last rank has another target.
+  kind("the target layout differs between ranks", "make_plan: compared across ranks");
   expect_plan_error(a, world_rank() == last ? a2 : a, whole, {"target layout differs", a.spec(), a2.spec()});
   // Only the last rank has another region.
   const Region sub{{4, 4}, {1, 1}, {0, 0}};
+  kind("the region differs between ranks", "make_plan: compared across ranks");
   expect_plan_error(a, a, world_rank() == last ? sub : whole, {"region differs", whole.str(), sub.str()});
   // Only rank 1 has a layout that is invalid for the communicator: its own
   // error must reach every rank (rather than a "differs" from the others).
   const Layout big = bc({8, 8}, {2, 2}, {p + 1, 1});
+  kind("a layout invalid on one rank only", "Layout::check in make_plan (agreed)");
   expect_plan_error(world_rank() == 1 ? big : a, a, whole,
                     {"rank 1:", "source layout", "needs " + S(p + 1) + " ranks"});
   // Options must agree too: a different message limit means different message
   // splits on sender and receiver (would hang or truncate).
   Options o;
   if (world_rank() == last) o.max_message_bytes = 7;
+  kind("options that differ between ranks", "make_plan: compared across ranks");
   expect_plan_error(a, bc({8, 8}, {2, 2}, {p, 1}), whole, {"options differ", "max_message_bytes=7"}, o);
 }
 
 TEST(Validation, ElementSizeMismatch) {
   const Layout a = bc({6, 6}, {2, 2}, {1, 1}, 0, StorageKind::tile, 0, 8);
   const Layout b = bc({6, 6}, {2, 2}, {1, 1}, 0, StorageKind::tile, 0, 4);
+  kind("source and target element sizes differ", "make_plan");
   expect_plan_error(a, b, Region::whole({6, 6}), {"element size mismatch", "esize=8", "esize=4"});
 }
 
@@ -278,6 +332,7 @@ TEST(Validation, SizeOverflow) {
   // 2^80 elements: the byte count does not fit 64 bits.
   const Layout huge = bc({big, big}, {big, big}, {1, 1});
   const Layout ok = bc({4, 4}, {2, 2}, {1, 1});
+  kind("an array whose byte count overflows 64 bits", "Layout::check in make_plan");
   expect_plan_error(huge, ok, Region{{1, 1}, {0, 0}, {0, 0}},
                     {"source layout", S(big) + "x" + S(big), "overflows 64-bit"});
   // 2^62 one-byte elements fit, 2^62 eight-byte ones do not.
@@ -285,11 +340,13 @@ TEST(Validation, SizeOverflow) {
   expect_plan_error(ok, bc({e62}, {e62}, {1}), Region{{0}, {0}, {0}}, {"target layout", "overflows 64-bit"});
   // offset + size overflows int64: must be reported as outside, not wrap around.
   const Layout wide = bc({e62}, {index_t{1} << 40}, {1}, 0, StorageKind::tile, 0, 1);
+  kind("a region whose offset + size overflows 64 bits", "Region::check in make_plan");
   expect_plan_error(wide, wide, Region{{2}, {INT64_MAX - 1}, {0}}, {"leaves the source array", "dimension 0"});
   expect_plan_error(wide, wide, Region{{2}, {0}, {INT64_MAX}}, {"leaves the target array", "dimension 0"});
 }
 
 TEST(Validation, UnknownStrategyName) {
+  kind("an unknown strategy name", "check_strategy");
   for (const char* name : {"p2q", "P2P", "alltoall"})
     expect_same_error(capture([&] { check_strategy(name); }),
                       {"unknown strategy '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw, direct, auto"});
@@ -312,6 +369,7 @@ TEST(Validation, BadRegionStrings) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string("region '") + c.text + "'");
+    kind(std::string("a malformed region string: '") + c.text + "'", "Region::parse");
     expect_same_error(capture([&] { Region::parse(c.text); }), c.words);
   }
   // Parsing checks syntax only: a parsed region that does not fit is make_plan's error.
@@ -324,10 +382,203 @@ TEST(Validation, BadRegionStrings) {
 // both with "expected integers joined by 'x'", which they are; the message must
 // say what is wrong (at most 4 dimensions; an integer beyond 64 bits).
 TEST(Validation, BadRegionStringsTooManyDimensionsOrTooLarge) {
+  kind("a region with more than 4 dimensions", "Region::parse");
   expect_same_error(capture([] { Region::parse("1x1x1x1x1"); }),
                     {"bad region", "1x1x1x1x1", "at most " + S(kMaxDims) + " dimensions"});
+  kind("a region integer beyond 64 bits", "Region::parse");
   expect_same_error(capture([] { Region::parse("99999999999999999999"); }),
                     {"bad region", "99999999999999999999", "64 bits"});
+}
+
+// Syntax errors: Layout::parse throws before any collective; every rank parses
+// the same text, so every rank throws the same message.
+TEST(Validation, MalformedSpecs) {
+  struct Case {
+    const char* input;
+    const char* spec;
+    std::vector<std::string> words;
+  };
+  const std::vector<Case> cases = {
+      {"an empty spec", "", {"the spec is empty", "expected the shape"}},
+      {"a shape with more than 4 dimensions", "2x2x2x2x2", {"5 dimensions", "at most 4"}},
+      {"a non-integer value", "8000x8000 block_cyclic grid=ax2", {"column 29", "expected an integer after 'grid='"}},
+      {"the wrong number of items for the shape", "8000x8000 tile=400", {"expected 2 items", "got 1"}},
+      {"an ownership option before its keyword", "8x8 grid=2x2 block_cyclic", {"must come after its ownership keyword"}},
+      {"an option of another ownership", "8x8 random grid=2x2", {"'grid=' is not an option of random", "seed="}},
+      {"a repeated option", "8x8 tile=2x2 tile=4x4", {"duplicate 'tile='", "each option may appear once"}},
+      {"an unclosed parenthesis", "8x8 band near=(random", {"expected ')' to close the '(' at column 15"}},
+      {"a stray ')'", "8x8 tile=2x2)", {"unbalanced ')'"}},
+      {"an unknown keyword", "8x8 tiles=2x2", {"unknown keyword 'tiles'", "tile="}},
+      {"an unknown storage", "8x8 storage=rows", {"expected tile, local_array or tile_pointers"}},
+      {"an unregistered owner function", "8x8 function name=nope", {"unknown owner function 'nope'", "register_owner_function"}},
+      {"an integer beyond 64 bits", "1 esize=99999999999999999999", {"does not fit in 64 bits"}},
+      {"a rank beyond 32 bits", "8x8 random ranks=4294967296", {"does not fit in a 32-bit int"}},
+      {"an offset with explicit boundaries", "100 tile=[0,50,100] offset=3", {"offset applies to regular tiles only"}},
+      {"band without far=", "8x8 band near=(random)", {"'band' needs near=(OWNERSHIP) and far=(OWNERSHIP)", "far= is missing"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string("spec '") + c.spec + "'");
+    kind(std::string("malformed spec, ") + c.input + ": '" + c.spec + "'", "Layout::parse");
+    std::vector<std::string> words = c.words;
+    words.push_back("bad layout spec at column");
+    expect_same_error(capture([&] { Layout::parse(c.spec); }), words);
+  }
+}
+
+// Values that parse but are wrong, found by Layout::check (the crashes and the
+// silent wrong result of issue 18 among them).
+TEST(Validation, BadLayoutValues) {
+  const Layout ok = bc({8, 8}, {4, 4}, {1, 1});
+  const Region whole = Region::whole({8, 8});
+  auto bad = [&](const char* input, const std::string& spec, const std::vector<std::string>& words) {
+    SCOPED_TRACE(spec);
+    kind(input, "Layout::check in make_plan");
+    expect_plan_error(Layout::parse(spec), ok, whole, words);
+  };
+  bad("a tile size whose end overflows 64 bits (was a silent wrong result)",
+      "8x8 tile=9223372036854775807x4 block_cyclic grid=1x2",
+      {"source layout", "tile size 9223372036854775807 of dimension 0 is too large", "overflows 64-bit", "here 8"});
+  bad("a grid cycle (tile x super x grid) that overflows 64 bits",
+      "8x8 tile=4x4 block_cyclic grid=1x1 super=4611686018427387904x1",
+      {"block_cyclic dimension 0", "super 4611686018427387904", "overflows 64-bit"});
+  bad("a block_cyclic super= entry < 1 (was a division by zero)", "8x8 tile=4x4 block_cyclic grid=1x1 super=0x1",
+      {"super=0x1", "every entry must be >= 1"});
+  bad("random ranks=0 (was a division by zero)", "8x8 tile=4x4 random seed=1 ranks=0", {"random ranks=0 must be >= 1"});
+  bad("random ranks < 0 (was a message from overflowed values)", "8x8 tile=4x4 random seed=1 ranks=-3",
+      {"random ranks=-3 must be >= 1"});
+  bad("a first-tile offset outside [0, tile)", "8x8 tile=4x4 offset=4x0", {"offset of dimension 0", "[0, 4)", "got 4"});
+  bad("explicit boundaries that miss the extent", "8x8 tile=[0,4,6]x4", {"end at 6", "the extent is 8"});
+  bad("explicit boundaries that do not start at 0", "8x8 tile=[2,4,8]x4", {"must start at 0, got 2"});
+  bad("a negative band width", "8x8 tile=4x4 band width=-1 near=(random) far=(random)", {"band width=-1 must be >= 0"});
+  bad("a band ownership on a 1-D array", "8 tile=4 band near=(random) far=(random)",
+      {"band ownership needs at least 2 dimensions"});
+  bad("a block_cyclic src= outside the grid", "8x8 tile=4x4 block_cyclic grid=1x1 src=1x0",
+      {"src=1x0 must lie inside grid=1x1"});
+  bad("storage=local_array with a random ownership (was std::bad_variant_access)",
+      "8x8 tile=4x4 random seed=2 ranks=1 storage=local_array", {"storage=local_array needs a per-dimension ownership"});
+  bad("an element size whose product with the array overflows 64 bits", "4x4 esize=1152921504606846976",
+      {"array 4x4 of 1152921504606846976-byte elements overflows 64-bit byte counts"});
+  // A local array whose ld times its columns times esize overflows: LocalIndex.
+  kind("a leading dimension whose local array overflows 64-bit bytes", "LocalIndex in make_plan (the rank's storage map)");
+  expect_plan_error(Layout::parse("8x8 tile=4x4 storage=local_array ld=1152921504606846976"), ok, whole,
+                    {"source layout", "overflows 64 bits"});
+  // The example of issue 18: 100 rows on a 2x1 grid (50 or 100 local rows), ld=10.
+  kind("ld=10 for 100 rows (was a heap overflow)", "LocalIndex in make_plan (the rank's storage map)");
+  expect_plan_error(Layout::parse("100x100 tile=10x10 block_cyclic grid=" + S(std::min(world_size(), 2)) +
+                                  "x1 storage=local_array ld=10"),
+                    bc({100, 100}, {10, 10}, {1, 1}), Region::whole({100, 100}),
+                    {"rank 0:", "source layout", "ld=10 is smaller than the", "local rows of rank 0", "ld must be >= "});
+}
+
+// A user function must give every tile the same owner on every rank (issue 18,
+// item 7): under one name, ranks compare a hash of the owners, then name a tile.
+TEST(Validation, OwnerFunctionDiffersBetweenRanks) {
+  const int p = world_size(), rank = world_rank(), last = p - 1;
+  if (p == 1) GTEST_SKIP() << "needs two ranks to differ";
+  const Layout ok = bc({6, 6}, {2, 2}, {1, 1});
+  // The last rank moves every tile one rank on: every tile differs; tile 0x0 is
+  // rank 0's on the others and rank 1's on the last.
+  const Layout f({6, 6}, {DimPartition::regular(6, 2), DimPartition::regular(6, 2)},
+                 Ownership::function("val_rank_dependent", p, [=](const Coord& t) {
+                   return static_cast<int>((t[0] + t[1] + (rank == last ? 1 : 0)) % p);
+                 }));
+  kind("an owner function that answers differently on different ranks", "make_plan: owners compared across ranks");
+  expect_plan_error(f, ok, Region::whole({6, 6}),
+                    {"source layout", "owners differ between ranks", "tile 0x0 is owned by rank 0 according to rank 0",
+                     "by rank 1 according to rank " + S(last), "same owner on every rank"});
+  // Differing on one tile only, deep in the array, and in the target.
+  const Layout g({6, 6}, {DimPartition::regular(6, 2), DimPartition::regular(6, 2)},
+                 Ownership::function("val_one_tile", p, [=](const Coord& t) {
+                   return t[0] == 2 && t[1] == 1 && rank == last ? 1 : 0;
+                 }));
+  expect_plan_error(ok, g, Region::whole({6, 6}),
+                    {"target layout", "tile 2x1 is owned by rank 0 according to rank 0",
+                     "by rank 1 according to rank " + S(last)});
+}
+
+// Whatever an owner function throws, on one rank only, reaches every rank as a
+// redist::Error (it used to leave the other ranks blocked in make_plan).
+TEST(Validation, OwnerFunctionThrows) {
+  const int last = world_size() - 1, rank = world_rank();
+  const Layout ok = bc({6, 6}, {2, 2}, {1, 1});
+  auto throwing = [&](std::function<void()> raise) {
+    return Layout({6, 6}, {DimPartition::regular(6, 2), DimPartition::regular(6, 2)},
+                  Ownership::function("val_throws", 1, [=](const Coord& t) {
+                    if (t[0] == 1 && rank == last) raise();
+                    return 0;
+                  }));
+  };
+  kind("an owner function that throws a std::exception on one rank", "LocalIndex in make_plan (agreed)");
+  expect_plan_error(throwing([] { throw std::runtime_error("no owner for you"); }), ok, Region::whole({6, 6}),
+                    {"rank " + S(last) + ":", "source layout", "owner function 'val_throws' threw for tile 1x0",
+                     "no owner for you"});
+  kind("an owner function that throws something else (an int) on one rank", "LocalIndex in make_plan (agreed)");
+  expect_plan_error(ok, throwing([] { throw 42; }), Region::whole({6, 6}),
+                    {"rank " + S(last) + ":", "target layout", "threw for tile 1x0", "not a std::exception"});
+  kind("an owner function that throws redist::Error on one rank", "LocalIndex in make_plan (agreed)");
+  expect_plan_error(throwing([] { throw Error("tile 1 is cursed"); }), ok, Region::whole({6, 6}),
+                    {"rank " + S(last) + ":", "tile 1 is cursed"});
+}
+
+// Layouts that differ between ranks in any one field are caught by comparing
+// the canonical spec strings (each field prints).
+TEST(Validation, LayoutsDifferInAnyField) {
+  const int p = world_size(), last = p - 1;
+  if (p == 1) GTEST_SKIP() << "needs two ranks to differ";
+  register_owner_function("val_f1", [](const Coord&) { return 0; });
+  register_owner_function("val_f2", [](const Coord&) { return 0; });
+  const std::string base = "12x8 tile=4x4 block_cyclic grid=1x1";
+  const std::vector<std::string> variants = {
+      "12x9 tile=4x4 block_cyclic grid=1x1",  // shape
+      "12x8 tile=3x4 block_cyclic grid=1x1",  // tile
+      "12x8 tile=[0,4,12]x4 block_cyclic grid=1x1",  // boundaries
+      "12x8 tile=4x4 offset=1x0 block_cyclic grid=1x1",
+      "12x8 tile=4x4 esize=4 block_cyclic grid=1x1",
+      "12x8 tile=4x4 storage=tile_pointers block_cyclic grid=1x1",
+      "12x8 tile=4x4 storage=local_array block_cyclic grid=1x1",
+      "12x8 tile=4x4 storage=local_array ld=20 block_cyclic grid=1x1",
+      "12x8 tile=4x4 block_cyclic grid=1x" + S(p),
+      "12x8 tile=4x4 block_cyclic grid=1x1 order=col",
+      "12x8 tile=4x4 block_cyclic grid=1x" + S(p) + " src=0x1",
+      "12x8 tile=4x4 block_cyclic grid=1x1 super=2x1",
+      "12x8 tile=4x4 block_cyclic grid=1x1 first=1",
+      "12x8 tile=4x4 random seed=1 ranks=1",
+      "12x8 tile=4x4 table owners=0,0,0,0,0,1",
+      "12x8 tile=4x4 band width=1 near=(random) far=(random)",
+      "12x8 tile=4x4 function name=val_f1",
+  };
+  kind("layouts that differ between ranks in any one field (shape, tiles, offset, esize, storage, ld, ownership "
+       "and each of its options)",
+       "make_plan: compared across ranks");
+  const Layout b = Layout::parse(base);
+  for (const std::string& v : variants) {
+    SCOPED_TRACE(v);
+    const Layout l = world_rank() == last ? Layout::parse(v) : b;
+    expect_plan_error(l, l, Region::whole(b.shape()),
+                      {"rank " + S(last) + ":", "source layout differs between ranks", b.spec(), l.spec()});
+  }
+  // Two functions under different names.
+  const Layout f1 = Layout::parse("12x8 tile=4x4 function name=val_f1"), f2 = Layout::parse("12x8 tile=4x4 function name=val_f2");
+  expect_plan_error(f1, world_rank() == last ? f2 : f1, Region::whole(b.shape()),
+                    {"target layout differs", "name=val_f1", "name=val_f2"});
+}
+
+TEST(Validation, BadOptionsAndCommunicator) {
+  const Layout ok = bc({8, 8}, {4, 4}, {1, 1});
+  const Region whole = Region::whole({8, 8});
+  Options o;
+  o.max_message_bytes = 0;
+  kind("options.max_message_bytes < 1", "make_plan");
+  expect_plan_error(ok, ok, whole, {"max_message_bytes must be >= 1, got 0"}, o);
+  o = {};
+  o.strategy = "fastest";
+  kind("an unknown options.strategy", "make_plan");
+  expect_plan_error(ok, ok, whole, {"options.strategy", "unknown strategy 'fastest'", "p2p"}, o);
+  kind("MPI_COMM_NULL as the communicator", "make_plan");
+  expect_same_error(capture([&] { make_plan(ok, ok, whole, MPI_COMM_NULL); }), {"needs a communicator", "MPI_COMM_NULL"});
+  kind("an owner function name that cannot be written in a spec", "register_owner_function");
+  expect_same_error(capture([] { register_owner_function("my fn", [](const Coord&) { return 0; }); }),
+                    {"owner function name 'my fn'", "without spaces"});
 }
 
 // ------------------------------------------------------------------ execute errors
@@ -354,6 +605,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
   harness::LocalStorage s(src, rank), d(dst, rank);
   fill_pattern(src, rank, s.blocks(), kSrcId);
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  kind("strategies that differ between ranks at execute", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst,
       [&](const std::string& e) {
@@ -362,6 +614,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
       },
       {"different strategies", "every rank must use the same"});
   // A name no strategy has, on one rank only: that rank's error, on every rank.
+  kind("an unknown strategy on one rank at execute", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
       {"rank " + S(last) + ":", "unknown strategy 'fast'", "allowed: p2p, segment, alltoallv, alltoallw, direct, auto"});
@@ -375,10 +628,12 @@ TEST(Validation, MissingBuffer) {
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   const index_t n_src = LocalIndex(src, last).elements(), n_dst = LocalIndex(dst, last).elements();
   // Only the last rank forgets its target buffer.
+  kind("a null target buffer on one rank", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], rank == last ? nullptr : d.blocks()[0], e); },
       {"rank " + S(last) + ":", "target buffer 0 is null", "stores " + S(n_dst) + " elements"});
   // Only the last rank forgets its source buffer.
+  kind("a null source buffer on one rank", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(rank == last ? nullptr : s.const_blocks()[0], d.blocks()[0], e); },
       {"rank " + S(last) + ":", "source buffer 0 is null", "stores " + S(n_src) + " elements"});
@@ -388,6 +643,7 @@ TEST(Validation, MissingBuffer) {
   Plan plan_tp = make_plan(src, tp, Region::whole(src.shape()), MPI_COMM_WORLD);
   std::vector<void*> ptrs(t.blocks().begin(), t.blocks().end());
   if (rank == last) ptrs[1] = nullptr;
+  kind("a null tile pointer among several", "Plan::execute, before anything moves");
   expect_execute_error(
       t, tp,
       [&](const std::string& e) { plan_tp.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(ptrs), e); },
@@ -405,6 +661,7 @@ TEST(Validation, TilePointersWrongCount) {
   // The last rank passes one target pointer too many.
   std::vector<void*> more(d.blocks().begin(), d.blocks().end());
   if (rank == last) more.push_back(d.blocks()[0]);
+  kind("a wrong number of tile pointers", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst,
       [&](const std::string& e) { plan.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(more), e); },
@@ -422,6 +679,7 @@ TEST(Validation, TilePointersWrongCount) {
   harness::LocalStorage o(one, rank);
   Plan plan1 = make_plan(src, one, Region::whole(src.shape()), MPI_COMM_WORLD);
   std::vector<void*> two = {o.blocks()[0], o.blocks()[0]};
+  kind("several pointers for one-buffer storage", "Plan::execute, before anything moves");
   expect_execute_error(
       o, one,
       [&](const std::string& e) { plan1.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(two), e); },
@@ -437,6 +695,7 @@ TEST(Validation, OverlappingBuffers) {
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   // On the last rank, one allocation holds both sides sharing one element; the
   // other ranks have separate buffers. Both orders (target after / before source).
+  kind("source and target buffers that overlap on one rank", "Plan::execute, before anything moves");
   for (bool target_after : {true, false}) {
     SCOPED_TRACE(target_after ? "target starts in the source's last element" : "source starts in the target's last element");
     std::vector<std::byte> shared(sb + db - static_cast<size_t>(es)), s_own(sb), d_own(db);
@@ -462,8 +721,63 @@ TEST(Validation, OverlappingBuffers) {
   std::vector<std::byte> same(std::max(sb, db));
   std::vector<void*> sameptr{same.data()};
   fill_pattern(dst, rank, sameptr, kDstId);
+  kind("the same buffer as source and target (in place)", "Plan::execute, before anything moves");
   expect_same_error(capture([&] { plan.execute(same.data(), same.data()); }), {"overlap"});
   EXPECT_TRUE(all_ok(check_pattern(dst, rank, sameptr, kDstId).ok()));
+}
+
+TEST(Validation, BadPlanUse) {
+  const int rank = world_rank();
+  const Layout src = cols_layout(), dst = rows_layout();
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
+  kind("execute on an empty (default-constructed) Plan", "Plan::execute");
+  Plan empty;
+  fill_pattern(dst, rank, d.blocks(), kDstId);
+  expect_same_error(capture([&] { empty.execute(s.const_blocks()[0], d.blocks()[0]); }), {"empty Plan", "make_plan"});
+  expect_untouched(dst, d, kDstId, "target");
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  kind("strategy auto on a plan made without a machine model", "Plan::execute, before anything moves");
+  expect_same_error(capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], "auto"); }),
+                    {"strategy auto needs the machine model", "options.calibration"});
+  expect_untouched(dst, d, kDstId, "target");
+  kind("predictions on a plan made without a machine model", "Plan::predictions");
+  expect_same_error(capture([&] { plan.predictions(); }), {"no machine model"});
+  const auto ns = static_cast<size_t>(LocalIndex(src, rank).elements()), nd = static_cast<size_t>(LocalIndex(dst, rank).elements());
+  auto* sd = static_cast<double*>(s.data());
+  auto* dd = static_cast<double*>(d.data());
+  kind("typed spans whose element size is not the layouts' esize", "Plan::execute (spans)");
+  expect_same_error(capture([&] {
+                      plan.execute(std::span<const float>(reinterpret_cast<const float*>(sd), 2 * ns),
+                                   std::span<float>(reinterpret_cast<float*>(dd), 2 * nd));
+                    }),
+                    {"elements of 4 bytes", "esize=8"});
+  kind("typed spans smaller than the rank's storage", "Plan::execute (spans)");
+  expect_same_error(capture([&] { plan.execute(std::span<const double>(sd, ns), std::span<double>(dd, nd - 1)); }),
+                    {"source and", "target elements; the spans hold"});
+  expect_untouched(dst, d, kDstId, "target");
+}
+
+// The harness's repetitions (what `redist run --reps/--warmup/--no-verify` set):
+// checked and compared across ranks before anything is timed.
+TEST(Validation, BadRepetitions) {
+  const int last = world_size() - 1;
+  harness::CaseRun run(cols_layout(), rows_layout(), Region::whole(cols_layout().shape()), MPI_COMM_WORLD);
+  run.add_strategy("p2p");
+  harness::MeasureOptions mo;
+  mo.reps = 0;
+  kind("zero timed repetitions", "CaseRun::measure");
+  expect_same_error(capture([&] { run.measure(mo); }), {"reps=0 must be >= 1"});
+  mo.reps = 1, mo.warmup = -1;
+  kind("a negative warm-up count", "CaseRun::measure");
+  expect_same_error(capture([&] { run.measure(mo); }), {"warmup=-1 must be >= 0"});
+  if (world_size() == 1) return;
+  mo = {};
+  mo.reps = world_rank() == last ? 3 : 2;
+  mo.verify = world_rank() != last;
+  kind("repetitions or verification that differ between ranks", "CaseRun::measure: compared across ranks");
+  expect_same_error(capture([&] { run.measure(mo); }),
+                    {"rank " + S(last) + ":", "measure options differ", "reps=2", "reps=3 warmup=1 verify=0"});
 }
 
 // ------------------------------------------------------------------ valid edge cases

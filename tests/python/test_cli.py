@@ -77,27 +77,141 @@ def test_plan_statistics_for_many_ranks(redist):
     assert "29241 target tiles" in r.stdout
 
 
-@pytest.mark.parametrize("args, words", [
-    (["run", "100x100 tile=0x10", "100x100"], ["tile size of dimension 0 must be > 0"]),
-    (["run", "100x100", "100x100 grid=ax2"], ["bad layout spec at column", "expected an integer"]),
-    (["run", "100x100", "50x50"], ["leaves the target array"]),
-    (["run", "100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
-    (["run", "100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
-    (["run", "100x100", "100x100", "--bogus"], ["unknown option '--bogus'"]),
-    (["run", "100x100 block_cyclic grid=1x3", "100x100"], ["needs 3 ranks, the communicator has 2"]),
-])
-def test_bad_input_is_one_clear_error(redist, args, words):
-    r = redist(args, ranks=2)
-    assert r.returncode == 2
+# The bad-input catalogue of the command line (docs/errors.md is written from
+# these lists by scripts/errors_table.py): (input, where it is checked, args,
+# key words of the message). `redist run` cases run on 2 ranks.
+BAD_RUN = [
+    ("a tile size 0", "Layout::check in make_plan",
+     ["100x100 tile=0x10", "100x100"], ["tile size of dimension 0 must be > 0"]),
+    ("a malformed spec", "Layout::parse",
+     ["100x100", "100x100 grid=ax2"], ["bad layout spec at column", "expected an integer"]),
+    ("a region that leaves the target", "Region::check in make_plan",
+     ["100x100", "50x50"], ["leaves the target array"]),
+    ("a malformed region", "Region::parse",
+     ["100x100", "100x100", "10xa"], ["bad region", "integers joined by 'x'"]),
+    ("an unknown strategy", "check_strategy",
+     ["100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
+    ("--reps 0", "redist run options",
+     ["100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
+    ("--reps beyond an int (used to wrap)", "redist run options",
+     ["100x100", "100x100", "--reps", "4294967297"], ["--reps needs an integer >= 1 and <= 2147483647"]),
+    ("a negative --warmup", "redist run options",
+     ["100x100", "100x100", "--warmup", "-1"], ["--warmup needs an integer >= 0"]),
+    ("--max-message 0", "redist run options",
+     ["100x100", "100x100", "--max-message", "0"], ["--max-message needs an integer >= 1"]),
+    ("an option without its value", "redist run options",
+     ["100x100", "100x100", "--strategy"], ["option --strategy needs a value"]),
+    ("an unknown option", "redist run options",
+     ["100x100", "100x100", "--bogus"], ["unknown option '--bogus'"]),
+    ("a missing target spec", "redist run arguments",
+     ["100x100"], ["expected SRC DST [REGION], got 1 arguments"]),
+    ("a grid larger than the communicator", "Layout::check in make_plan",
+     ["100x100 block_cyclic grid=1x3", "100x100"], ["needs 3 ranks, the communicator has 2"]),
+    ("a table owner outside the communicator", "Layout::check in make_plan",
+     ["4x4 tile=2x2 table owners=0,1,2,1", "4x4"], ["needs 3 ranks, the communicator has 2"]),
+    ("ld=10 for 100 rows (was a heap overflow)", "LocalIndex in make_plan",
+     ["100x100 tile=10x10 block_cyclic grid=2x1 storage=local_array ld=10", "100x100"],
+     ["source layout", "ld=10 is smaller than the 50 local rows", "ld must be >= 50"]),
+    ("block_cyclic super=0x1 (was a division by zero)", "Layout::check in make_plan",
+     ["100x100 tile=10x10 block_cyclic grid=1x2 super=0x1", "100x100"], ["super=0x1: every entry must be >= 1"]),
+    ("random ranks=0 (was a division by zero)", "Layout::check in make_plan",
+     ["100x100 tile=10x10 random seed=1 ranks=0", "100x100"], ["random ranks=0 must be >= 1"]),
+    ("random ranks=-3 (was a message from overflowed values)", "Layout::check in make_plan",
+     ["8x8 tile=4x4 random ranks=-3", "8x8"], ["random ranks=-3 must be >= 1"]),
+    ("random with storage=local_array (was std::bad_variant_access)", "Layout::check in make_plan",
+     ["100x100 tile=10x10 random seed=2 ranks=2 storage=local_array", "100x100"],
+     ["storage=local_array needs a per-dimension ownership (block_cyclic)"]),
+    ("esize=100000000 on 100x100 (was std::bad_alloc, abort)", "CaseRun: memory per node, before allocating",
+     ["100x100 esize=100000000", "100x100 esize=100000000"],
+     ["not enough memory", "this case needs 1862.6 GiB of storage on rank 0", "the node has"]),
+    ("3000000x3000000 doubles (was std::bad_alloc, abort)", "CaseRun: memory per node, before allocating",
+     ["3000000x3000000 tile=1000x1000", "3000000x3000000 tile=1000x1000"],
+     ["not enough memory", "GiB of storage on rank 0 (source", "the node has"]),
+    ("4294967296x4294967296 doubles (was an abort after the message)", "Layout::check in make_plan",
+     ["4294967296x4294967296 tile=1000x1000", "4294967296x4294967296 tile=1000x1000"],
+     ["array 4294967296x4294967296 of 8-byte elements overflows 64-bit byte counts"]),
+    ("tile=9223372036854775807 (was a silent wrong result)", "Layout::check in make_plan",
+     ["8x8 tile=9223372036854775807x4 block_cyclic grid=1x2", "8x8 tile=4x4 block_cyclic grid=2x1"],
+     ["tile size 9223372036854775807 of dimension 0 is too large", "overflows 64-bit"]),
+]
+
+BAD_PLAN = [
+    ("random ranks=0", "Layout::check in redist plan",
+     ["100x100", "100x100 random ranks=0"], ["random ranks=0 must be >= 1"]),
+    ("random ranks=-3 without --ranks (was a message from overflowed values)", "Layout::check in redist plan",
+     ["8x8 tile=4x4 random ranks=-3", "8x8"], ["source layout: random ranks=-3 must be >= 1"]),
+    ("tile=9223372036854775807 (was a silent wrong result)", "Layout::check in redist plan",
+     ["8x8 tile=9223372036854775807x4 block_cyclic grid=1x2", "8x8 tile=4x4 block_cyclic grid=2x1", "--ranks", "2"],
+     ["tile size 9223372036854775807 of dimension 0 is too large"]),
+    ("ld=10 for 100 rows (was accepted without a word)", "LocalIndex in plan_rank",
+     ["100x100 tile=10x10 block_cyclic grid=2x1 storage=local_array ld=10", "100x100"],
+     ["source layout: storage=local_array ld=10 is smaller than the 50 local rows of rank 0"]),
+    ("--ranks 0", "redist plan options",
+     ["8x8", "8x8", "--ranks", "0"], ["--ranks needs an integer >= 1"]),
+    ("--rank outside --ranks", "redist plan options",
+     ["8x8", "8x8", "--ranks", "2", "--rank", "2"], ["--rank 2 must be < --ranks 2"]),
+]
+
+
+def _run_every_rank_prints(args, ranks=2):
+    """redist ARGS under mpirun, every rank printing its error (REDIST_SHOW_ERRORS=1)."""
+    import os
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    env = dict(os.environ, REDIST_SHOW_ERRORS="1")
+    return subprocess.run([str(MPIRUN), "-np", str(ranks), str(REDIST)] + args, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def _error_lines(stderr, command):
+    return [line for line in stderr.splitlines() if line.startswith(f"redist {command}: error")]
+
+
+@pytest.mark.parametrize("case", BAD_RUN, ids=[c[0] for c in BAD_RUN])
+def test_bad_input_is_one_clear_error(redist, case):
+    _, _, args, words = case
+    # printed once, not once per rank
+    r = redist(["run"] + args, ranks=2)
+    assert r.returncode == 2, r.stderr
     for w in words:
         assert w in r.stderr, r.stderr
-    # printed once, not once per rank
     assert r.stderr.count("error:") == 1, r.stderr
+    # the same message on every rank (each prints it when asked to)
+    every = _run_every_rank_prints(["run"] + args)
+    assert every.returncode == 2, every.stderr
+    lines = _error_lines(every.stderr, "run")
+    assert len(lines) == 2 and lines[0] == lines[1], every.stderr
+    for w in words:
+        assert w in lines[0]
 
 
-def test_plan_bad_input(redist):
-    r = redist(["plan", "100x100", "100x100 random ranks=0"])
-    assert r.returncode == 2 and "random ranks=0 must be >= 1" in r.stderr
+@pytest.mark.parametrize("case", BAD_PLAN, ids=[c[0] for c in BAD_PLAN])
+def test_plan_bad_input(redist, case):
+    _, _, args, words = case
+    r = redist(["plan"] + args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+    assert "volume" not in r.stdout  # no statistics from a bad plan
+
+
+# Ranks launched with different arguments (MPMD): they would take different
+# paths (another --reps: another number of collectives). The command line is
+# compared before anything is parsed.
+@pytest.mark.parametrize("extra", [["--reps", "3"], ["--no-verify"]], ids=["reps", "no-verify"])
+def test_options_that_differ_between_ranks(extra):
+    import os
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    base = [str(REDIST), "run", "8x8 tile=4x4 block_cyclic grid=1x2", "8x8", "--reps", "2"]
+    env = dict(os.environ, REDIST_SHOW_ERRORS="1")
+    r = subprocess.run([str(MPIRUN), "-np", "1"] + base + [":", "-np", "1"] + base + extra, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 2, r.stderr
+    lines = _error_lines(r.stderr, "run")
+    assert len(lines) == 2 and lines[0] == lines[1], r.stderr
+    assert "rank 1: the command line differs between ranks" in lines[0]
+    assert "every rank must get the same arguments" in lines[0] and " ".join(extra) in lines[0]
 
 
 def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Writes docs/errors.md, the bad-input catalogue, from the tests themselves.
+
+    python3 scripts/errors_table.py [BUILD] [--out docs/errors.md] [--api-only] [--min-kinds 40]
+
+API kinds: runs BUILD/tests/mpi/test_validation on 2 ranks with
+REDIST_SHOW_ERRORS=1, which prints one line per kind (its input, where it is
+checked, and the message every rank got; tests/mpi/test_validation.cpp, kind()).
+CLI kinds: the BAD_RUN and BAD_PLAN lists of tests/python/test_cli.py (read
+with ast, no pytest needed), each run here (`redist run` on 2 ranks) for its
+message. Fails when the tests fail, when a CLI case does not exit with 2, or
+when there are fewer than --min-kinds API kinds.
+"""
+import argparse
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPIRUN = ROOT / "scripts" / "mpirun.sh"
+
+
+def api_kinds(build):
+    env = dict(os.environ, REDIST_SHOW_ERRORS="1")
+    r = subprocess.run([str(MPIRUN), "-np", "2", str(build / "tests" / "mpi" / "test_validation")],
+                       capture_output=True, text=True, timeout=600, env=env)
+    if r.returncode != 0:
+        sys.exit(f"test_validation failed (exit {r.returncode}):\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    rows = []
+    for line in r.stdout.splitlines():
+        if line.startswith("kind\t"):
+            _, what, where, message = line.split("\t", 3)
+            rows.append((what, message.replace("\\n", "\n"), where))
+    return rows
+
+
+def cli_cases():
+    """BAD_RUN and BAD_PLAN from tests/python/test_cli.py, as literals."""
+    tree = ast.parse((ROOT / "tests" / "python" / "test_cli.py").read_text())
+    lists = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and getattr(node.targets[0], "id", "") in (
+                "BAD_RUN", "BAD_PLAN"):
+            lists[node.targets[0].id] = ast.literal_eval(node.value)
+    return lists["BAD_RUN"], lists["BAD_PLAN"]
+
+
+def quote(a):
+    return f'"{a}"' if (" " in a or not a) else a
+
+
+def cli_kinds(build):
+    redist = build / "apps" / "redist"
+    bad_run, bad_plan = cli_cases()
+    rows = []
+    for command, cases in (("run", bad_run), ("plan", bad_plan)):
+        for what, where, args, words in cases:
+            cmd = ([str(MPIRUN), "-np", "2"] if command == "run" else []) + [str(redist), command] + args
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            errors = [line for line in r.stderr.splitlines() if line.startswith(f"redist {command}: error")]
+            if r.returncode != 2 or not errors or any(w not in errors[0] for w in words):
+                sys.exit(f"redist {command} {' '.join(args)}: exit {r.returncode}, expected 2 and {words}:\n{r.stderr}")
+            line = "redist " + command + " " + " ".join(quote(a) for a in args)
+            rows.append((f"{what}: `{line}`", errors[0], where))
+    return rows
+
+
+def cell(text):
+    # The first line only (spec errors add the spec and a caret under the column).
+    return text.split("\n")[0].replace("|", "\\|")
+
+
+def table(rows):
+    out = ["| # | input | message (the same on every rank) | checked in |", "|---|---|---|---|"]
+    for i, (what, message, where) in enumerate(rows, 1):
+        out.append(f"| {i} | {cell(what)} | {cell(message)} | {where} |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("build", nargs="?", default=str(ROOT / "build"))
+    ap.add_argument("--out", default=str(ROOT / "docs" / "errors.md"))
+    ap.add_argument("--api-only", action="store_true", help="skip the command-line cases")
+    ap.add_argument("--min-kinds", type=int, default=40)
+    a = ap.parse_args()
+    build = pathlib.Path(a.build)
+    api = api_kinds(build)
+    if len(api) < a.min_kinds:
+        sys.exit(f"only {len(api)} kinds of bad input in test_validation, expected >= {a.min_kinds}")
+    cli = [] if a.api_only else cli_kinds(build)
+    doc = f"""# Bad input and its errors
+
+redist promises that no input makes it crash, hang or write a wrong result:
+every kind of invalid input gives a `redist::Error` with the same message on
+every rank (ARCHITECTURE.md, "Validate collectively, fail cleanly"), before
+anything moves, so the target is left untouched; the `redist` command prints it
+once and exits with 2. The tables below are that catalogue, written from the
+tests that check it, {len(api)} kinds through the C++ API and {len(cli)} through
+the command line.
+
+Regenerate after changing a message or adding a kind (a build in `build/`, 2
+ranks, about a minute):
+
+```sh
+python3 scripts/errors_table.py build            # writes docs/errors.md
+```
+
+An API kind is a `kind("input", "where")` line in
+`tests/mpi/test_validation.cpp` followed by the checks of that input: every rank
+throws, the messages are identical, they contain the test's key words, and for
+errors at execute the target still holds its bytes. `REDIST_SHOW_ERRORS=1`
+makes the test print the catalogue. A command-line kind is an entry of
+`BAD_RUN` or `BAD_PLAN` in `tests/python/test_cli.py`, whose tests check exit
+code 2 and, with `REDIST_SHOW_ERRORS=1` (every rank prints its error), the same
+message on both ranks. Messages beginning `redist: rank R:` were found on rank
+R (the lowest rank that found one) and sent to every rank. Rank counts in the
+messages are those of a 2-rank run; the memory figures are those of the machine
+that wrote this page.
+
+Where an input is checked:
+- `Layout::parse`, `Region::parse`: syntax, on every rank alike (no collective);
+- `Layout::check`, `Region::check` in `make_plan`: values, then agreed on;
+- `make_plan: compared across ranks`: layouts, region and options must be the
+  same on every rank (canonical spec strings compared by hash); owner functions
+  must give every tile the same owner (a hash of the owners, then the first
+  differing tile);
+- `LocalIndex`: the rank's storage map (leading dimension, local byte counts,
+  owner functions called, whatever they throw turned into an error), agreed on;
+- `Plan::execute`: buffers, pointer counts, overlap and strategy, agreed on
+  before anything moves;
+- `CaseRun` (the harness under `redist run` and the benchmarks): memory per
+  node before allocating (std::bad_alloc caught as well), repetitions;
+- the `redist` options: the command line is compared across ranks before it is
+  parsed, so ranks launched with different options stop with one message.
+
+## Through the C++ API (tests/mpi/test_validation.cpp)
+
+{table(api)}
+"""
+    if cli:
+        doc += f"""
+## Through the command line (tests/python/test_cli.py)
+
+{table(cli)}
+"""
+    out = pathlib.Path(a.out)
+    out.write_text(doc)
+    print(f"{out}: {len(api)} API kinds, {len(cli)} command-line kinds")
+
+
+if __name__ == "__main__":
+    main()
