@@ -3,12 +3,13 @@
 # redist_add_unit_test(NAME name SOURCES ... [LIBS ...])      label "unit"; links the
 #   LIBS given (default redist_plan: geometry, layout and plan, no MPI)
 # redist_add_mpi_test(NAME name [SOURCES ...] RANKS 1 2 3 4
-#                     [LIBS ...] [ARGS ...] [LABELS ...] [TIMEOUT s] [COMMAND target])
+#                     [LIBS ...] [ARGS ...] [LABELS ...] [TIMEOUT s] [COMMAND target]
+#                     [ENV VAR=value ...])
 #   one ctest per rank count, named name_<r>ranks, labelled "mpi" and "ranks_<r>",
 #   oversubscribed and allowed to run as root, so a plain `ctest` works in
 #   containers and on 2-core machines. Without SOURCES, NAME is an existing
 #   executable target (a benchmark run small so it never rots); COMMAND runs
-#   another target under this test name.
+#   another target under this test name; ENV sets variables for the run.
 set(REDIST_MPIRUN ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh)
 
 function(redist_add_unit_test)
@@ -23,7 +24,7 @@ function(redist_add_unit_test)
 endfunction()
 
 function(redist_add_mpi_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT;COMMAND" "SOURCES;RANKS;LIBS;ARGS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;COMMAND" "SOURCES;RANKS;LIBS;ARGS;LABELS;ENV" ${ARGN})
   if(T_SOURCES)
     add_executable(${T_NAME} ${T_SOURCES})
     target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest MPI::MPI_CXX)
@@ -39,5 +40,8 @@ function(redist_add_mpi_test)
     add_test(NAME ${tn} COMMAND ${REDIST_MPIRUN} -np ${r} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
     set_tests_properties(${tn} PROPERTIES LABELS "mpi;ranks_${r};${T_LABELS}"
                          PROCESSORS ${r} TIMEOUT ${T_TIMEOUT})
+    if(T_ENV)
+      set_tests_properties(${tn} PROPERTIES ENVIRONMENT "${T_ENV}")
+    endif()
   endforeach()
 endfunction()

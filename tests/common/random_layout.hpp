@@ -133,7 +133,7 @@ inline Region random_region(Rng& rng, const Coord& a, const Coord& b) {
 }
 
 // One random case of the MPI suites: layouts for `nranks` ranks with 1 to
-// `max_ndim` dimensions, element size `esize` (0: one of 1, 2, 4, 8, 16, 3, 24),
+// `max_ndim` dimensions, element size `esize` (0: one of 1, 2, 3, 4, 5, 7, 8, 12, 16, 24),
 // and a region fitting both.
 struct RandomCase {
   Layout src, dst;
@@ -161,7 +161,7 @@ inline Layout random_fine_layout(Rng& rng, const Coord& shape, int nranks, index
 inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0, bool fine = false) {
   const int ndim = static_cast<int>(uniform(rng, 1, max_ndim));
   const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
-  const index_t es = esize ? esize : std::vector<index_t>{1, 2, 4, 8, 16, 3, 24}[uniform(rng, 0, 6)];
+  const index_t es = esize ? esize : std::vector<index_t>{1, 2, 4, 8, 16, 3, 24, 5, 7, 12}[uniform(rng, 0, 9)];
   Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
   auto make = fine ? random_fine_layout : random_layout;
   Layout src = make(rng, a, nranks, es), dst = make(rng, b, nranks, es);

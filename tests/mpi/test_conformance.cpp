@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/mpi_util.hpp"
-#include "../common/random_layout.hpp"
+#include "../common/random_cases.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/redist.hpp"
@@ -40,18 +40,21 @@ std::string run_case(const Layout& src, const Layout& dst, const Region& region,
   return err;
 }
 
+// Random cases [first, end) of tests/common/random_cases.hpp (REDIST_CASES,
+// REDIST_SEED, REDIST_CASE); a failure prints the command that replays it.
 void random_cases(const std::string& ex, int ncases, std::uint64_t seed, index_t max_message_bytes) {
   const int nranks = world_size();
-  Rng rng(seed);  // same seed on every rank: every rank builds the same cases
+  const CaseRange range = case_range(ncases, seed);
   Options opt;
   opt.max_message_bytes = max_message_bytes;
-  for (int c = 0; c < ncases; ++c) {
+  for (int c = range.first; c < range.end; ++c) {
+    Rng rng = case_rng(range.seed, c);  // same seed on every rank: every rank builds the same case
     const auto [src, dst, r] = random_case(rng, nranks);
     std::string err = run_case(src, dst, r, ex, opt);
     const bool ok = all_ok(err.empty());
     EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " strategy " << ex
                              << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
-                             << r.str() << "\n  " << err;
+                             << r.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
     if (!ok) return;
   }
 }

@@ -13,7 +13,7 @@
 
 #include "../../bench/scalapack.hpp"
 #include "../common/mpi_util.hpp"
-#include "../common/random_layout.hpp"
+#include "../common/random_cases.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/redist.hpp"
@@ -117,11 +117,14 @@ void report(const std::string& err, const std::string& what) {
   ADD_FAILURE() << what << "\n  " << (err.empty() ? "(failed on another rank, see its message)" : err);
 }
 
+// Random cases [first, end) of tests/common/random_cases.hpp (REDIST_CASES,
+// REDIST_SEED, REDIST_CASE); a failure prints the command that replays it.
 void random_cases(int ncases, std::uint64_t seed) {
   const int nranks = world_size();
   const int line_ctxt = scalapack::line_grid();
-  Rng rng(seed);  // same seed on every rank: every rank builds the same cases
-  for (int c = 0; c < ncases; ++c) {
+  const CaseRange range = case_range(ncases, seed);
+  for (int c = range.first; c < range.end; ++c) {
+    Rng rng = case_rng(range.seed, c);  // same seed on every rank: every rank builds the same case
     auto extent = [&] { return uniform(rng, 0, 5) ? uniform(rng, 1, 150) : uniform(rng, 1, 4); };
     const Coord a{extent(), extent()};
     const Coord b = uniform(rng, 0, 3) ? Coord{extent(), extent()} : a;  // same shape: "whole" cases
@@ -130,7 +133,8 @@ void random_cases(int ncases, std::uint64_t seed) {
     const Region r = random_region(rng, a, b);
     const std::string err = run_case(src, dst, r, line_ctxt);
     if (!all_ok(err.empty())) {
-      report(err, detail::cat("case ", c, "\n  src ", src.spec(), "\n  dst ", dst.spec(), "\n  region ", r.str()));
+      report(err, detail::cat("case ", c, "\n  src ", src.spec(), "\n  dst ", dst.spec(), "\n  region ", r.str(),
+                              "\n  replay: ", replay_command(range, c)));
       break;
     }
   }
