@@ -71,12 +71,18 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
     for (int d = 1; d < n && row_in; ++d)
       row_in = g0[d] >= region.dst_offset[d] && g0[d] < region.dst_offset[d] + region.size[d];
     const index_t lin_dst = linear_index(g0, dst.shape());
+    // The source's linear index at the region's first column of this row; along
+    // dimension 0 it grows by one per element (linear_index is column-major).
+    index_t lin_src = 0;
+    if (row_in) {
+      for (int d = 0; d < n; ++d) sg[d] = d == 0 ? region.src_offset[0] : g0[d] - region.dst_offset[d] + region.src_offset[d];
+      lin_src = linear_index(sg, src.shape());
+    }
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
       const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
       if (in) {
-        for (int d = 0; d < n; ++d) sg[d] = (d == 0 ? x : g0[d]) - region.dst_offset[d] + region.src_offset[d];
-        pattern_element(src_id, linear_index(sg, src.shape()), es, want.data());
+        pattern_element(src_id, lin_src + (x - region.dst_offset[0]), es, want.data());
       } else {
         pattern_element(dst_id, lin_dst + i, es, want.data());
       }
