@@ -47,8 +47,7 @@ double Machine::net_bandwidth(double bytes) const {
 namespace detail {
 
 Runs runs_of(const Segment& s, index_t es) {
-  const index_t vol = s.shape.volume();
-  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, {vol, vol * s.count[0]});
+  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, packed_steps(s.shape, s.count));
   return {static_cast<double>(r.row * es), static_cast<double>(r.rows)};
 }
 

@@ -5,15 +5,13 @@
 namespace redist::detail {
 
 void pack_run(const Segment& s, const std::byte* from, std::byte* buf, index_t es, bool stream) {
-  const index_t vol = s.shape.volume();
   copy_run(s.shape, s.run, es, s.count, from, s.at.strides, s.step, buf, packed_strides(s.shape),
-           {vol, vol * s.count[0]}, stream);
+           packed_steps(s.shape, s.count), stream);
 }
 
 void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream) {
-  const index_t vol = s.shape.volume();
-  copy_run(s.shape, s.run, es, s.count, buf, packed_strides(s.shape), {vol, vol * s.count[0]}, to, s.at.strides,
-           s.step, stream);
+  copy_run(s.shape, s.run, es, s.count, buf, packed_strides(s.shape), packed_steps(s.shape, s.count), to,
+           s.at.strides, s.step, stream);
 }
 
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {

@@ -187,4 +187,10 @@ inline Coord packed_strides(const Coord& shape) {
   return s;
 }
 
+// Repetition steps of a run in a packed buffer: its segments follow one another.
+inline std::array<index_t, 2> packed_steps(const Coord& shape, const std::array<index_t, 2>& count) {
+  const index_t vol = shape.volume();
+  return {vol, vol * count[0]};
+}
+
 }  // namespace redist::detail

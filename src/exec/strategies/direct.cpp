@@ -53,14 +53,14 @@ struct DirectState {
 constexpr int kTagBases = 11, kTagDone = 12, kTagWhere = 13, kTagPack = 14;
 constexpr size_t kBatch = 1024;  // IOV_MAX on Linux
 
-// Elements of a segment's run contiguous in both storages: the shorter of the
-// two sides' runs (each a product of leading extents, so the shorter one is
-// contiguous on both). `w`: the sender's record of the segment.
 // A run's record, sent by its sender: block, offset, run, step[2], strides. The
 // sender's and the reader's runs of a peer correspond one to one (same shape
 // and counts: plan_rank splits them alike on both sides).
-index_t run_both(const Segment& s, const std::int64_t* w) { return std::min<index_t>(s.run, w[2]); }
 size_t record_size(int ndim) { return static_cast<size_t>(5 + ndim); }
+// Elements of a segment's run contiguous in both storages: the shorter of the
+// two sides' runs (each a product of leading extents, so the shorter one is
+// contiguous on both). `w`: the sender's record of the run.
+index_t run_both(const Segment& s, const std::int64_t* w) { return std::min<index_t>(s.run, w[2]); }
 
 // Reads everything in the batch from `pid`, resuming after partial reads.
 // Returns an empty string or the reason it failed.
