@@ -5,7 +5,7 @@ JOBS  ?= 2
 MPIRUN := scripts/mpirun.sh
 REDIST := $(BUILD)/apps/redist
 
-.PHONY: all setup configure build demo test check-long test-cpp test-python clean
+.PHONY: all setup configure build demo test check-long check-sanitize test-cpp test-python clean
 
 all: build
 
@@ -37,6 +37,13 @@ test: build
 # rank count against pdgemr2d. A failure prints the one command that replays it.
 check-long: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
+
+# The tests under sanitizers (docs/testing.md; CI runs it after `make test`):
+# AddressSanitizer + UndefinedBehaviorSanitizer on the unit, MPI and
+# command-line tests (build-asan), ThreadSanitizer on the threaded ones
+# (build-tsan). Any finding fails; suppressions cover Open MPI only.
+check-sanitize: setup
+	JOBS=$(JOBS) bash scripts/check_sanitize.sh all
 
 clean:
 	rm -rf $(BUILD)

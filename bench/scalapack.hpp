@@ -108,9 +108,12 @@ struct Redistribution {
   bool ok = false;
 
   Redistribution(const Layout& src, index_t ld_src, const Layout& dst, index_t ld_dst, const Region& region) {
+    // The grid of every rank first: BLACS allocates its request and status
+    // arrays again, and loses them, on each grid made before its first context
+    // that this rank belongs to.
+    line = line_grid();
     ctxt_a = make_grid(src);
     ctxt_b = make_grid(dst);
-    line = line_grid();
     int info_a = 0, info_b = 0;
     desc_a = descriptor(src, ctxt_a, ld_src, info_a);
     desc_b = descriptor(dst, ctxt_b, ld_dst, info_b);

@@ -10,6 +10,8 @@
 #   containers and on 2-core machines. Without SOURCES, NAME is an existing
 #   executable target (a benchmark run small so it never rots); COMMAND runs
 #   another target under this test name; ENV sets variables for the run.
+#   Programs of tests labelled runtime or threads are also dependencies of the
+#   target `threaded_tests` (what `make check-sanitize` builds with ThreadSanitizer).
 set(REDIST_MPIRUN ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh)
 
 function(redist_add_unit_test)
@@ -34,6 +36,9 @@ function(redist_add_mpi_test)
   endif()
   if(NOT T_COMMAND)
     set(T_COMMAND ${T_NAME})  # the program to run: the test's own, or another target's
+  endif()
+  if(T_LABELS MATCHES "runtime|threads")  # what the ThreadSanitizer build needs (threaded_tests)
+    set_property(GLOBAL APPEND PROPERTY REDIST_THREADED_PROGRAMS ${T_COMMAND})
   endif()
   foreach(r IN LISTS T_RANKS)
     set(tn ${T_NAME}_${r}ranks)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make check-sanitize` (docs/testing.md): the unit, MPI and command-line tests
+# built with AddressSanitizer + UndefinedBehaviorSanitizer (Debug, -O1), then the
+# threaded tests (the task runtime, plans executed from several threads) built
+# with ThreadSanitizer. Any finding fails the run. Suppressions, each explained,
+# cover Open MPI's internals only: scripts/sanitizers/{lsan,tsan}.supp.
+# Not run under sanitizers: the labels `long` (make check-long, minutes of
+# random cases that make test samples) and `large` (test_large: 4.2 GB per rank,
+# which ASan's shadow memory and quarantine would more than double).
+# Usage: scripts/check_sanitize.sh [asan|tsan|all]   (default all)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+what=${1:-all}
+jobs=${JOBS:-2}
+supp="$here/scripts/sanitizers"
+
+# Open MPI keeps the components it opened at MPI_Init loaded, so that stacks
+# through them can be symbolized and matched by the suppressions.
+export OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+
+configure_build() {  # dir sanitizers: configure; build everything for asan
+  local dir=$1 san=$2
+  cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+        -DREDIST_SANITIZE="$san" >/dev/null
+  [[ $san == thread ]] || cmake --build "$dir" -j "$jobs"
+}
+
+if [[ $what == asan || $what == all ]]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit and MPI tests (build-asan)"
+  configure_build "$here/build-asan" address,undefined
+  # Open MPI's libraries have no frame pointers: leak stacks need the slow
+  # unwinder to reach the frames the suppressions name (lsan.supp).
+  export ASAN_OPTIONS=fast_unwind_on_malloc=0:malloc_context_size=24:detect_leaks=1:abort_on_error=0
+  export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  (cd "$here/build-asan" && ctest --output-on-failure -j "$jobs" --timeout 1200 -LE "long|large")
+  REDIST_BUILD="$here/build-asan" "$here/.venv/bin/python" -m pytest -q "$here/tests/python"
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+fi
+
+if [[ $what == tsan || $what == all ]]; then
+  echo "== ThreadSanitizer: threaded tests (build-tsan, ctest labels runtime and threads)"
+  # Only the programs of those tests are built: the rest of the suite is single-threaded.
+  configure_build "$here/build-tsan" thread
+  cmake --build "$here/build-tsan" -j "$jobs" --target threaded_tests
+  # Shared memory and self only: Open MPI's TCP transport, which a one-node run
+  # does not need, takes its locks in an order TSan reports at MPI_Init.
+  export OMPI_MCA_btl=self,vader
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp
+  (cd "$here/build-tsan" && ctest --output-on-failure -j "$jobs" --timeout 1200 -L "runtime|threads")
+fi
