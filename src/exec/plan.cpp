@@ -35,8 +35,9 @@ class PlanImpl {
       return;
     }
     states.clear();  // strategies free their MPI objects before the communicator goes
+    // unchecked: a destructor, nothing to do if the communicator cannot be freed
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    MPI_Finalized(&finalized);  // unchecked (above)
     if (!finalized && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
   }
   // The state of registry entry `i`, made (and probed, collectively) on first use.

@@ -12,7 +12,7 @@ namespace redist::harness {
 Watchdog::Watchdog(int seconds, std::string who, int rank) : seconds_(seconds), who_(std::move(who)), rank_(rank) {
   if (seconds < 1) detail::fail("--timeout needs a whole number of seconds >= 1, got ", seconds);
   int level = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&level);
+  MPI_Query_thread(&level);  // unchecked: level stays SINGLE, refused below
   if (level < MPI_THREAD_MULTIPLE)
     detail::fail("--timeout: the watchdog thread calls MPI_Abort while the main thread is in MPI, which needs "
                  "MPI_THREAD_MULTIPLE; this MPI provides level ", level, " (MPI_THREAD_MULTIPLE is ",
@@ -71,7 +71,7 @@ void Watchdog::fire(const std::string& step) {
                "raise --timeout); ending the job\n",
                who_.c_str(), rank_, step.c_str(), seconds_);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, kFaultExit);
+  MPI_Abort(MPI_COMM_WORLD, kFaultExit);  // unchecked: it does not return
   std::_Exit(kFaultExit);  // MPI_Abort does not return; if it did, end this rank anyway
 }
 

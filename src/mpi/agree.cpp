@@ -10,11 +10,14 @@
 
 namespace redist::detail {
 
+// Already on the error path: its own calls are unchecked, with fallbacks.
 void mpi_failed(int code, const char* call, MPI_Comm comm, const std::string& peer) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0, cls = code, rank = -1;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = std::snprintf(text, sizeof text, "MPI error code %d", code);
-  MPI_Error_class(code, &cls);
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)  // unchecked: error path
+    len = std::snprintf(text, sizeof text, "MPI error code %d", code);
+  MPI_Error_class(code, &cls);  // unchecked: error path (cls stays the code)
+  // unchecked: error path (the world's rank when the communicator has none)
   if (comm == MPI_COMM_NULL || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   throw MpiError(cat("redist: rank ", rank, ": ", call, " failed", peer.empty() ? "" : " (" + peer + ")", ": ",
                      std::string(text, static_cast<size_t>(len))),
