@@ -195,8 +195,11 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       if (pair) req.resize(2 * static_cast<size_t>(n));
       const double t = both(reps_large, [&] {
         if (!pair) return;
-        for (int k = 0; k < n; ++k) check_mpi(MPI_Irecv(&rb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(k)]), "MPI_Irecv", comm);
-        for (int k = 0; k < n; ++k) check_mpi(MPI_Isend(&sb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(n + k)]), "MPI_Isend", comm);
+        for (int k = 0; k < n; ++k)
+          check_mpi(MPI_Irecv(&rb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(k)]), "MPI_Irecv", comm);
+        for (int k = 0; k < n; ++k)
+          check_mpi(MPI_Isend(&sb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(n + k)]), "MPI_Isend",
+                    comm);
         check_mpi(MPI_Waitall(2 * n, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", comm);
       });
       m.stream.x.push_back(n), m.stream.y.push_back(t / n);
@@ -220,7 +223,9 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     say("process_vm_readv of 80 B .. 1 MB rows (both ranks)");
     std::uint64_t mine[2] = {reinterpret_cast<std::uint64_t>(sb.data()), static_cast<std::uint64_t>(getpid())};
     std::uint64_t theirs[2] = {0, 0};
-    if (pair) check_mpi(MPI_Sendrecv(mine, 2, MPI_UINT64_T, peer, 4, theirs, 2, MPI_UINT64_T, peer, 4, comm, MPI_STATUS_IGNORE), "MPI_Sendrecv", comm);
+    if (pair)
+      check_mpi(MPI_Sendrecv(mine, 2, MPI_UINT64_T, peer, 4, theirs, 2, MPI_UINT64_T, peer, 4, comm, MPI_STATUS_IGNORE),
+                "MPI_Sendrecv", comm, "receive from", peer);
     int vm_ok = 1;
     std::vector<iovec> l, r;
     for (int f = 0; f < 2; ++f)

@@ -183,6 +183,7 @@ void exchange_where(PlanCore& p, DirectState& st) {
     const size_t nr = p.rp.receives.size(), k = static_cast<size_t>(i);
     return k < nr ? cat("send to rank ", p.rp.receives[k].peer) : cat("receive from rank ", p.rp.sends[k - nr].peer);
   };
+  status.resize(req.size());
   check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
              status.data(), static_cast<int>(req.size()), nullptr, second_round);
   st.packed_send_bytes.assign(p.rp.sends.size(), 0);
@@ -349,7 +350,8 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   }
   // Wait for my readers (the source must stay valid until they finish) and my sends.
   check_wait(MPI_Waitall(static_cast<int>(2 * ns), st.req.data() + nr, st.status.data()), "MPI_Waitall", p.comm,
-             st.status.data(), static_cast<int>(2 * ns), nullptr, [&](int i) { return request(static_cast<int>(nr) + i); });
+             st.status.data(), static_cast<int>(2 * ns), nullptr,
+             [&](int i) { return request(static_cast<int>(nr) + i); });
   check_wait(MPI_Waitall(static_cast<int>(nr), st.req.data() + nr + 2 * ns, st.status.data()), "MPI_Waitall", p.comm,
              st.status.data(), static_cast<int>(nr), nullptr,
              [&](int i) { return request(static_cast<int>(nr + 2 * ns) + i); });

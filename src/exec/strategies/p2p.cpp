@@ -64,7 +64,8 @@ class P2p final : public Strategy {
     for (size_t left = nr; left > 0;) {
       int count = 0;
       check_wait(MPI_Waitsome(static_cast<int>(nr), req, &count, done_.data(), status_.data()), "MPI_Waitsome", p.comm,
-                 status_.data(), count, done_.data(), [&](int i) { return cat("receive from rank ", recv_chunks_[i].peer); });
+                 status_.data(), count, done_.data(),
+                 [&](int i) { return cat("receive from rank ", recv_chunks_[i].peer); });
       for (int j = 0; j < count; ++j) {
         const int i = recv_chunks_[done_[j]].peer_index;
         if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
