@@ -59,45 +59,68 @@ std::string describe(const RandomCase& c) {
   return "\n  src " + c.src.spec() + "\n  dst " + c.dst.spec() + "\n  region " + c.region.str();
 }
 
-// One plan per case, all made on MPI_COMM_WORLD, executed A, B, C, D, A, B, ...
-// with each strategy in turn: no plan disturbs another's messages or state.
-TEST(Threads, PlansInterleavedOnOneCommunicator) {
-  const int p = world_size(), rank = world_rank();
-  const std::vector<RandomCase> cases = thread_cases(p);
-  Options opt;
-  opt.machine = machine();
+// One plan per case, made by this thread on MPI_COMM_WORLD (in the same order
+// on every rank), each with its storage.
+struct PlansOnWorld {
   std::vector<std::unique_ptr<OracleCase>> data;
   std::vector<Plan> plans;
-  for (const RandomCase& c : cases) {
-    data.push_back(std::make_unique<OracleCase>(c.src, c.dst, c.region, rank));
-    plans.push_back(make_plan(c.src, c.dst, c.region, MPI_COMM_WORLD, opt));
+  explicit PlansOnWorld(const std::vector<RandomCase>& cases) {
+    Options opt;
+    opt.machine = machine();
+    for (const RandomCase& c : cases) {
+      data.push_back(std::make_unique<OracleCase>(c.src, c.dst, c.region, world_rank()));
+      plans.push_back(make_plan(c.src, c.dst, c.region, MPI_COMM_WORLD, opt));
+    }
   }
+};
+
+// The plans, executed A, B, C, D, A, B, ... with each strategy in turn: no plan
+// disturbs another's messages or state.
+TEST(Threads, PlansInterleavedOnOneCommunicator) {
+  const std::vector<RandomCase> cases = thread_cases(world_size());
+  PlansOnWorld w(cases);
   std::string err;
   for (int round = 0; round < 2; ++round)
     for (const std::string& ex : every_strategy())
-      for (size_t k = 0; k < plans.size(); ++k) {
-        data[k]->reset_target();
-        plans[k].execute(data[k]->src_blocks(), data[k]->dst_blocks(), ex);
+      for (size_t k = 0; k < w.plans.size(); ++k) {
+        w.data[k]->reset_target();
+        w.plans[k].execute(w.data[k]->src_blocks(), w.data[k]->dst_blocks(), ex);
         if (!err.empty()) continue;
-        err = data[k]->check(detail::cat("plan ", k, " ", ex, " round ", round));
+        err = w.data[k]->check(detail::cat("plan ", k, " ", ex, " round ", round));
         if (!err.empty()) err += describe(cases[k]);
       }
-  EXPECT_TRUE(all_ok(err.empty())) << "rank " << rank << ": " << err;
+  EXPECT_TRUE(all_ok(err.empty())) << "rank " << world_rank() << ": " << err;
 }
 
 // Runs every strategy `rounds` times on one plan from the calling thread, each
-// execute checked; returns the first error (or what was thrown).
+// execute checked; returns the first error.
 std::string run_every_strategy(Plan& plan, OracleCase& data, int rounds, const std::string& name) {
-  try {
-    for (int round = 0; round < rounds; ++round)
-      for (const std::string& ex : every_strategy()) {
-        data.reset_target();
-        plan.execute(data.src_blocks(), data.dst_blocks(), ex);
-        if (std::string e = data.check(detail::cat(name, " ", ex, " round ", round)); !e.empty()) return e;
+  for (int round = 0; round < rounds; ++round)
+    for (const std::string& ex : every_strategy()) {
+      data.reset_target();
+      plan.execute(data.src_blocks(), data.dst_blocks(), ex);
+      if (std::string e = data.check(detail::cat(name, " ", ex, " round ", round)); !e.empty()) return e;
+    }
+  return {};
+}
+
+// Runs body(k) for each case k on a thread of its own, all at once; returns the
+// first error one returned or threw, with its case.
+template <class Body>
+std::string on_threads(const std::vector<RandomCase>& cases, Body body) {
+  std::vector<std::string> errors(cases.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < cases.size(); ++k)
+    threads.emplace_back([&, k] {
+      try {
+        errors[k] = body(k);
+      } catch (const std::exception& e) {
+        errors[k] = detail::cat("plan ", k, " threw: ", e.what());
       }
-  } catch (const std::exception& e) {
-    return name + " threw: " + e.what();
-  }
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t k = 0; k < cases.size(); ++k)
+    if (!errors[k].empty()) return errors[k] + describe(cases[k]);
   return {};
 }
 
@@ -105,25 +128,11 @@ std::string run_every_strategy(Plan& plan, OracleCase& data, int rounds, const s
 // Every rank's thread k runs the same sequence on plan k (its collectives are
 // matched on plan k's communicator), so the threads need no synchronisation.
 TEST(Threads, OnePlanPerThreadAtOnce) {
-  const int p = world_size(), rank = world_rank();
-  const std::vector<RandomCase> cases = thread_cases(p);
-  Options opt;
-  opt.machine = machine();
-  std::vector<std::unique_ptr<OracleCase>> data;
-  std::vector<Plan> plans;
-  for (const RandomCase& c : cases) {  // made by one thread, in the same order on every rank
-    data.push_back(std::make_unique<OracleCase>(c.src, c.dst, c.region, rank));
-    plans.push_back(make_plan(c.src, c.dst, c.region, MPI_COMM_WORLD, opt));
-  }
-  std::vector<std::string> errors(plans.size());
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < plans.size(); ++k)
-    threads.emplace_back([&, k] { errors[k] = run_every_strategy(plans[k], *data[k], 3, detail::cat("plan ", k)); });
-  for (std::thread& t : threads) t.join();
-  std::string err;
-  for (size_t k = 0; k < errors.size() && err.empty(); ++k)
-    if (!errors[k].empty()) err = errors[k] + describe(cases[k]);
-  EXPECT_TRUE(all_ok(err.empty())) << "rank " << rank << ": " << err;
+  const std::vector<RandomCase> cases = thread_cases(world_size());
+  PlansOnWorld w(cases);
+  const std::string err =
+      on_threads(cases, [&](size_t k) { return run_every_strategy(w.plans[k], *w.data[k], 3, detail::cat("plan ", k)); });
+  EXPECT_TRUE(all_ok(err.empty())) << "rank " << world_rank() << ": " << err;
 }
 
 // make_plan from several threads at once: each on a communicator of its own
@@ -132,30 +141,19 @@ TEST(Threads, OnePlanPerThreadAtOnce) {
 // communicator match in the order each process issues them (MPI 4.1, "MPI and
 // Threads", collective calls), and make_plan starts with MPI_Comm_dup.
 TEST(Threads, PlansMadeFromThreadsOnTheirOwnCommunicators) {
-  const int p = world_size(), rank = world_rank();
-  const std::vector<RandomCase> cases = thread_cases(p);
+  const std::vector<RandomCase> cases = thread_cases(world_size());
   std::vector<MPI_Comm> comms(cases.size());
   for (MPI_Comm& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
   Options opt;
   opt.machine = machine();
-  std::vector<std::string> errors(cases.size());
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < cases.size(); ++k)
-    threads.emplace_back([&, k] {
-      try {
-        OracleCase data(cases[k].src, cases[k].dst, cases[k].region, rank);
-        Plan plan = make_plan(cases[k].src, cases[k].dst, cases[k].region, comms[k], opt);
-        errors[k] = run_every_strategy(plan, data, 1, detail::cat("plan ", k));
-      } catch (const std::exception& e) {
-        errors[k] = detail::cat("plan ", k, " threw: ", e.what());
-      }
-    });
-  for (std::thread& t : threads) t.join();
+  const std::string err = on_threads(cases, [&](size_t k) {
+    const RandomCase& c = cases[k];
+    OracleCase data(c.src, c.dst, c.region, world_rank());
+    Plan plan = make_plan(c.src, c.dst, c.region, comms[k], opt);
+    return run_every_strategy(plan, data, 1, detail::cat("plan ", k));
+  });
   for (MPI_Comm& c : comms) MPI_Comm_free(&c);
-  std::string err;
-  for (size_t k = 0; k < errors.size() && err.empty(); ++k)
-    if (!errors[k].empty()) err = errors[k] + describe(cases[k]);
-  EXPECT_TRUE(all_ok(err.empty())) << "rank " << rank << ": " << err;
+  EXPECT_TRUE(all_ok(err.empty())) << "rank " << world_rank() << ": " << err;
 }
 
 // One plan, two threads of rank 0 executing it at once: one of them is refused
