@@ -130,8 +130,8 @@ std::string on_threads(const std::vector<RandomCase>& cases, Body body) {
 TEST(Threads, OnePlanPerThreadAtOnce) {
   const std::vector<RandomCase> cases = thread_cases(world_size());
   PlansOnWorld w(cases);
-  const std::string err =
-      on_threads(cases, [&](size_t k) { return run_every_strategy(w.plans[k], *w.data[k], 3, detail::cat("plan ", k)); });
+  const std::string err = on_threads(
+      cases, [&](size_t k) { return run_every_strategy(w.plans[k], *w.data[k], 3, detail::cat("plan ", k)); });
   EXPECT_TRUE(all_ok(err.empty())) << "rank " << world_rank() << ": " << err;
 }
 

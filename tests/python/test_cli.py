@@ -399,7 +399,8 @@ def test_timeout_ends_a_job_that_would_hang(tmp_path, sig, mpirun_args):
                                        mpirun_args)
     print(f"job ended {elapsed:.1f} s after {sig}, exit code {rc}")
     assert rc is not None and elapsed < 30, f"still running {elapsed:.0f} s after {sig}:\n{err}"
-    assert elapsed > 4, f"ended {elapsed:.1f} s after {sig}, before the 5 s limit:\n{err}"
+    # not long before the limit: the step watched began at most one execute before the signal
+    assert elapsed > 2.5, f"ended {elapsed:.1f} s after {sig}, well before the 5 s limit:\n{err}"
     assert rc != 0, err
     if sig == "SIGSTOP":
         assert rc == 3, err  # MPI_Abort's code (a killed rank's signal may be reported instead)
