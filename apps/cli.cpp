@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "harness/watchdog.hpp"
 #include "mpi/agree.hpp"
 
 namespace redist::cli {
@@ -32,8 +33,14 @@ long long Args::get_int(const std::string& k, long long dflt, long long min, lon
   return v;
 }
 
+bool has_option(int argc, char** argv, int first, const std::string& key) {
+  for (int i = first; i < argc; ++i)
+    if (argv[i] == key || std::string(argv[i]).rfind(key + "=", 0) == 0) return true;
+  return false;
+}
+
 Args parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
-                const std::vector<std::string>& flags) {
+                const std::vector<std::string>& flags, const std::vector<std::string>& hidden) {
   Args a;
   auto is = [](const std::vector<std::string>& v, const std::string& k) {
     return std::find(v.begin(), v.end(), k) != v.end();
@@ -49,7 +56,7 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
     if (eq != std::string::npos) key = s.substr(0, eq), value = s.substr(eq + 1);
     if (is(flags, key)) {
       a.options[key] = "";
-    } else if (is(valued, key)) {
+    } else if (is(valued, key) || is(hidden, key)) {
       if (eq == std::string::npos) {
         if (i + 1 >= argc) detail::fail("option ", key, " needs a value");
         value = argv[++i];
@@ -83,8 +90,9 @@ bool print_help_if_asked(int argc, char** argv, const char* usage) {
 }
 
 int run_with_mpi(int& argc, char**& argv, const char* command,
-                 const std::function<int(int rank, int size)>& body) {
-  MPI_Init(&argc, &argv);
+                 const std::function<int(int rank, int size)>& body, bool threads) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   int rank, size, rc;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -100,6 +108,13 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
     detail::agree_same(MPI_COMM_WORLD, {{"the command line differs", line}},
                        "every rank must get the same arguments");
     rc = body(rank, size);
+  } catch (const MpiError& e) {
+    // Seen on this rank alone: the others may be waiting on it in MPI, and the
+    // plan may have operations in flight. Nothing can be agreed; end the job.
+    std::fprintf(stderr, "redist %s: error on rank %d: %s; ending the job\n", command, rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, harness::kFaultExit);
+    rc = harness::kFaultExit;
   } catch (const Error& e) {
     // Agreed on collectively: the same message on every rank, printed once
     // (REDIST_SHOW_ERRORS=1: by every rank, to see that they agree).

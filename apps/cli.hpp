@@ -24,9 +24,14 @@ struct Args {
 };
 
 // Parses argv; `flags` are options without a value. Throws redist::Error for an
-// unknown option or a missing value, naming the allowed ones.
+// unknown option or a missing value, naming the allowed ones. `hidden` are valued
+// options for the tests only: accepted, never listed.
 Args parse_args(int argc, char** argv, int first, const std::vector<std::string>& valued,
-                const std::vector<std::string>& flags);
+                const std::vector<std::string>& flags, const std::vector<std::string>& hidden = {});
+
+// True when argv[first..] holds option `key` ("--timeout" or "--timeout=..."):
+// what must be known before MPI starts.
+bool has_option(int argc, char** argv, int first, const std::string& key);
 
 // SRC DST [REGION] -> layouts and region (region defaults to the whole source).
 struct Problem {
@@ -39,11 +44,15 @@ Problem parse_problem(const Args& a, const char* usage);
 // subcommand answers it before MPI starts.
 bool print_help_if_asked(int argc, char** argv, const char* usage);
 
-// Starts MPI, runs body(rank, size) -> exit code, ends MPI. A redist::Error is the
-// same on every rank (arguments are, validation agrees collectively): rank 0
-// prints it once as "redist COMMAND: error: ..." and the exit code is 2.
+// Starts MPI (MPI_THREAD_MULTIPLE when `threads`, for a watchdog thread that
+// may call MPI_Abort), runs body(rank, size) -> exit code, ends MPI. A
+// redist::Error is the same on every rank (arguments are, validation agrees
+// collectively): rank 0 prints it once as "redist COMMAND: error: ..." and the
+// exit code is 2. A redist::MpiError (an MPI call failed on one rank: local,
+// others may wait on it) is printed by the rank that has it, which ends the job
+// with MPI_Abort (exit code 3, harness::kFaultExit).
 int run_with_mpi(int& argc, char**& argv, const char* command,
-                 const std::function<int(int rank, int size)>& body);
+                 const std::function<int(int rank, int size)>& body, bool threads = false);
 
 std::string human_bytes(double bytes);
 std::string human_rate(double bytes_per_s);

@@ -35,7 +35,16 @@ options:
   --max-message B  split messages above B bytes (default 1073741824)
   --no-verify      skip the element-by-element check
   --json           print the results as JSON instead of tables (docs/results.md)
+  --timeout S      end the job (exit code 3) when one collective step (make_plan,
+                   one execute, one verification, ...) takes more than S whole
+                   seconds on a rank: a rank that stopped or hangs, or died
+                   while the launcher keeps the job alive; the rank prints which
+                   step (default: no limit; MPI starts with MPI_THREAD_MULTIPLE)
   --help           this text
+
+exit codes: 0 verified, 1 a wrong element, 2 bad input (the same message on
+every rank), 3 a fault (an MPI error on a rank, or --timeout); a rank killed
+by a signal ends the job through the launcher (mpirun names the rank).
 
 example:
   mpirun -np 2 redist run "8000x8000 tile=400x400 block_cyclic grid=1x2" \
@@ -66,15 +75,30 @@ std::vector<std::string> parse_strategies(const std::string& s) {
   return v;
 }
 
+// --test-ready-file PATH (hidden, for tests/python/test_cli.py): after the first
+// timed round every rank writes its pid to PATH.RANK, so that a test can stop or
+// kill one rank in the middle of the timed executes.
+void write_ready_file(const std::string& path, int rank) {
+  const std::string file = path + "." + std::to_string(rank), tmp = file + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%ld\n", static_cast<long>(getpid()));
+    std::fclose(f);
+    std::rename(tmp.c_str(), file.c_str());  // the test never reads half a file
+  }
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  // The watchdog's thread may call MPI_Abort: MPI_THREAD_MULTIPLE, only then
+  // (the thread level is chosen before MPI starts, so before the options are parsed).
+  const bool watch = has_option(argc, argv, 2, "--timeout");
   return run_with_mpi(argc, argv, "run", [&](int rank, int size) {
     // Everything is checked (collectively where it needs the ranks) before any
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
-    const Args a = parse_args(argc, argv, 2, {"--strategy", "--reps", "--warmup", "--max-message"},
-                              {"--no-verify", "--json", "--help"});
+    const Args a = parse_args(argc, argv, 2, {"--strategy", "--reps", "--warmup", "--max-message", "--timeout"},
+                              {"--no-verify", "--json", "--help"}, {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     const std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
@@ -84,30 +108,49 @@ int cmd_run(int argc, char** argv) {
     const bool json = a.has("--json");
     Options opt;
     opt.max_message_bytes = a.get_int("--max-message", opt.max_message_bytes, 1);
+    const int timeout = static_cast<int>(a.get_int("--timeout", 0, 1, INT_MAX));
+    std::unique_ptr<harness::Watchdog> watchdog;
+    if (timeout > 0) watchdog = std::make_unique<harness::Watchdog>(timeout, "redist run", rank);
+    harness::Watchdog* const wd = mo.watchdog = watchdog.get();
+    using Step = harness::Watchdog::Step;
+
     // The model of auto, the predictions and the bound: the calibration file, else quick.
-    const auto machine = std::make_shared<const Machine>(machine_for(MPI_COMM_WORLD));
+    std::shared_ptr<const Machine> machine;
+    {
+      Step s(wd, "machine model (the calibration file, else a quick measurement)");
+      machine = std::make_shared<const Machine>(machine_for(MPI_COMM_WORLD));
+    }
     opt.machine = machine;
 
-    harness::CaseRun run(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
-    for (const std::string& n : names) run.add_strategy(n);
+    std::unique_ptr<harness::CaseRun> run;
+    {
+      Step s(wd, "make_plan and the storage");
+      run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
+    }
+    for (const std::string& n : names) run->add_strategy(n);
     const bool tty = isatty(2) && !json && rank == 0;
+    const std::string ready_file = a.get("--test-ready-file", "");
     mo.after_round = [&](int r) {
       if (tty) std::fprintf(stderr, "\rtiming: repetition %d/%d", r + 1, mo.reps);
+      if (r == 0 && !ready_file.empty()) write_ready_file(ready_file, rank);
     };
-    harness::CaseResult res = run.measure(mo);
+    harness::CaseResult res = run->measure(mo);
     if (tty) std::fprintf(stderr, "\r%40s\r", "");
     res.suite = "run";
     res.name = "redist run";
 
-    const PlanStats& st = run.plan().stats();
+    const PlanStats& st = run->plan().stats();
     RankRow row{st.bytes_sent, st.bytes_received, st.bytes_local, st.messages_sent, st.messages_received,
                 st.segments_sent, st.segments_received};
     std::vector<RankRow> rows(static_cast<size_t>(size));
-    MPI_Gather(&row, sizeof row, MPI_BYTE, rows.data(), sizeof row, MPI_BYTE, 0, MPI_COMM_WORLD);
     harness::Results doc;
+    {
+      Step s(wd, "gathering the statistics of every rank");
+      MPI_Gather(&row, sizeof row, MPI_BYTE, rows.data(), sizeof row, MPI_BYTE, 0, MPI_COMM_WORLD);
+      doc.run = harness::run_info(MPI_COMM_WORLD);
+    }
     doc.tool = "redist run";
     doc.reps = mo.reps;
-    doc.run = harness::run_info(MPI_COMM_WORLD);
     doc.machine = machine.get();
     if (rank != 0) return res.ok() ? 0 : 1;
 
@@ -176,7 +219,7 @@ int cmd_run(int argc, char** argv) {
     }
     if (size > 64) std::printf("  ... %d more ranks\n", size - 64);
     return res.ok() ? 0 : 1;
-  });
+  }, watch);
 }
 
 }  // namespace redist::cli

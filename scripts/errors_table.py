@@ -99,7 +99,9 @@ every rank (ARCHITECTURE.md, "Validate collectively, fail cleanly"), before
 anything moves, so the target is left untouched; the `redist` command prints it
 once and exits with 2. The tables below are that catalogue, written from the
 tests that check it, {len(api)} kinds through the C++ API and {len(cli)} through
-the command line.
+the command line. Faults are not bad input: an MPI error inside an execute, or
+a rank that dies or hangs, ends the job with a message (docs/strategies.md,
+"Faults").
 
 Regenerate after changing a message or adding a kind (a build in `build/`, 2
 ranks, about a minute):

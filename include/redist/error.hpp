@@ -15,6 +15,22 @@ class Error : public std::invalid_argument {
   explicit Error(const std::string& what) : std::invalid_argument(what) {}
 };
 
+// An MPI call failed on this rank (the plan's communicator returns errors): a
+// peer that died, a message truncated because a peer sent something else. The
+// message names the call, this rank, the peer where known and MPI's own text.
+// Unlike other Errors it is LOCAL, not agreed: the other ranks may have finished,
+// or may wait on this one forever, and the plan may still have operations in
+// flight. Nothing can be retried; end the job (MPI_Abort), as `redist` does
+// (docs/strategies.md, "Faults").
+class MpiError : public Error {
+ public:
+  MpiError(const std::string& what, int error_class) : Error(what), error_class_(error_class) {}
+  int error_class() const { return error_class_; }  // MPI_Error_class of the code, e.g. MPI_ERR_TRUNCATE
+
+ private:
+  int error_class_;
+};
+
 namespace detail {
 
 // Builds a message from streamable pieces: fail("tile size ", t, " must be > 0").

@@ -88,6 +88,11 @@ class Plan {
   // null when this rank stores nothing). Source and target buffers must not
   // overlap. Every rank names the same strategy (empty: Options::strategy).
   // Throws redist::Error (same on every rank, nothing moved) on bad arguments.
+  // One thread at a time per plan (several plans may run at once from threads
+  // of their own): a second thread calling execute or predictions while one
+  // runs gets redist::Error at once, on its rank only. An MPI call that fails
+  // throws redist::MpiError on the rank that saw it (not agreed: end the job);
+  // the plan then refuses to run again (docs/strategies.md, "Faults", "Threads").
   void execute(const void* src, void* dst, std::string_view strategy = {});
   // General form: one pointer per block (tile_pointers: one per local tile, in
   // LocalIndex order; other storages: exactly one).
@@ -109,7 +114,10 @@ class Plan {
 
 // Collective over `comm`: checks the arguments on every rank, agrees on the
 // outcome (same error on every rank, nothing moved), then plans this rank and
-// fixes the machine model (see Options::machine).
+// fixes the machine model (see Options::machine). The plan gets a duplicate of
+// `comm` of its own. Like every collective, call it from one thread at a time
+// per communicator (in the same order on every rank); threads with
+// communicators of their own may make plans at once.
 Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
                const Options& options = {});
 

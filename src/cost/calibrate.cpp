@@ -9,12 +9,17 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "kernels/copy.hpp"
+#include "mpi/agree.hpp"
 #include "redist/cost.hpp"
 
 namespace redist {
+
+using detail::check_mpi;
+
 namespace {
 
 double median(std::vector<double> v) {
@@ -29,11 +34,11 @@ double pingpong(MPI_Comm comm, int rank, void* buf, MPI_Datatype t, int reps) {
   for (int i = -1; i < reps; ++i) {  // i = -1: warm-up
     const double t0 = MPI_Wtime();
     if (rank == 0) {
-      MPI_Send(buf, 1, t, 1, 0, comm);
-      MPI_Recv(buf, 1, t, 1, 0, comm, MPI_STATUS_IGNORE);
+      check_mpi(MPI_Send(buf, 1, t, 1, 0, comm), "MPI_Send", comm);
+      check_mpi(MPI_Recv(buf, 1, t, 1, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv", comm, "receive from", 1);
     } else {
-      MPI_Recv(buf, 1, t, 0, 0, comm, MPI_STATUS_IGNORE);
-      MPI_Send(buf, 1, t, 0, 0, comm);
+      check_mpi(MPI_Recv(buf, 1, t, 0, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv", comm, "receive from", 0);
+      check_mpi(MPI_Send(buf, 1, t, 0, 0, comm), "MPI_Send", comm);
     }
     if (i >= 0) v.push_back((MPI_Wtime() - t0) / 2);
   }
@@ -67,8 +72,8 @@ std::string now() {
 
 Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<void(const std::string&)>& progress) {
   int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", comm);
   auto say = [&](const std::string& s) {
     if (rank == 0 && progress) progress(s);
   };
@@ -85,10 +90,10 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
         if (k > o.max_size || (o.quick && k != n)) continue;
         double t = 0;
         MPI_Datatype ty;
-        MPI_Type_contiguous(static_cast<int>(k), MPI_BYTE, &ty);
-        MPI_Type_commit(&ty);
+        check_mpi(MPI_Type_contiguous(static_cast<int>(k), MPI_BYTE, &ty), "MPI_Type_contiguous", comm);
+        check_mpi(MPI_Type_commit(&ty), "MPI_Type_commit", comm);
         if (pair) t = pingpong(comm, rank, buf.data(), ty, k <= (1 << 16) ? reps_small : reps_large);
-        MPI_Type_free(&ty);
+        check_mpi(MPI_Type_free(&ty), "MPI_Type_free", comm);
         m.pingpong.x.push_back(static_cast<double>(k));
         m.pingpong.y.push_back(t);
       }
@@ -106,11 +111,11 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
   auto both = [&](int reps, const std::function<void()>& body) {
     std::vector<double> v;
     for (int i = -1; i < reps; ++i) {  // i = -1: warm-up (first touch)
-      MPI_Barrier(comm);
+      check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
       const double t0 = MPI_Wtime();
       body();
       double dt = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm);
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
       if (i >= 0) v.push_back(dt);
     }
     return median(v);
@@ -177,9 +182,9 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     auto exchange = [&](MPI_Datatype ty, int count) {
       if (!pair) return;
       MPI_Request r[2];
-      MPI_Irecv(rb.data(), count, ty, peer, 2, comm, &r[0]);
-      MPI_Isend(sb.data(), count, ty, peer, 2, comm, &r[1]);
-      MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+      check_mpi(MPI_Irecv(rb.data(), count, ty, peer, 2, comm, &r[0]), "MPI_Irecv", comm);
+      check_mpi(MPI_Isend(sb.data(), count, ty, peer, 2, comm, &r[1]), "MPI_Isend", comm);
+      check_mpi(MPI_Waitall(2, r, MPI_STATUSES_IGNORE), "MPI_Waitall", comm);
     };
     for (size_t n = 4096; n <= xmax; n = n < xmax && n * (o.quick ? 16 : 4) > xmax ? xmax : n * (o.quick ? 16 : 4)) {
       const double t = both(n <= (1 << 16) ? reps_small : reps_large, [&] { exchange(MPI_BYTE, static_cast<int>(n)); });
@@ -190,9 +195,12 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       if (pair) req.resize(2 * static_cast<size_t>(n));
       const double t = both(reps_large, [&] {
         if (!pair) return;
-        for (int k = 0; k < n; ++k) MPI_Irecv(&rb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(k)]);
-        for (int k = 0; k < n; ++k) MPI_Isend(&sb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(n + k)]);
-        MPI_Waitall(2 * n, req.data(), MPI_STATUSES_IGNORE);
+        for (int k = 0; k < n; ++k)
+          check_mpi(MPI_Irecv(&rb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(k)]), "MPI_Irecv", comm);
+        for (int k = 0; k < n; ++k)
+          check_mpi(MPI_Isend(&sb[64 * size_t(k)], 64, MPI_BYTE, peer, 3, comm, &req[size_t(n + k)]), "MPI_Isend",
+                    comm);
+        check_mpi(MPI_Waitall(2 * n, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall", comm);
       });
       m.stream.x.push_back(n), m.stream.y.push_back(t / n);
     }
@@ -200,11 +208,12 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     for (size_t row : {size_t{8}, size_t{80}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {
       const size_t bytes = f ? kLarge : kSmall;
       MPI_Datatype ty;
-      MPI_Type_create_hvector(static_cast<int>(bytes / row), static_cast<int>(row), static_cast<MPI_Aint>(stride(row)),
-                              MPI_BYTE, &ty);
-      MPI_Type_commit(&ty);
+      check_mpi(MPI_Type_create_hvector(static_cast<int>(bytes / row), static_cast<int>(row),
+                                        static_cast<MPI_Aint>(stride(row)), MPI_BYTE, &ty),
+                "MPI_Type_create_hvector", comm);
+      check_mpi(MPI_Type_commit(&ty), "MPI_Type_commit", comm);
       const double t = both(reps_large, [&] { exchange(ty, 1); });
-      MPI_Type_free(&ty);
+      check_mpi(MPI_Type_free(&ty), "MPI_Type_free", comm);
       (f ? m.datatype : m.datatype_small).x.push_back(static_cast<double>(row));
       (f ? m.datatype : m.datatype_small).y.push_back(t / static_cast<double>(bytes));
     }
@@ -214,7 +223,9 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     say("process_vm_readv of 80 B .. 1 MB rows (both ranks)");
     std::uint64_t mine[2] = {reinterpret_cast<std::uint64_t>(sb.data()), static_cast<std::uint64_t>(getpid())};
     std::uint64_t theirs[2] = {0, 0};
-    if (pair) MPI_Sendrecv(mine, 2, MPI_UINT64_T, peer, 4, theirs, 2, MPI_UINT64_T, peer, 4, comm, MPI_STATUS_IGNORE);
+    if (pair)
+      check_mpi(MPI_Sendrecv(mine, 2, MPI_UINT64_T, peer, 4, theirs, 2, MPI_UINT64_T, peer, 4, comm, MPI_STATUS_IGNORE),
+                "MPI_Sendrecv", comm, "receive from", peer);
     int vm_ok = 1;
     std::vector<iovec> l, r;
     for (int f = 0; f < 2; ++f)
@@ -232,12 +243,12 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
           vm_ok = got == static_cast<ssize_t>(l.size() * row);  // a partial read: treat as unavailable
         }
       });
-      MPI_Allreduce(MPI_IN_PLACE, &vm_ok, 1, MPI_INT, MPI_MIN, comm);
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &vm_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
       Curve& c = f ? m.vm_read : m.vm_read_small;
       if (vm_ok) c.x.push_back(static_cast<double>(row)), c.y.push_back(t / static_cast<double>(bytes));
     }
     if (!vm_ok) m.vm_read = m.vm_read_small = {};  // direct falls back to p2p: so does its model
-    MPI_Barrier(comm);           // buffers stay alive until the peer has read them
+    check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);           // buffers stay alive until the peer has read them
   }
 
   // Rank 0's figures go to everyone, as JSON (the one serialisation we have).
@@ -247,7 +258,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     gethostname(host, sizeof host - 1);
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
-    MPI_Get_library_version(lib, &len);
+    check_mpi(MPI_Get_library_version(lib, &len), "MPI_Get_library_version", comm);
     m.hostname = host;
     m.cores = static_cast<int>(std::thread::hardware_concurrency());
     m.ranks = size;
@@ -264,22 +275,26 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     js = to_json(m);
   }
   long long n = static_cast<long long>(js.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
+  check_mpi(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast", comm);
   js.resize(static_cast<size_t>(n));
-  MPI_Bcast(js.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
+  check_mpi(MPI_Bcast(js.data(), static_cast<int>(n), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   Machine out = machine_from_json(js);
   out.source = o.quick ? "quick" : "measured";
   return out;
 }
 
 Machine machine_for(MPI_Comm comm, const std::string& path) {
-  // Rank 0's, per process and file: only rank 0's copy is ever used.
+  // Rank 0's, per process and file: only rank 0's copy is ever used. Plans may
+  // be made from several threads (on different communicators): one lock, never
+  // held across MPI calls.
   static std::map<std::string, Machine> cached;
+  static std::mutex cached_mutex;
   int rank;
-  MPI_Comm_rank(comm, &rank);
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
   const std::string file = path.empty() ? default_calibration_path() : path;
   std::string js, src;
   if (rank == 0) {
+    std::lock_guard<std::mutex> lock(cached_mutex);
     auto it = cached.find(file);
     if (it == cached.end()) {
       Machine m;
@@ -288,18 +303,21 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
     if (it != cached.end()) js = to_json(it->second), src = it->second.source;
   }
   long long n[2] = {static_cast<long long>(js.size()), static_cast<long long>(src.size())};
-  MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm);
+  check_mpi(MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm), "MPI_Bcast", comm);
   if (n[0] == 0 && !path.empty())  // a file named by the caller is never replaced by a measurement
     throw Error("redist: rank 0 cannot read the calibration file '" + path +
                 "'; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
   if (n[0] == 0) {  // no default file: a quick in-run calibration, kept for later plans
     Machine m = calibrate(comm, {index_t{64} << 20, true});
-    if (rank == 0) cached[file] = m;
+    if (rank == 0) {
+      std::lock_guard<std::mutex> lock(cached_mutex);
+      cached[file] = m;
+    }
     return m;
   }
   js.resize(static_cast<size_t>(n[0])), src.resize(static_cast<size_t>(n[1]));
-  MPI_Bcast(js.data(), static_cast<int>(n[0]), MPI_CHAR, 0, comm);
-  MPI_Bcast(src.data(), static_cast<int>(n[1]), MPI_CHAR, 0, comm);
+  check_mpi(MPI_Bcast(js.data(), static_cast<int>(n[0]), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
+  check_mpi(MPI_Bcast(src.data(), static_cast<int>(n[1]), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   Machine m = machine_from_json(js);
   m.source = src;
   return m;

@@ -20,9 +20,9 @@ MPI_Datatype byte_run(index_t bytes) {
   int len[2] = {1, 1};
   MPI_Aint disp[2] = {0, static_cast<MPI_Aint>(bytes / block * block)};
   check_mpi(MPI_Type_create_struct(2, len, disp, parts, &t), "MPI_Type_create_struct");
-  MPI_Type_free(&gib);
-  MPI_Type_free(&parts[0]);
-  MPI_Type_free(&parts[1]);
+  check_mpi(MPI_Type_free(&gib), "MPI_Type_free");
+  check_mpi(MPI_Type_free(&parts[0]), "MPI_Type_free");
+  check_mpi(MPI_Type_free(&parts[1]), "MPI_Type_free");
   return t;
 }
 
@@ -35,7 +35,7 @@ MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
     MPI_Datatype next;
     check_mpi(MPI_Type_create_hvector(static_cast<int>(shape[d]), 1, static_cast<MPI_Aint>(st[d] * es), t, &next),
               "MPI_Type_create_hvector");
-    MPI_Type_free(&t);
+    check_mpi(MPI_Type_free(&t), "MPI_Type_free");
     t = next;
   }
   return t;
@@ -50,7 +50,7 @@ MPI_Datatype run_type(const Segment& s, index_t es) {
     MPI_Datatype next;
     check_mpi(MPI_Type_create_hvector(static_cast<int>(s.count[k]), 1, static_cast<MPI_Aint>(s.step[k] * es), t, &next),
               "MPI_Type_create_hvector");
-    MPI_Type_free(&t);
+    check_mpi(MPI_Type_free(&t), "MPI_Type_free");
     t = next;
   }
   return t;
@@ -62,13 +62,13 @@ MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& 
   check_mpi(MPI_Type_create_struct(static_cast<int>(types.size()), ones.data(), addr.data(), types.data(), &t),
             "MPI_Type_create_struct");
   check_mpi(MPI_Type_commit(&t), "MPI_Type_commit");
-  for (MPI_Datatype& x : types) MPI_Type_free(&x);
+  for (MPI_Datatype& x : types) check_mpi(MPI_Type_free(&x), "MPI_Type_free");
   return t;
 }
 
 MPI_Aint address_of(const void* p) {
   MPI_Aint a;
-  MPI_Get_address(p, &a);
+  check_mpi(MPI_Get_address(p, &a), "MPI_Get_address");
   return a;
 }
 
@@ -90,17 +90,19 @@ void AlltoallwCall::run(const PlanCore& p, const std::vector<MPI_Datatype>& send
   }
   check_mpi(MPI_Alltoallw(MPI_BOTTOM, sc_.data(), zero_.data(), st_.data(), MPI_BOTTOM, rc_.data(), zero_.data(),
                           rt_.data(), p.comm),
-            "MPI_Alltoallw");
+            "MPI_Alltoallw", p.comm);
 }
 
 PeerTypes::~PeerTypes() { reset(); }
 
+// Frees unchecked: reset() runs in destructors, and a type that cannot be freed
+// leaves nothing to do.
 void PeerTypes::reset() {
   int finalized = 0;
-  MPI_Finalized(&finalized);
+  MPI_Finalized(&finalized);  // unchecked (above)
   if (!finalized) {
-    for (MPI_Datatype& t : send) MPI_Type_free(&t);
-    for (MPI_Datatype& t : recv) MPI_Type_free(&t);
+    for (MPI_Datatype& t : send) MPI_Type_free(&t);  // unchecked (above)
+    for (MPI_Datatype& t : recv) MPI_Type_free(&t);  // unchecked (above)
   }
   send.clear();
   recv.clear();

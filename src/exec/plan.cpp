@@ -1,6 +1,7 @@
 // make_plan and Plan: collective validation, planning, buffer checks, and the
 // dispatch to the strategy named (its state made on first use, from the registry).
 #include <algorithm>
+#include <atomic>
 #include <climits>
 
 #include "exec/strategy.hpp"
@@ -20,15 +21,30 @@ class PlanImpl {
   // its place (itself, or its fallback when not available here).
   std::vector<std::unique_ptr<detail::Strategy>> states;
   std::vector<int> runs_as;
+  // Set while one thread runs a collective of the plan (OneThread, below).
+  std::atomic<bool> busy{false};
+  // The MpiError an execute threw here, empty if none (docs/strategies.md, "Faults").
+  std::string failed;
 
   ~PlanImpl() {
+    if (!failed.empty()) {
+      // Requests may still be in flight into the strategies' state and the scratch
+      // buffers, on a communicator in an unknown state: keep them all (a leak).
+      for (auto& st : states) (void)st.release();
+      core.abandon_scratch();
+      return;
+    }
     states.clear();  // strategies free their MPI objects before the communicator goes
+    // unchecked: a destructor, nothing to do if the communicator cannot be freed
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    MPI_Finalized(&finalized);  // unchecked (above)
     if (!finalized && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
   }
   // The state of registry entry `i`, made (and probed, collectively) on first use.
   detail::Strategy& state(int i);
+  // Plan::execute's and Plan::predictions' work, run by the thread that holds the plan.
+  void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy);
+  std::vector<double> predictions();
 };
 
 namespace {
@@ -139,7 +155,7 @@ void agree_owners(const detail::PlanCore& p) {
   if (p.src.ownership().per_dimension() && p.dst.ownership().per_dimension()) return;  // same on every rank
   const std::uint64_t hs = p.src_local->owners_hash(), hd = p.dst_local->owners_hash();
   std::uint64_t h[4] = {hs, ~hs, hd, ~hd};  // max and ~min in one MPI_MAX
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, h, 4, MPI_UINT64_T, MPI_MAX, p.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, h, 4, MPI_UINT64_T, MPI_MAX, p.comm), "MPI_Allreduce", p.comm);
   for (int s = 0; s < 2; ++s) {
     if (h[2 * s] == ~h[2 * s + 1]) continue;
     const Layout& l = s == 0 ? p.src : p.dst;
@@ -161,7 +177,7 @@ void agree_owners(const detail::PlanCore& p) {
         v[n + i].value = -v[i].value;
       }
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(2 * n), MPI_2INT, MPI_MINLOC, p.comm),
-                "MPI_Allreduce");
+                "MPI_Allreduce", p.comm);
       for (index_t i = 0; i < n; ++i) {
         if (v[i].value == -v[n + i].value) continue;
         detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
@@ -181,7 +197,7 @@ void agree_owners(const detail::PlanCore& p) {
 // registry().size() for auto.
 void agree_execute(const detail::PlanCore& p, const std::string& err, int index) {
   int v[3] = {err.empty() ? INT_MAX : p.rank, index, -index}, r[3];
-  check_mpi(MPI_Allreduce(v, r, 3, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(v, r, 3, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce", p.comm);
   if (r[0] != INT_MAX) agree(p.comm, err);  // taken on every rank; throws the lowest rank's error
   if (r[1] != -r[2]) {
     auto name = [](int k) {
@@ -193,6 +209,27 @@ void agree_execute(const detail::PlanCore& p, const std::string& err, int index)
                  "); every rank must use the same one");
   }
 }
+
+// Held by the thread that runs one of a plan's collectives (execute,
+// predictions). A second thread at the same time is refused at once, on its own
+// rank and without communicating: two threads in one plan would share its
+// buffers, requests and message order (wrong data, or a hang). Released however
+// the call ends, so a plan that threw runs again.
+class OneThread {
+ public:
+  explicit OneThread(PlanImpl& impl) : busy_(impl.busy) {
+    if (busy_.exchange(true, std::memory_order_acquire))
+      detail::fail("redist: rank ", impl.core.rank,
+                   ": plan executed from two threads at once; a Plan is executed by one thread at a time: make one "
+                   "plan per thread (this error is local to this rank, not agreed)");
+  }
+  ~OneThread() { busy_.store(false, std::memory_order_release); }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
 
 // Collective: the machine model the plan keeps (Options::machine).
 std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Options& o) {
@@ -239,10 +276,10 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   detail::PlanCore& p = impl->core;
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
   // Own communicator: private tag space, errors returned instead of aborting.
-  check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(p.comm, &p.rank);
-  MPI_Comm_size(p.comm, &p.size);
+  check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup", comm);
+  check_mpi(MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", comm);
+  check_mpi(MPI_Comm_rank(p.comm, &p.rank), "MPI_Comm_rank", p.comm);
+  check_mpi(MPI_Comm_size(p.comm, &p.size), "MPI_Comm_size", p.comm);
   p.src = src, p.dst = dst, p.region = region, p.options = options;
 
   std::string err = local_checks(src, dst, region, p.size);
@@ -294,16 +331,21 @@ const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
 
 std::vector<double> Plan::predictions() const {
   if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
+  return impl_->predictions();
+}
+
+std::vector<double> PlanImpl::predictions() {
   std::string err;
-  if (!impl_->machine)
+  if (!machine)
     err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
           "options.calibration";
-  agree(impl_->core.comm, err);
+  agree(core.comm, err);
   std::vector<double> t;
-  for (const detail::StrategyEntry& e : detail::registry()) t.push_back(e.predict(impl_->core.rp, *impl_->machine).total());
+  for (const detail::StrategyEntry& e : detail::registry()) t.push_back(e.predict(core.rp, *machine).total());
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, impl_->core.comm),
-            "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
+            "MPI_Allreduce", core.comm);
   return t;
 }
 
@@ -316,6 +358,7 @@ void Plan::execute(const void* src, void* dst, std::string_view strategy) {
 void Plan::execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
                          std::string_view strategy) {
   if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
   const detail::PlanCore& p = impl_->core;
   std::string err;
   if (elem_size != p.src.elem_size())
@@ -324,14 +367,26 @@ void Plan::execute_sized(const void* src, index_t src_bytes, void* dst, index_t 
     err = detail::cat("execute: this rank stores ", p.src_local->elements(), " source and ", p.dst_local->elements(),
                       " target elements; the spans hold ", src_bytes / elem_size, " and ", dst_bytes / elem_size);
   agree(p.comm, err);
-  execute(src, dst, strategy);
+  const void* s[1] = {src};
+  void* d[1] = {dst};
+  impl_->execute(std::span<const void* const>(s, 1), std::span<void* const>(d, 1), strategy);
 }
 
 void Plan::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
                    std::string_view strategy) {
   if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
-  PlanImpl& impl = *impl_;
-  detail::PlanCore& p = impl.core;
+  OneThread one(*impl_);
+  impl_->execute(src_blocks, dst_blocks, strategy);
+}
+
+void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
+                       std::string_view strategy) {
+  // After an MPI error the plan's requests, buffers and communicator are in an
+  // unknown state: it never communicates again (local, like the error itself).
+  if (!failed.empty())
+    throw MpiError(failed + " [an earlier execute of this plan; a plan that had an MPI error cannot run again]",
+                   MPI_ERR_OTHER);
+  detail::PlanCore& p = core;
   if (strategy.empty()) strategy = p.options.strategy;
   std::string err;
   check_side("source", src_blocks.size(), *p.src_local, p.src, src_blocks.data(), err);
@@ -344,20 +399,25 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
     } catch (const Error& e) {
       err = e.what();
     }
-  if (err.empty() && strategy == kAuto && !impl.machine)
+  if (err.empty() && strategy == kAuto && !machine)
     err = "strategy auto needs the machine model, fixed when the plan is made: make the plan with "
           "options.strategy = \"auto\", options.machine or options.calibration";
-  agree_execute(p, err, index);  // nothing has moved yet: the target is untouched on error
-  if (strategy == kAuto) {
-    // Collective once per plan (every rank asked for auto, checked above): the same
-    // machine figures everywhere, predictions reduced with MPI_MAX.
-    if (impl.auto_choice.empty()) {
-      const std::vector<double> t = predictions();
-      impl.auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
+  try {
+    agree_execute(p, err, index);  // nothing has moved yet: the target is untouched on error
+    if (strategy == kAuto) {
+      // Collective once per plan (every rank asked for auto, checked above): the same
+      // machine figures everywhere, predictions reduced with MPI_MAX.
+      if (auto_choice.empty()) {
+        const std::vector<double> t = predictions();
+        auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
+      }
+      index = detail::find_strategy(auto_choice);
     }
-    index = detail::find_strategy(impl.auto_choice);
+    state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
+  } catch (const MpiError& e) {
+    failed = e.what();
+    throw;
   }
-  impl.state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
 }
 
 }  // namespace redist

@@ -49,6 +49,12 @@ class PlanCore {
 
   std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
   std::byte* recv_scratch();  // rp.stats.bytes_received bytes
+  // After an MPI error, operations may still be in flight into the scratch
+  // buffers: they are never freed (a leak, not a write into freed memory).
+  void abandon_scratch() {
+    (void)send_.release();
+    (void)recv_.release();
+  }
 
  private:
   std::unique_ptr<std::byte[]> send_, recv_;

@@ -11,6 +11,8 @@
 
 namespace redist::harness {
 
+using detail::check_mpi;
+
 GlobalStats global_stats(const PlanStats& st, MPI_Comm comm) {
   static_assert(sizeof(index_t) == sizeof(std::int64_t));
   std::int64_t mx[5] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
@@ -18,8 +20,8 @@ GlobalStats global_stats(const PlanStats& st, MPI_Comm comm) {
                         st.plan_bytes};
   std::int64_t sum[5] = {st.bytes_sent, st.bytes_local, st.messages_sent, st.segments_sent,
                          st.runs_sent + st.local_runs};
-  MPI_Allreduce(MPI_IN_PLACE, mx, 5, MPI_INT64_T, MPI_MAX, comm);
-  MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_INT64_T, MPI_SUM, comm);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, mx, 5, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce", comm);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce", comm);
   GlobalStats g;
   g.max_remote_bytes = mx[0], g.max_local_bytes = mx[1], g.max_message_bytes = mx[2];
   g.max_segments_per_tile = mx[3], g.max_plan_bytes = mx[4];
@@ -40,7 +42,7 @@ Limits limits(const GlobalStats& g, const Machine& m) {
 
 Verdict verify(const Plan& plan, const LocalStorage& src, const LocalStorage& dst, const std::string& what) {
   int rank = 0;
-  MPI_Comm_rank(plan.comm(), &rank);
+  check_mpi(MPI_Comm_rank(plan.comm(), &rank), "MPI_Comm_rank", plan.comm());
   const CheckResult c = check_redistributed(plan.target(), rank, dst.blocks(), plan.region(), plan.source(),
                                             kSourcePattern, kTargetPattern);
   const CheckResult s = check_pattern(plan.source(), rank, src.blocks(), kSourcePattern);
@@ -48,7 +50,7 @@ Verdict verify(const Plan& plan, const LocalStorage& src, const LocalStorage& ds
   if (!s.ok())
     std::fprintf(stderr, "redist: rank %d: %s: the source changed: %s\n", rank, what.c_str(), s.first_error.c_str());
   std::int64_t v[2] = {c.wrong + s.wrong, c.checked};
-  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, plan.comm());
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, plan.comm()), "MPI_Allreduce", plan.comm());
   return {v[1], v[0]};
 }
 
@@ -72,12 +74,12 @@ bool CaseResult::ok() const {
 }
 
 CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm, const Options& options) {
-  MPI_Comm_rank(comm, &rank_);
-  MPI_Barrier(comm);
+  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank", comm);
+  check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
   const double t0 = MPI_Wtime();
   plan_ = make_plan(src, dst, region, comm, options);  // collective validation, before any allocation
   double t = MPI_Wtime() - t0;
-  MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm);
+  check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
   stats_ = global_stats(plan_.stats(), comm);
   allocate(src, dst, comm);
   fill_pattern(src, rank_, src_.blocks(), kSourcePattern);
@@ -104,12 +106,12 @@ void CaseRun::allocate(const Layout& src, const Layout& dst, MPI_Comm comm) {
   const index_t dst_bytes = checked_mul(dst_map.elements(), dst.elem_size(), "target storage bytes");
   const index_t need = checked_add(src_bytes, dst_bytes, "storage bytes");
   MPI_Comm node;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type", comm);
   double mine = static_cast<double>(need), on_node = 0;  // a double: the sum cannot wrap
   int node_ranks = 1;
-  MPI_Allreduce(&mine, &on_node, 1, MPI_DOUBLE, MPI_SUM, node);
-  MPI_Comm_size(node, &node_ranks);
-  MPI_Comm_free(&node);
+  check_mpi(MPI_Allreduce(&mine, &on_node, 1, MPI_DOUBLE, MPI_SUM, node), "MPI_Allreduce", comm);
+  check_mpi(MPI_Comm_size(node, &node_ranks), "MPI_Comm_size", comm);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", comm);
   const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   const std::string needs = detail::cat("this case needs ", gib(mine), " of storage on rank ", rank_, " (source ",
                                         gib(static_cast<double>(src_bytes)), " + target ",
@@ -143,16 +145,22 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
   std::string err;
   if (o.reps < 1) err = detail::cat("measure: reps=", o.reps, " must be >= 1 (timed repetitions per method)");
   else if (o.warmup < 0) err = detail::cat("measure: warmup=", o.warmup, " must be >= 0");
-  detail::agree(plan_.comm(), err);
-  detail::agree_same(plan_.comm(),
-                     {{"measure options differ", detail::cat("reps=", o.reps, " warmup=", o.warmup, " verify=", o.verify,
-                                                             " inject_error=", o.inject_error)}},
-                     "every rank must pass the same");
+  Watchdog* const wd = o.watchdog;
+  // A step's name is built only when there is a watchdog to show it.
+  auto step = [wd](auto&&... what) { return wd ? detail::cat(what...) : std::string(); };
+  {
+    Watchdog::Step s(wd, "agreement on the measure options");
+    detail::agree(plan_.comm(), err);
+    detail::agree_same(plan_.comm(),
+                       {{"measure options differ", detail::cat("reps=", o.reps, " warmup=", o.warmup, " verify=",
+                                                               o.verify, " inject_error=", o.inject_error)}},
+                       "every rank must pass the same");
+  }
   CaseResult res;
   res.src = plan_.source().spec();
   res.dst = plan_.target().spec();
   res.region = plan_.region().str();
-  MPI_Comm_size(plan_.comm(), &res.ranks);
+  check_mpi(MPI_Comm_size(plan_.comm(), &res.ranks), "MPI_Comm_size", plan_.comm());
   res.plan_seconds = plan_seconds_;
   res.stats = stats_;
   // Warm-up (first touch, the plan's lazily made strategy states, auto's choice);
@@ -164,27 +172,35 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
     int runs = o.warmup;
     if (o.verify && e.verify) {
       fill_pattern(plan_.target(), rank_, dst_.blocks(), kTargetPattern);
-      e.method.run();
+      {
+        Watchdog::Step s(wd, step("execute ", e.method.name, " (first run, verified)"));
+        e.method.run();
+      }
       if (o.inject_error && first && rank_ == 0 && dst_.bytes() >= 8)
         static_cast<unsigned char*>(dst_.data())[0] ^= 0x40;
       first = false;
+      Watchdog::Step s(wd, step("verification of ", e.method.name));
       const Verdict v = verify(plan_, src_, dst_, e.method.name);
       r.verified = v.ok();
       r.checked = v.checked;
       r.wrong = v.wrong;
       --runs;
     }
-    for (int w = 0; w < runs; ++w) e.method.run();
+    for (int w = 0; w < runs; ++w) {
+      Watchdog::Step s(wd, step("execute ", e.method.name, " (warm-up ", w + 1, " of ", runs, ")"));
+      e.method.run();
+    }
     res.methods.push_back(std::move(r));
   }
   std::vector<Method> methods;
   for (Entry& e : entries_) methods.push_back(e.method);
-  time_interleaved(methods, o.reps, plan_.comm(), o.after_round);
+  time_interleaved(methods, o.reps, plan_.comm(), o.after_round, wd);
 
   // The model's view (max over ranks) beside what was measured.
   std::vector<double> predicted;
   const std::vector<std::string> names = strategy_names();
   if (plan_.machine()) {
+    Watchdog::Step s(wd, "predictions (cost model)");
     predicted = plan_.predictions();
     res.limits = limits(stats_, *plan_.machine());
     res.model_choice = names[static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin())];

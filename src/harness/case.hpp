@@ -88,6 +88,9 @@ struct MeasureOptions {
   bool verify = true;
   bool inject_error = false;  // testing only: corrupt one target element of the first method
   std::function<void(int)> after_round;  // progress, after each timed round
+  // When given, every collective step (each run of a method, each verification,
+  // the predictions) is a step of it: a rank stuck in one past its limit ends the job.
+  Watchdog* watchdog = nullptr;
 };
 
 // One case on the ranks of `comm`. The constructor is collective: it validates

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include "mpi/agree.hpp"
+
 namespace redist::harness {
 
 std::string json_string(const std::string& s) {
@@ -35,7 +37,7 @@ RunInfo run_info(MPI_Comm comm) {
   info.compiler = __VERSION__;
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
-  MPI_Get_library_version(lib, &len);
+  detail::check_mpi(MPI_Get_library_version(lib, &len), "MPI_Get_library_version", comm);
   info.mpi_library = std::string(lib, static_cast<size_t>(len));
   while (!info.mpi_library.empty() && (info.mpi_library.back() == '\n' || info.mpi_library.back() == '\0'))
     info.mpi_library.pop_back();
@@ -47,11 +49,12 @@ RunInfo run_info(MPI_Comm comm) {
   info.build_type = REDIST_BUILD_TYPE;
 #endif
   info.cores = std::thread::hardware_concurrency();
-  MPI_Comm_size(comm, &info.ranks);
+  detail::check_mpi(MPI_Comm_size(comm, &info.ranks), "MPI_Comm_size", comm);
   MPI_Comm node;  // ranks sharing this node: were the timings oversubscribed?
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_size(node, &info.ranks_per_node);
-  MPI_Comm_free(&node);
+  detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+                    comm);
+  detail::check_mpi(MPI_Comm_size(node, &info.ranks_per_node), "MPI_Comm_size", comm);
+  detail::check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", comm);
   return info;
 }
 

@@ -4,6 +4,9 @@
 #include <numeric>
 #include <random>
 
+#include "mpi/agree.hpp"
+#include "redist/error.hpp"
+
 namespace redist::harness {
 
 double median(std::vector<double> t) {
@@ -15,7 +18,7 @@ double Method::median() const { return harness::median(times); }
 double Method::min() const { return times.empty() ? 0 : *std::min_element(times.begin(), times.end()); }
 
 void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm,
-                      const std::function<void(int)>& after_round) {
+                      const std::function<void(int)>& after_round, Watchdog* watchdog) {
   std::vector<size_t> order(methods.size());
   for (int r = 0; r < reps; ++r) {
     std::iota(order.begin(), order.end(), size_t{0});
@@ -23,11 +26,14 @@ void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm,
     std::shuffle(order.begin(), order.end(), shuffle_rng);
     for (size_t i : order) {
       Method& me = methods[i];
-      MPI_Barrier(comm);
+      Watchdog::Step step(watchdog, watchdog ? detail::cat("execute ", me.name, " (timed repetition ", r + 1, " of ",
+                                                           reps, ")")
+                                             : std::string());
+      detail::check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
       const double t0 = MPI_Wtime();
       me.run();
       double t = MPI_Wtime() - t0, tmax = 0;
-      MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+      detail::check_mpi(MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
       me.times.push_back(tmax);
     }
     if (after_round) after_round(r);

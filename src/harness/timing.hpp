@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/watchdog.hpp"
+
 namespace redist::harness {
 
 struct Method {
@@ -24,9 +26,10 @@ struct Method {
 // inherits its cache state: `auto`, after `direct`, timed 10-30% faster than
 // the strategy it ran. A barrier before each run; a run's time is the slowest
 // rank's. `after_round(r)`, when given, runs after round r (0-based), e.g. to
-// show progress. Collective over `comm`.
+// show progress. Each run, its barrier and its reduction are one step of
+// `watchdog` when given. Collective over `comm`.
 void time_interleaved(std::vector<Method>& methods, int reps, MPI_Comm comm,
-                      const std::function<void(int)>& after_round = {});
+                      const std::function<void(int)>& after_round = {}, Watchdog* watchdog = nullptr);
 
 double median(std::vector<double> v);
 

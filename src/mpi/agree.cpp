@@ -2,6 +2,7 @@
 #include "mpi/agree.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 
@@ -9,47 +10,58 @@
 
 namespace redist::detail {
 
-void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
+// Already on the error path: its own calls are unchecked, with fallbacks.
+void mpi_failed(int code, const char* call, MPI_Comm comm, const std::string& peer) {
   char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  fail(call, " failed: ", std::string(text, len));
+  int len = 0, cls = code, rank = -1;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)  // unchecked: error path
+    len = std::snprintf(text, sizeof text, "MPI error code %d", code);
+  MPI_Error_class(code, &cls);  // unchecked: error path (cls stays the code)
+  // unchecked: error path (the world's rank when the communicator has none)
+  if (comm == MPI_COMM_NULL || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw MpiError(cat("redist: rank ", rank, ": ", call, " failed", peer.empty() ? "" : " (" + peer + ")", ": ",
+                     std::string(text, static_cast<size_t>(len))),
+                 cls);
+}
+
+void check_mpi(int rc, const char* call, MPI_Comm comm, const char* role, int peer) {
+  if (rc != MPI_SUCCESS) [[unlikely]]
+    mpi_failed(rc, call, comm, cat(role, " rank ", peer));
 }
 
 void agree(MPI_Comm comm, const std::string& local_error) {
   int rank;
-  MPI_Comm_rank(comm, &rank);
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
   int mine = local_error.empty() ? INT_MAX : rank, first = INT_MAX;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
   if (first == INT_MAX) return;
   std::string msg = rank == first ? local_error : std::string();
   long long len = static_cast<long long>(msg.size());
-  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, comm), "MPI_Bcast");
+  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, comm), "MPI_Bcast", comm);
   msg.resize(static_cast<size_t>(len));
-  check_mpi(MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, first, comm), "MPI_Bcast");
+  check_mpi(MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, first, comm), "MPI_Bcast", comm);
   throw Error("redist: rank " + std::to_string(first) + ": " + msg);
 }
 
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice) {
   int rank;
-  MPI_Comm_rank(comm, &rank);
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
   const int n = static_cast<int>(items.size());
   std::vector<std::uint64_t> h(items.size()), h0(items.size());
   for (int i = 0; i < n; ++i) h[i] = h0[i] = std::hash<std::string>{}(items[i].value);
-  check_mpi(MPI_Bcast(h0.data(), n, MPI_UINT64_T, 0, comm), "MPI_Bcast");
+  check_mpi(MPI_Bcast(h0.data(), n, MPI_UINT64_T, 0, comm), "MPI_Bcast", comm);
   // Lowest differing rank and its first differing item, in one reduction.
   long long key = LLONG_MAX, first = LLONG_MAX;
   for (int i = 0; i < n && key == LLONG_MAX; ++i)
     if (h[i] != h0[i]) key = static_cast<long long>(rank) * n + i;
-  check_mpi(MPI_Allreduce(&key, &first, 1, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&key, &first, 1, MPI_LONG_LONG, MPI_MIN, comm), "MPI_Allreduce", comm);
   if (first == LLONG_MAX) return;
   const int who = static_cast<int>(first / n), item = static_cast<int>(first % n);
   std::string ref = items[item].value;
   long long len = static_cast<long long>(ref.size());
-  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
+  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast", comm);
   ref.resize(static_cast<size_t>(len));
-  check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, comm), "MPI_Bcast");
+  check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   std::string err;
   if (rank == who)
     err = cat(items[item].what, " between ranks: rank 0 has '", ref, "', rank ", who, " has '", items[item].value,

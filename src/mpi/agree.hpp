@@ -28,7 +28,40 @@ struct Same {
 // differing item: "<what> between ranks: rank 0 has '...', rank R has '...'; <advice>".
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice);
 
-// Throws redist::Error naming the MPI call when rc is not MPI_SUCCESS.
-void check_mpi(int rc, const char* call);
+// MPI return codes (docs/strategies.md, "Faults"). The plan's communicator
+// returns errors (MPI_ERRORS_RETURN) instead of aborting; every call on it is
+// checked, and a failure throws redist::MpiError (local, not agreed) whose
+// message names this rank, the call, the peer where known and MPI's text:
+//   "redist: rank 1: MPI_Waitsome failed (receive from rank 0): MPI_ERR_TRUNCATE: message truncated"
+// The rank is this process's in `comm` (MPI_COMM_WORLD's when comm is null).
+[[noreturn]] void mpi_failed(int code, const char* call, MPI_Comm comm, const std::string& peer);
+
+// Throws redist::MpiError naming the MPI call when rc is not MPI_SUCCESS;
+// `role` and `peer` name the other side ("receive from", 3).
+inline void check_mpi(int rc, const char* call, MPI_Comm comm = MPI_COMM_NULL) {
+  if (rc != MPI_SUCCESS) [[unlikely]]
+    mpi_failed(rc, call, comm, {});
+}
+void check_mpi(int rc, const char* call, MPI_Comm comm, const char* role, int peer);
+
+// For the calls that complete several requests and fill statuses (MPI_Waitsome,
+// MPI_Waitall, MPI_Testsome): on MPI_ERR_IN_STATUS the first failed status
+// decides the message, and describe(i), i the request's index in the array
+// waited on, names its peer ("receive from rank 0"). `status` holds `n` entries;
+// `index` (Waitsome's, Testsome's) maps entry j to its request, null for Waitall.
+// `n` is a reference so that check_wait(MPI_Waitsome(.., &count, ..), .., count, ..)
+// reads the count the call wrote (arguments are evaluated in no fixed order).
+template <class Describe>
+void check_wait(int rc, const char* call, MPI_Comm comm, const MPI_Status* status, const int& n, const int* index,
+                Describe&& describe) {
+  if (rc == MPI_SUCCESS) [[likely]]
+    return;
+  if (rc == MPI_ERR_IN_STATUS)
+    for (int j = 0; j < n; ++j) {
+      const int e = status[j].MPI_ERROR;
+      if (e != MPI_SUCCESS && e != MPI_ERR_PENDING) mpi_failed(e, call, comm, describe(index ? index[j] : j));
+    }
+  mpi_failed(rc, call, comm, {});
+}
 
 }  // namespace redist::detail

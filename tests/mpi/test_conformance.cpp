@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/mpi_util.hpp"
+#include "../common/oracle_case.hpp"
 #include "../common/random_cases.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
@@ -22,20 +23,13 @@ namespace {
 // Runs one case with one strategy; returns an empty string on success.
 std::string run_case(const Layout& src, const Layout& dst, const Region& region, const std::string& ex,
                      const Options& opt) {
-  const int rank = world_rank();
-  harness::LocalStorage s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.blocks(), 101);
-  fill_pattern(dst, rank, d.blocks(), 202);
+  OracleCase c(src, dst, region, world_rank());
   Plan plan = make_plan(src, dst, region, MPI_COMM_WORLD, opt);
   std::string err;  // every rank runs both executes (collectives) whatever it finds
   for (int rep = 0; rep < 2; ++rep) {
-    plan.execute(s.const_blocks(), d.blocks(), ex);
-    CheckResult c = check_redistributed(dst, rank, d.blocks(), region, src, 101, 202);
-    if (!c.ok() && err.empty())
-      err = detail::cat("rep ", rep, ": ", c.wrong, " of ", c.checked, " wrong; first: ", c.first_error);
-    CheckResult cs = check_pattern(src, rank, s.blocks(), 101);
-    if (!cs.ok() && err.empty()) err = "source changed: " + cs.first_error;
-    if (rep == 0) fill_pattern(dst, rank, d.blocks(), 202);  // the second run must write it all again
+    plan.execute(c.src_blocks(), c.dst_blocks(), ex);
+    if (err.empty()) err = c.check(detail::cat("rep ", rep));
+    if (rep == 0) c.reset_target();  // the second run must write it all again
   }
   return err;
 }
@@ -93,20 +87,18 @@ TEST_P(Conformance, LongAndShortRows) {
 // One plan, every strategy in turn, twice: strategies must not disturb each
 // other's state (each owns its buffers, datatypes and count arrays).
 TEST(ConformanceShared, StrategiesAlternateOnOnePlan) {
-  const int nranks = world_size(), rank = world_rank();
+  const int nranks = world_size();
   Rng rng(31337);
   for (int c = 0; c < 40; ++c) {
     const auto [src, dst, r] = random_case(rng, nranks, 3, 8);
-    harness::LocalStorage s(src, rank), d(dst, rank);
-    fill_pattern(src, rank, s.blocks(), 101);
+    OracleCase data(src, dst, r, world_rank());
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
     std::string err;
     for (int round = 0; round < 2; ++round)
       for (const std::string& ex : strategy_names()) {
-        fill_pattern(dst, rank, d.blocks(), 202);
-        plan.execute(s.const_blocks(), d.blocks(), ex);
-        CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 101, 202);
-        if (!k.ok() && err.empty()) err = ex + " round " + std::to_string(round) + ": " + k.first_error;
+        data.reset_target();
+        plan.execute(data.src_blocks(), data.dst_blocks(), ex);
+        if (err.empty()) err = data.check(ex + " round " + std::to_string(round));
       }
     const bool ok = all_ok(err.empty());
     EXPECT_TRUE(err.empty()) << "case " << c << "\n  src " << src.spec() << "\n  dst " << dst.spec()

@@ -18,6 +18,9 @@ def test_help_for_every_subcommand(redist):
         r = redist([sub, "--help"])
         assert r.returncode == 0
         assert r.stdout.startswith("usage:") and "--help" in r.stdout
+    run_help = redist(["run", "--help"]).stdout
+    assert "--timeout S" in run_help and "exit codes" in run_help
+    assert "--test-ready-file" not in run_help  # the tests' option stays hidden
     spec = redist(["help", "spec"])
     assert spec.returncode == 0 and "block_cyclic" in spec.stdout
     # the registry, as --strategy takes it: every strategy with its line, then auto
@@ -99,6 +102,12 @@ BAD_RUN = [
      ["100x100", "100x100", "--warmup", "-1"], ["--warmup needs an integer >= 0"]),
     ("--max-message 0", "redist run options",
      ["100x100", "100x100", "--max-message", "0"], ["--max-message needs an integer >= 1"]),
+    ("--timeout 0", "redist run options",
+     ["100x100", "100x100", "--timeout", "0"], ["--timeout needs an integer >= 1"]),
+    ("--timeout in fractions of a second", "redist run options",
+     ["100x100", "100x100", "--timeout", "2.5"], ["--timeout needs an integer >= 1 and <= 2147483647", "got '2.5'"]),
+    ("--timeout that is not a number", "redist run options",
+     ["100x100", "100x100", "--timeout=soon"], ["--timeout needs an integer >= 1", "got 'soon'"]),
     ("an option without its value", "redist run options",
      ["100x100", "100x100", "--strategy"], ["option --strategy needs a value"]),
     ("an unknown option", "redist run options",
@@ -314,3 +323,97 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
         assert json.loads(r.stdout)["cases"][0]["model_choice"] == picks[0]
     missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "redist calibrate" in missing.stderr
+
+
+# Faults (docs/strategies.md, "Faults"): a rank that dies or stops in the middle
+# of the timed executes. --test-ready-file (hidden) makes every rank write its
+# pid to FILE.RANK after the first timed round; the test then kills or stops
+# rank 1. The case runs for minutes unless ended, so the signal lands in an
+# execute, a barrier or a reduction of a timed round.
+FAULT_CASE = ["1000x1000 tile=100x100 block_cyclic grid=1x2", "1000x1000 tile=70x90 block_cyclic grid=2x1",
+              "--reps", "100000"]
+
+
+def _run_and_signal(tmp_path, extra, sig, mpirun_args=()):
+    """Starts `redist run FAULT_CASE EXTRA` on 2 ranks, sends `sig` to rank 1 once
+    the timed rounds run, and returns (seconds from the signal to the end of the
+    job, exit code, stderr). Leaves no process behind, whatever happens."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from conftest import MPIRUN, REDIST
+    ready = tmp_path / "ready"
+    err = open(tmp_path / "stderr", "w+")
+    proc = subprocess.Popen([str(MPIRUN), *mpirun_args, "-np", "2", str(REDIST), "run", *FAULT_CASE, *extra,
+                             "--test-ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=err)
+    pids = []
+    try:
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"ready.{r}").exists() for r in (0, 1)):
+            assert proc.poll() is None, f"redist run ended early ({proc.returncode})"
+            assert time.monotonic() < deadline, "the timed rounds did not start within 120 s"
+            time.sleep(0.05)
+        pids = [int((tmp_path / f"ready.{r}").read_text()) for r in (0, 1)]
+        os.kill(pids[1], sig)
+        t0 = time.monotonic()
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            pass
+        elapsed = time.monotonic() - t0
+        err.seek(0)
+        return elapsed, proc.poll(), err.read()
+    finally:
+        for pid in pids:  # a rank left stopped or hanging
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        err.close()
+
+
+def test_a_killed_rank_ends_the_job(tmp_path):
+    """SIGKILL on rank 1: mpirun ends the job and names the rank (issue 18's
+    target: within 30 s; about 1 s here)."""
+    import signal
+    elapsed, rc, err = _run_and_signal(tmp_path, ["--strategy", "p2p"], signal.SIGKILL)
+    print(f"job ended {elapsed:.1f} s after the kill, exit code {rc}")
+    assert rc is not None and elapsed < 30, f"still running {elapsed:.0f} s after the kill:\n{err}"
+    assert rc != 0, err
+    assert "rank 1" in err and "signal 9" in err, err
+
+
+# A rank that stops (SIGSTOP: swapped out, stuck in a debugger, a deadlock) or
+# dies while the launcher keeps the job alive (`--mca orte_abort_on_non_zero_status
+# 0`, as some batch launchers do): without --timeout the other rank waits in MPI
+# forever. With it, rank 0's watchdog names the step and ends the job.
+@pytest.mark.parametrize("sig,mpirun_args", [("SIGSTOP", ()), ("SIGKILL", ("--mca", "orte_abort_on_non_zero_status", "0"))],
+                         ids=["stopped", "killed-launcher-waits"])
+def test_timeout_ends_a_job_that_would_hang(tmp_path, sig, mpirun_args):
+    import signal
+    elapsed, rc, err = _run_and_signal(tmp_path, ["--strategy", "all", "--timeout", "5"], getattr(signal, sig),
+                                       mpirun_args)
+    print(f"job ended {elapsed:.1f} s after {sig}, exit code {rc}")
+    assert rc is not None and elapsed < 30, f"still running {elapsed:.0f} s after {sig}:\n{err}"
+    # not long before the limit: the step watched began at most one execute before the signal
+    assert elapsed > 2.5, f"ended {elapsed:.1f} s after {sig}, well before the 5 s limit:\n{err}"
+    assert rc != 0, err
+    if sig == "SIGSTOP":
+        assert rc == 3, err  # MPI_Abort's code (a killed rank's signal may be reported instead)
+    line = re.search(r"^redist run: rank 0: (.*) exceeded --timeout 5 s \(.*\); ending the job$", err, re.M)
+    assert line, err
+    assert re.fullmatch(r"execute (p2p|segment|alltoallv|alltoallw|direct|auto) \(timed repetition \d+ of 100000\)",
+                        line.group(1)), line.group(0)
+
+
+def test_run_with_timeout_verifies_and_exits(redist):
+    """--timeout on a normal run: the watchdog never fires, its thread ends, MPI
+    runs with MPI_THREAD_MULTIPLE, every strategy verifies."""
+    r = redist(["run", SRC, DST, "90x90", "--reps", "2", "--json", "--timeout", "60"], ranks=2, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "exceeded" not in r.stderr
+    assert all(m["verified"] is True for m in json.loads(r.stdout)["cases"][0]["methods"])

@@ -48,8 +48,8 @@ class Alltoallv final : public Strategy {
       counts(p.rp.receives, p.recv_offset, ru, rc_, rd_);
       send_unit_ = byte_run(su);
       recv_unit_ = byte_run(ru);
-      check_mpi(MPI_Type_commit(&send_unit_), "MPI_Type_commit");
-      check_mpi(MPI_Type_commit(&recv_unit_), "MPI_Type_commit");
+      check_mpi(MPI_Type_commit(&send_unit_), "MPI_Type_commit", p.comm);
+      check_mpi(MPI_Type_commit(&recv_unit_), "MPI_Type_commit", p.comm);
     } else {
       // The packed buffers belong to the plan: their addresses are stable.
       auto build = [](const std::vector<PeerPlan>& peers, const std::vector<index_t>& off, std::byte* buf,
@@ -65,12 +65,12 @@ class Alltoallv final : public Strategy {
     }
   }
 
-  ~Alltoallv() override {
+  ~Alltoallv() override {  // the frees unchecked: a destructor, nothing to do on failure
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    MPI_Finalized(&finalized);  // unchecked (above)
     if (finalized) return;
-    if (send_unit_ != MPI_DATATYPE_NULL) MPI_Type_free(&send_unit_);
-    if (recv_unit_ != MPI_DATATYPE_NULL) MPI_Type_free(&recv_unit_);
+    if (send_unit_ != MPI_DATATYPE_NULL) MPI_Type_free(&send_unit_);  // unchecked (above)
+    if (recv_unit_ != MPI_DATATYPE_NULL) MPI_Type_free(&recv_unit_);  // unchecked (above)
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -82,7 +82,7 @@ class Alltoallv final : public Strategy {
     if (int_counts_)
       check_mpi(MPI_Alltoallv(sbuf, sc_.data(), sd_.data(), send_unit_, rbuf, rc_.data(), rd_.data(), recv_unit_,
                               p.comm),
-                "MPI_Alltoallv");
+                "MPI_Alltoallv", p.comm);
     else
       call_.run(p, packed_.send, packed_.recv);
     for (size_t i = 0; i < p.rp.receives.size(); ++i) unpack_peer(p, static_cast<int>(i), rbuf + p.recv_offset[i], dst);

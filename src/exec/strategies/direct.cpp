@@ -48,6 +48,7 @@ struct DirectState {
   std::vector<iovec> local, remote;                  // batches for process_vm_readv
   std::vector<MPI_Request> req;
   std::vector<int> index;
+  std::vector<MPI_Status> status;  // of the requests one wait completed (errors name their peer)
 };
 
 constexpr int kTagBases = 11, kTagDone = 12, kTagWhere = 13, kTagPack = 14;
@@ -91,16 +92,17 @@ std::string read_batch(pid_t pid, std::vector<iovec>& local, std::vector<iovec>&
 // One-time collective setup: can every rank read every other rank's memory?
 bool probe(const PlanCore& p, DirectState& st) {
   MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(p.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+            p.comm);
   int node_size = 0;
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
+  check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size", p.comm);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", p.comm);
   int ok = node_size == p.size;
   static thread_local std::uint64_t probe_value;
   probe_value = 0x5eed0000u + static_cast<unsigned>(p.rank);
   struct { std::uint64_t addr; std::int64_t pid; } me{reinterpret_cast<std::uint64_t>(&probe_value), getpid()};
   std::vector<decltype(me)> all(static_cast<size_t>(p.size));
-  check_mpi(MPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, p.comm), "MPI_Allgather");
+  check_mpi(MPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, p.comm), "MPI_Allgather", p.comm);
   st.pid.resize(static_cast<size_t>(p.size));
   for (int r = 0; r < p.size; ++r) st.pid[r] = static_cast<int>(all[r].pid);
   if (ok && p.size > 1) {
@@ -110,7 +112,7 @@ bool probe(const PlanCore& p, DirectState& st) {
     ok = process_vm_readv(all[q].pid, &l, 1, &r, 1, 0) == sizeof got && got == 0x5eed0000u + unsigned(q);
   }
   // Nobody may leave before its neighbour has read its probe value.
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce", p.comm);
   return ok == 1;
 }
 
@@ -126,7 +128,7 @@ void exchange_where(PlanCore& p, DirectState& st) {
     req.emplace_back();
     check_mpi(MPI_Irecv(st.where[i].data(), static_cast<int>(st.where[i].size()), MPI_INT64_T,
                         p.rp.receives[i].peer, kTagWhere, p.comm, &req.back()),
-              "MPI_Irecv");
+              "MPI_Irecv", p.comm, "receive from", p.rp.receives[i].peer);
   }
   for (size_t i = 0; i < p.rp.sends.size(); ++i) {
     for (const Segment& s : p.rp.sends[i].segments) {
@@ -140,9 +142,16 @@ void exchange_where(PlanCore& p, DirectState& st) {
     req.emplace_back();
     check_mpi(MPI_Isend(out[i].data(), static_cast<int>(out[i].size()), MPI_INT64_T, p.rp.sends[i].peer,
                         kTagWhere, p.comm, &req.back()),
-              "MPI_Isend");
+              "MPI_Isend", p.comm, "send to", p.rp.sends[i].peer);
   }
-  check_mpi(MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  std::vector<MPI_Status> status(req.size());
+  // Requests: a receive per receive peer, then a send per send peer.
+  auto first_round = [&](int i) {
+    const size_t nr = p.rp.receives.size(), k = static_cast<size_t>(i);
+    return k < nr ? cat("receive from rank ", p.rp.receives[k].peer) : cat("send to rank ", p.rp.sends[k - nr].peer);
+  };
+  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
+             status.data(), static_cast<int>(req.size()), nullptr, first_round);
 
   // Readers decide which segments travel packed and tell their senders.
   req.clear();
@@ -159,7 +168,7 @@ void exchange_where(PlanCore& p, DirectState& st) {
     req.emplace_back();
     check_mpi(MPI_Isend(st.pack_recv[i].data(), static_cast<int>(segs.size()), MPI_CHAR, p.rp.receives[i].peer,
                         kTagPack, p.comm, &req.back()),
-              "MPI_Isend");
+              "MPI_Isend", p.comm, "send to", p.rp.receives[i].peer);
   }
   st.pack_send.assign(p.rp.sends.size(), {});
   for (size_t i = 0; i < p.rp.sends.size(); ++i) {
@@ -167,9 +176,16 @@ void exchange_where(PlanCore& p, DirectState& st) {
     req.emplace_back();
     check_mpi(MPI_Irecv(st.pack_send[i].data(), static_cast<int>(st.pack_send[i].size()), MPI_CHAR,
                         p.rp.sends[i].peer, kTagPack, p.comm, &req.back()),
-              "MPI_Irecv");
+              "MPI_Irecv", p.comm, "receive from", p.rp.sends[i].peer);
   }
-  check_mpi(MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  // Requests: a send per receive peer (its pack flags), then a receive per send peer.
+  auto second_round = [&](int i) {
+    const size_t nr = p.rp.receives.size(), k = static_cast<size_t>(i);
+    return k < nr ? cat("send to rank ", p.rp.receives[k].peer) : cat("receive from rank ", p.rp.sends[k - nr].peer);
+  };
+  status.resize(req.size());
+  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
+             status.data(), static_cast<int>(req.size()), nullptr, second_round);
   st.packed_send_bytes.assign(p.rp.sends.size(), 0);
   for (size_t i = 0; i < p.rp.sends.size(); ++i)
     for (size_t k = 0; k < st.pack_send[i].size(); ++k)
@@ -247,6 +263,16 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   st.req.resize(2 * (nr + ns));
   st.index.resize(2 * (nr + ns));
+  st.status.resize(2 * (nr + ns));
+  // Request k: a receive of bases per receive peer, a receive of "done" per send
+  // peer, a send of bases per send peer, a send of "done" per receive peer.
+  auto request = [&](int k) {
+    const size_t i = static_cast<size_t>(k);
+    if (i < nr) return cat("receive from rank ", p.rp.receives[i].peer);
+    if (i < nr + ns) return cat("receive from rank ", p.rp.sends[i - nr].peer);
+    if (i < nr + 2 * ns) return cat("send to rank ", p.rp.sends[i - nr - ns].peer);
+    return cat("send to rank ", p.rp.receives[i - nr - 2 * ns].peer);
+  };
   st.bases.resize(nr);
   st.out_bases.resize(ns);
   // Base pointers (the block count of each sender is known from the segment
@@ -258,12 +284,13 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
     st.bases[i].resize(static_cast<size_t>(nblocks) + 1);
     check_mpi(MPI_Irecv(st.bases[i].data(), static_cast<int>(nblocks) + 1, MPI_UINT64_T, p.rp.receives[i].peer,
                         kTagBases, p.comm, &st.req[i]),
-              "MPI_Irecv");
+              "MPI_Irecv", p.comm, "receive from", p.rp.receives[i].peer);
   }
   // Done notices from my readers; then, with the short-row segments packed, my
   // base pointers to them (only the blocks they read) and the packed run.
   for (size_t i = 0; i < ns; ++i)
-    check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &st.req[nr + i]), "MPI_Irecv");
+    check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &st.req[nr + i]), "MPI_Irecv",
+              p.comm, "receive from", p.rp.sends[i].peer);
   std::byte* sbuf = p.send_scratch();
   const index_t es = p.rp.elem_size;
   index_t packed_out = 0, packed_in = 0;
@@ -287,7 +314,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
     out.back() = reinterpret_cast<std::uint64_t>(sbuf + p.send_offset[i]);
     check_mpi(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_UINT64_T, p.rp.sends[i].peer, kTagBases,
                         p.comm, &st.req[nr + ns + i]),
-              "MPI_Isend");
+              "MPI_Isend", p.comm, "send to", p.rp.sends[i].peer);
   }
   copy_locals(p, src, dst);
   // Read from each sender as soon as its base pointers arrive, then tell it we are done.
@@ -296,8 +323,8 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   std::byte* rbuf = p.recv_scratch();
   for (size_t left = nr; left > 0;) {
     int count = 0;
-    check_mpi(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitsome");
+    check_wait(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
+               "MPI_Waitsome", p.comm, st.status.data(), count, st.index.data(), request);
     for (int j = 0; j < count; ++j) {
       const size_t i = static_cast<size_t>(st.index[j]);
       const PeerPlan& pp = p.rp.receives[i];
@@ -316,14 +343,18 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
         packed += g.elements() * es;
       }
       if (stream_in) stream_fence();
-      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]),
-                "MPI_Isend");
+      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]), "MPI_Isend",
+                p.comm, "send to", pp.peer);
     }
     left -= static_cast<size_t>(count);
   }
   // Wait for my readers (the source must stay valid until they finish) and my sends.
-  check_mpi(MPI_Waitall(static_cast<int>(2 * ns), st.req.data() + nr, MPI_STATUSES_IGNORE), "MPI_Waitall");
-  check_mpi(MPI_Waitall(static_cast<int>(nr), st.req.data() + nr + 2 * ns, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  check_wait(MPI_Waitall(static_cast<int>(2 * ns), st.req.data() + nr, st.status.data()), "MPI_Waitall", p.comm,
+             st.status.data(), static_cast<int>(2 * ns), nullptr,
+             [&](int i) { return request(static_cast<int>(nr) + i); });
+  check_wait(MPI_Waitall(static_cast<int>(nr), st.req.data() + nr + 2 * ns, st.status.data()), "MPI_Waitall", p.comm,
+             st.status.data(), static_cast<int>(nr), nullptr,
+             [&](int i) { return request(static_cast<int>(nr + 2 * ns) + i); });
   agree(p.comm, err);  // a failed read is reported on every rank, not left half-done silently
 }
 

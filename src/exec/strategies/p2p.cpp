@@ -35,6 +35,7 @@ class P2p final : public Strategy {
         recv_chunks_(chunk_peers(p.rp.receives, p.recv_offset, p.options.max_message_bytes)),
         requests_(send_chunks_.size() + recv_chunks_.size()),
         done_(requests_.size()),
+        status_(requests_.size()),
         pending_(p.rp.receives.size()) {}
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -48,7 +49,7 @@ class P2p final : public Strategy {
       const Chunk& k = recv_chunks_[c];
       ++pending_[k.peer_index];
       check_mpi(MPI_Irecv(rbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]),
-                "MPI_Irecv");
+                "MPI_Irecv", p.comm, "receive from", k.peer);
     }
     size_t c = 0;
     for (size_t i = 0; i < p.rp.sends.size(); ++i) {
@@ -56,26 +57,30 @@ class P2p final : public Strategy {
       for (; c < ns && send_chunks_[c].peer_index == static_cast<int>(i); ++c) {
         const Chunk& k = send_chunks_[c];
         check_mpi(MPI_Isend(sbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[nr + c]),
-                  "MPI_Isend");
+                  "MPI_Isend", p.comm, "send to", k.peer);
       }
     }
     copy_locals(p, src, dst);
     for (size_t left = nr; left > 0;) {
       int count = 0;
-      check_mpi(MPI_Waitsome(static_cast<int>(nr), req, &count, done_.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+      check_wait(MPI_Waitsome(static_cast<int>(nr), req, &count, done_.data(), status_.data()), "MPI_Waitsome", p.comm,
+                 status_.data(), count, done_.data(),
+                 [&](int i) { return cat("receive from rank ", recv_chunks_[i].peer); });
       for (int j = 0; j < count; ++j) {
         const int i = recv_chunks_[done_[j]].peer_index;
         if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
       }
       left -= static_cast<size_t>(count);
     }
-    check_mpi(MPI_Waitall(static_cast<int>(ns), req + nr, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    check_wait(MPI_Waitall(static_cast<int>(ns), req + nr, status_.data()), "MPI_Waitall", p.comm, status_.data(),
+               static_cast<int>(ns), nullptr, [&](int i) { return cat("send to rank ", send_chunks_[i].peer); });
   }
 
  private:
   std::vector<Chunk> send_chunks_, recv_chunks_;
   std::vector<MPI_Request> requests_;
   std::vector<int> done_;
+  std::vector<MPI_Status> status_;  // of the requests completed by one wait (errors name their peer)
   std::vector<index_t> pending_;  // per receive peer: its chunks still in flight
 };
 

@@ -57,10 +57,10 @@ class SegmentStrategy final : public Strategy {
     const bool stream_in = stream_for(p.rp.stats.bytes_received);
     std::copy(messages_.begin(), messages_.end(), pending_.begin());
     auto post_recv = [&](int i) {
-      slot_[i] = {&rc.segment(), static_cast<index_t>(rc.flat), rc.buf};
-      check_mpi(MPI_Irecv(rbuf + rc.buf + rc.off, static_cast<int>(rc.bytes()), MPI_BYTE,
-                          p.rp.receives[rc.peer].peer, kTag, p.comm, &req[i]),
-                "MPI_Irecv");
+      const int from = p.rp.receives[rc.peer].peer;
+      slot_[i] = {&rc.segment(), static_cast<index_t>(rc.flat), rc.buf, from};
+      check_mpi(MPI_Irecv(rbuf + rc.buf + rc.off, static_cast<int>(rc.bytes()), MPI_BYTE, from, kTag, p.comm, &req[i]),
+                "MPI_Irecv", p.comm, "receive from", from);
       rc.next();
     };
     auto post_send = [&](int i) {
@@ -69,9 +69,11 @@ class SegmentStrategy final : public Strategy {
         pack_run(g, src.at(g.at, es), sbuf + sc.buf, es, stream_out);
         if (stream_out) stream_fence();
       }
-      check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, p.rp.sends[sc.peer].peer,
-                          kTag, p.comm, &req[kWindow + i]),
-                "MPI_Isend");
+      const int to = p.rp.sends[sc.peer].peer;
+      send_peer_[i] = to;
+      check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, to, kTag, p.comm,
+                          &req[kWindow + i]),
+                "MPI_Isend", p.comm, "send to", to);
       sc.next();
     };
     int active = 0;
@@ -83,7 +85,11 @@ class SegmentStrategy final : public Strategy {
     copy_locals(p, src, dst);
     while (active > 0) {
       int count = 0;
-      check_mpi(MPI_Waitsome(2 * kWindow, req, &count, done_, MPI_STATUSES_IGNORE), "MPI_Waitsome");
+      check_wait(MPI_Waitsome(2 * kWindow, req, &count, done_, status_), "MPI_Waitsome", p.comm, status_, count, done_,
+                 [&](int i) {
+                   return i < kWindow ? cat("receive from rank ", slot_[i].peer)
+                                      : cat("send to rank ", send_peer_[i - kWindow]);
+                 });
       if (count == MPI_UNDEFINED) break;
       active -= count;
       for (int j = 0; j < count; ++j) {
@@ -106,10 +112,13 @@ class SegmentStrategy final : public Strategy {
   struct Slot {
     const Segment* seg = nullptr;
     index_t flat = 0, buf = 0;
+    int peer = -1;
   };
   Slot slot_[kWindow];
+  int send_peer_[kWindow] = {};  // per send slot: its peer (for error messages)
   MPI_Request requests_[2 * kWindow];
   int done_[2 * kWindow];
+  MPI_Status status_[2 * kWindow];
   std::vector<index_t> messages_;  // per receive segment: its messages (1 unless split)
   std::vector<index_t> pending_;   // the same, counted down in a run
 };
