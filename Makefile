@@ -41,7 +41,7 @@ check-long: build
 # The tests under sanitizers (docs/testing.md; CI runs it after `make test`):
 # AddressSanitizer + UndefinedBehaviorSanitizer on the unit, MPI and
 # command-line tests (build-asan), ThreadSanitizer on the threaded ones
-# (build-tsan). Any finding fails; suppressions cover Open MPI only.
+# (build-tsan). Any finding fails; only Open MPI's internals are left out.
 check-sanitize: setup
 	JOBS=$(JOBS) bash scripts/check_sanitize.sh all
 
