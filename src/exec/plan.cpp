@@ -29,12 +29,15 @@ class PlanImpl {
   ~PlanImpl() {
     if (!failed.empty()) {
       // Requests may still be in flight into the strategies' state and the scratch
-      // buffers, on a communicator in an unknown state: keep them all (a leak).
-      for (auto& st : states) (void)st.release();
+      // buffers: keep them all (a leak).
+      for (auto& st : states) detail::leak_on_purpose(st.release());
       core.abandon_scratch();
-      return;
+    } else {
+      states.clear();  // strategies free their MPI objects before the communicator goes
     }
-    states.clear();  // strategies free their MPI objects before the communicator goes
+    // Freeing the communicator is safe even after an MPI error: MPI only marks it
+    // for deallocation, and operations still pending on it complete normally
+    // (MPI 3.1, 6.4.3); neither Open MPI nor MPICH communicates in MPI_Comm_free.
     // unchecked: a destructor, nothing to do if the communicator cannot be freed
     int finalized = 0;
     MPI_Finalized(&finalized);  // unchecked (above)
