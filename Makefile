@@ -5,7 +5,7 @@ JOBS  ?= 2
 MPIRUN := scripts/mpirun.sh
 REDIST := $(BUILD)/apps/redist
 
-.PHONY: all setup configure build demo test check-long test-cpp test-python clean
+.PHONY: all setup configure build demo test check-long fuzz test-cpp test-python clean
 
 all: build
 
@@ -37,6 +37,13 @@ test: build
 # rank count against pdgemr2d. A failure prints the one command that replays it.
 check-long: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
+
+# libFuzzer targets (fuzz/) for the spec and region parsers and the planner, built
+# with clang-14, ASan and UBSan in build-fuzz/, each run FUZZ_SECONDS (default 60).
+# Fails on any crash, sanitizer report, hang or wrong plan, leaving the input in
+# build-fuzz/crashes/ and printing the command that replays it (scripts/fuzz.sh).
+fuzz:
+	bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD)
