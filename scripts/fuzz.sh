@@ -25,7 +25,7 @@ rss=${FUZZ_RSS_MB:-2048}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${JOBS:-2}
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_spec fuzz_region fuzz_plan)
+((${#targets[@]})) || targets=(fuzz_spec fuzz_region fuzz_plan fuzz_plan_gen)
 
 bash scripts/setup.sh fuzz
 if [ ! -f "$build/build.ninja" ]; then
@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
   corpus="$build/corpus/$t"
   crashes="$build/crashes/$t"
   log="$build/logs/$t.log"
-  mkdir -p "$corpus" "$crashes" "$build/logs"
+  mkdir -p "$corpus" "$crashes" "$build/logs" "$build/seeds/$t"  # fuzz_plan_gen: no text seeds
   echo "== $t: ${seconds} s (log: $log)"
   # shellcheck disable=SC2086
   set +e
