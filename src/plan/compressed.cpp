@@ -427,15 +427,15 @@ TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d
   index_t a = l0, b = l1;  // local tiles strictly inside the region's first and last
   if (li.owned_tile(d, a) == tf) add(pieces_of(tf), 1), ++a;
   if (b > a && li.owned_tile(d, b - 1) == tl) add(pieces_of(tl), 1), --b;
-  // Tiles a..b-1: k sequences (one per position in a super-tile), each with a tile step G*k.
+  // Tiles a..b-1: up to k sequences (one per position in a super-tile), each with a tile step G*k.
   const index_t step = T.G * T.k;
   const auto shift = static_cast<index_t>(static_cast<unsigned __int128>(step) * static_cast<unsigned __int128>(T.T) %
                                           static_cast<unsigned __int128>(S.T));  // position step mod S
   const index_t gcd_step = std::gcd(shift, S.T);
   const index_t period = S.T / (gcd_step == 0 ? S.T : gcd_step);
-  for (index_t i = 0; i < T.k && a < b; ++i) {
-    index_t first = a + ((i - a % T.k) % T.k + T.k) % T.k;  // first local tile >= a at position i
-    if (first >= b) continue;
+  // Each sequence starts at one of the first min(k, b - a) local tiles (k may be
+  // far larger than the tile count: a loop over k positions would not end).
+  for (index_t first = a; first < b && first - a < T.k; ++first) {
     const index_t count = (b - 1 - first) / T.k + 1;  // local tiles first, first + k, ... (tile step G*k)
     const index_t m = std::min(count, period);
     index_t sum_all = 0, sum_rem = 0;

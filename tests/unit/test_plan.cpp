@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 #include "kernels/copy.hpp"
@@ -411,4 +412,34 @@ TEST(Plan, OffsetsAbove2To31) {
   for (const PeerPlan& pp : pt.receives)
     for (const Segment& s : pp.segments) check(s.at, s.shape);
   EXPECT_TRUE(found);
+}
+
+// Found by fuzzing (fuzz_plan_gen): super-tile factors as large as the cycle
+// check allows (tile x super x grid fits 64 bits). LocalIndex computed
+// ceil(tiles / super) as (tiles + super - 1) / super, which overflowed (the rank
+// then owned no tiles: nothing moved), and the compressed planner's tile counts
+// looped once per position in a super-tile (2^62 iterations: a hang).
+TEST(Plan, SuperTilesLargerThanTheArray) {
+  const struct {
+    const char *src, *dst;
+    int nranks;
+  } cases[] = {
+      {"10 tile=1 block_cyclic super=9223372036854775807", "10 tile=3 block_cyclic", 1},
+      {"12x268 tile=2x5 block_cyclic first=1 super=4611686018427387903x1", "12x268 tile=5x7 block_cyclic grid=2x1", 2},
+      {"9 tile=1 block_cyclic grid=2 src=1 super=2305843009213693951", "9 tile=2 block_cyclic grid=2", 2},
+  };
+  for (const auto& c : cases) {
+    const Layout src = Layout::parse(c.src), dst = Layout::parse(c.dst);
+    ASSERT_EQ(src.check(c.nranks), "") << c.src;
+    simulate(src, dst, Region::whole(src.shape()), c.nranks, c.src);
+    simulate(dst, src, Region::whole(src.shape()), c.nranks, c.src);
+    if (HasFatalFailure()) return;
+  }
+  // 2^63 - 2 tiles in two super-tiles: the owned tile count is exact (planned only).
+  const index_t n = std::numeric_limits<index_t>::max() - 1;
+  const Layout big = Layout::parse(detail::cat(n, " tile=1 esize=1 block_cyclic super=", (index_t{1} << 62) + 1));
+  ASSERT_EQ(big.check(1), "");
+  EXPECT_EQ(LocalIndex(big, 0).owned_count(0), n);
+  const RankPlan p = plan_rank(big, big, Region{Coord({3}), Coord({n - 3}), Coord({0})}, 0, 1);
+  EXPECT_EQ(p.stats.bytes_local, 3);
 }
