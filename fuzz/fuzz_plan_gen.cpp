@@ -153,7 +153,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int d = 0; d < n; ++d) {
       from[d] = p.ConsumeBool() ? 0 : zero_mostly(p);
       to[d] = p.ConsumeBool() ? 0 : zero_mostly(p);
-      sz[d] = p.ConsumeBool() ? std::min(src_shape[d] - std::min(from[d], src_shape[d]), dst_shape[d] - std::min(to[d], dst_shape[d])) - p.ConsumeIntegralInRange<index_t>(0, 2)
+      auto left = [](index_t extent, index_t at) { return at < 0 || at > extent ? 0 : extent - at; };
+      sz[d] = p.ConsumeBool() ? std::min(left(src_shape[d], from[d]), left(dst_shape[d], to[d])) -
+                                    p.ConsumeIntegralInRange<index_t>(0, 2)
                               : value(p);
     }
     std::string r, f, t;
