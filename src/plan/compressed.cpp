@@ -560,9 +560,16 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     for (int k = 0; k < 2; ++k) {
       step[k] = 0;
       if (lv[k].c == 1) continue;
+      // From the level's second segment itself: on a seamless side a level
+      // repeats a step in the local index only, not in (tile, offset), and r2's
+      // progression serves every piece of its entry with the first one's step
+      // (after a ragged first tile, (+1 tile, +0) from one piece is (+1 tile, -1)
+      // from the next).
+      const int d = lv[k].dim;
+      const Pt next = point_at(axes[d].data(), cur[d].p.x + lv[k].step.x);
       Coord lt2 = lt, w2 = w;
-      lt2[lv[k].dim] += lv[k].step.l[s];
-      w2[lv[k].dim] += lv[k].step.w[s];
+      lt2[d] = next.l[s];
+      w2[d] = next.w[s];
       step[k] = li.local_address(lt2, w2).offset - at.offset;
     }
   };

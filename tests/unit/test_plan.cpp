@@ -443,3 +443,19 @@ TEST(Plan, SuperTilesLargerThanTheArray) {
   const RankPlan p = plan_rank(big, big, Region{Coord({3}), Coord({n - 3}), Coord({0})}, 0, 1);
   EXPECT_EQ(p.stats.bytes_local, 3);
 }
+
+// Found by fuzzing (fuzz_plan_gen), a wrong result: rank 0 of the source keeps
+// global rows 0 (its first tile: one row after offset=1), 3-4, 7-8, 11-12 and
+// 15-16 in its local array; for target tiles of 4 rows it copies rows 0|3, 4|7,
+// 8|11, 12|15, one progression of two pieces per target tile, alike in the local
+// index (+1) but not in (tile, offset in it): (+1, +0) from row 0, (+1, -1) from
+// row 4. Dimension 1 has more pieces, so dimension 0's progressions were run
+// with the step of the first one: 54 of 306 elements landed a row off.
+TEST(Plan, ProgressionAfterARaggedFirstTile) {
+  const Layout src = Layout::parse("17x18 tile=2x2 offset=1x0 storage=local_array block_cyclic grid=2x2");
+  simulate(src, Layout::parse("17x18 tile=4x4"), Region::whole(src.shape()), 4, "17x18 offset=1x0");
+  const Layout src2 =
+      Layout::parse("21x22 tile=2x2 offset=1x1 storage=local_array block_cyclic grid=2x2 order=col src=1x0");
+  const Layout dst2 = Layout::parse("21x22 tile=4x4 block_cyclic grid=1x2 super=1x2147483646");
+  simulate(src2, dst2, Region{Coord({20, 21}), Coord({0, 0}), Coord({0, 0})}, 4, "21x22 offset=1x1");
+}
