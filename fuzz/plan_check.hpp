@@ -21,7 +21,6 @@
 namespace redist::fuzz {
 namespace plan_check {
 
-
 // Work bounds. Valid layouts may be huge (extents up to 2^62, a tile per
 // element): planning them is legitimate but slow, and a fuzzer input that takes
 // seconds finds nothing. Planning costs O(segments) at most (O(runs) for
