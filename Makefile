@@ -5,7 +5,7 @@ JOBS  ?= 2
 MPIRUN := scripts/mpirun.sh
 REDIST := $(BUILD)/apps/redist
 
-.PHONY: all setup configure build demo test check-long check-sanitize test-cpp test-python clean
+.PHONY: all setup configure build demo test check-long check-sanitize fuzz test-cpp test-python clean
 
 all: build
 
@@ -44,6 +44,13 @@ check-long: build
 # (build-tsan). Any finding fails; only Open MPI's internals are left out.
 check-sanitize: setup
 	JOBS=$(JOBS) bash scripts/check_sanitize.sh all
+
+# libFuzzer targets (fuzz/) for the spec and region parsers and the planner, built
+# with clang-14, ASan and UBSan in build-fuzz/, each run FUZZ_SECONDS (default 60).
+# Fails on any crash, sanitizer report, hang or wrong plan, leaving the input in
+# build-fuzz/crashes/ and printing the command that replays it (scripts/fuzz.sh).
+fuzz:
+	JOBS=$(JOBS) bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD)

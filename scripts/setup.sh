@@ -2,6 +2,11 @@
 # Installs everything redist needs on Debian 12 (idempotent; quick when all is present).
 # Debian packages: compiler, CMake, Ninja, Open MPI, GoogleTest, ScaLAPACK, OpenBLAS, LAPACKE.
 # Python: a venv in .venv with pytest (and later numpy/matplotlib for plots).
+#
+#   scripts/setup.sh          what `make demo` and `make test` need
+#   scripts/setup.sh fuzz     also clang-14, libFuzzer's runtime (libclang-rt-14-dev:
+#                             libclang_rt.fuzzer*.a is not in clang-14 itself) and
+#                             llvm-14 (llvm-symbolizer, for sanitizer stacks): `make fuzz`
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -10,6 +15,12 @@ pkgs=(g++ cmake ninja-build make pkg-config
       libgtest-dev googletest
       libscalapack-openmpi-dev libopenblas-dev liblapacke-dev
       python3 python3-venv python3-pip)
+for extra in "$@"; do
+  case "$extra" in
+    fuzz) pkgs+=(clang-14 libclang-rt-14-dev llvm-14) ;;
+    *) echo "setup.sh: unknown extra '$extra' (known: fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do

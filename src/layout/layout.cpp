@@ -140,10 +140,15 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
       m.nt = nt[d];
       // super-tiles s with (s + src) % G == c[d]: the first is (c - src) mod G, then every G-th.
       m.s0 = ((c[d] - p.source[d]) % m.G + m.G) % m.G;
-      const index_t nsuper = (m.nt + m.k - 1) / m.k;
+      // Super-tiles ceil(nt / k), owned ones ns; k may be as large as the cycle
+      // check allows (up to 2^63 - 1), so neither nt + k nor ns * k is formed.
+      const index_t nsuper = m.nt / m.k + (m.nt % m.k != 0);
       const index_t ns = m.s0 < nsuper ? (nsuper - 1 - m.s0) / m.G + 1 : 0;
-      m.count = ns * m.k;
-      if (ns > 0 && m.s0 + (ns - 1) * m.G == nsuper - 1) m.count -= nsuper * m.k - m.nt;  // partial last super-tile
+      m.count = 0;
+      if (ns > 0) {  // k tiles per owned super-tile, fewer in the array's last one
+        const index_t last = m.s0 + (ns - 1) * m.G;
+        m.count = (ns - 1) * m.k + (last == nsuper - 1 ? m.nt - last * m.k : m.k);
+      }
       m.owns_first = m.count > 0 && m.s0 == 0;
       if (part.is_regular()) {
         m.tile = part.tile();

@@ -427,15 +427,15 @@ TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d
   index_t a = l0, b = l1;  // local tiles strictly inside the region's first and last
   if (li.owned_tile(d, a) == tf) add(pieces_of(tf), 1), ++a;
   if (b > a && li.owned_tile(d, b - 1) == tl) add(pieces_of(tl), 1), --b;
-  // Tiles a..b-1: k sequences (one per position in a super-tile), each with a tile step G*k.
+  // Tiles a..b-1: up to k sequences (one per position in a super-tile), each with a tile step G*k.
   const index_t step = T.G * T.k;
   const auto shift = static_cast<index_t>(static_cast<unsigned __int128>(step) * static_cast<unsigned __int128>(T.T) %
                                           static_cast<unsigned __int128>(S.T));  // position step mod S
   const index_t gcd_step = std::gcd(shift, S.T);
   const index_t period = S.T / (gcd_step == 0 ? S.T : gcd_step);
-  for (index_t i = 0; i < T.k && a < b; ++i) {
-    index_t first = a + ((i - a % T.k) % T.k + T.k) % T.k;  // first local tile >= a at position i
-    if (first >= b) continue;
+  // Each sequence starts at one of the first min(k, b - a) local tiles (k may be
+  // far larger than the tile count: a loop over k positions would not end).
+  for (index_t first = a; first < b && first - a < T.k; ++first) {
     const index_t count = (b - 1 - first) / T.k + 1;  // local tiles first, first + k, ... (tile step G*k)
     const index_t m = std::min(count, period);
     index_t sum_all = 0, sum_rem = 0;
@@ -560,9 +560,16 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     for (int k = 0; k < 2; ++k) {
       step[k] = 0;
       if (lv[k].c == 1) continue;
+      // From the level's second segment itself: on a seamless side a level
+      // repeats a step in the local index only, not in (tile, offset), and r2's
+      // progression serves every piece of its entry with the first one's step
+      // (after a ragged first tile, (+1 tile, +0) from one piece is (+1 tile, -1)
+      // from the next).
+      const int d = lv[k].dim;
+      const Pt next = point_at(axes[d].data(), cur[d].p.x + lv[k].step.x);
       Coord lt2 = lt, w2 = w;
-      lt2[lv[k].dim] += lv[k].step.l[s];
-      w2[lv[k].dim] += lv[k].step.w[s];
+      lt2[d] = next.l[s];
+      w2[d] = next.w[s];
       step[k] = li.local_address(lt2, w2).offset - at.offset;
     }
   };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 #include "kernels/copy.hpp"
@@ -411,4 +412,50 @@ TEST(Plan, OffsetsAbove2To31) {
   for (const PeerPlan& pp : pt.receives)
     for (const Segment& s : pp.segments) check(s.at, s.shape);
   EXPECT_TRUE(found);
+}
+
+// Found by fuzzing (fuzz_plan_gen): super-tile factors as large as the cycle
+// check allows (tile x super x grid fits 64 bits). LocalIndex computed
+// ceil(tiles / super) as (tiles + super - 1) / super, which overflowed (the rank
+// then owned no tiles: nothing moved), and the compressed planner's tile counts
+// looped once per position in a super-tile (2^62 iterations: a hang).
+TEST(Plan, SuperTilesLargerThanTheArray) {
+  const struct {
+    const char *src, *dst;
+    int nranks;
+  } cases[] = {
+      {"10 tile=1 block_cyclic super=9223372036854775807", "10 tile=3 block_cyclic", 1},
+      {"12x268 tile=2x5 block_cyclic first=1 super=4611686018427387903x1", "12x268 tile=5x7 block_cyclic grid=2x1", 2},
+      {"9 tile=1 block_cyclic grid=2 src=1 super=2305843009213693951", "9 tile=2 block_cyclic grid=2", 2},
+  };
+  for (const auto& c : cases) {
+    const Layout src = Layout::parse(c.src), dst = Layout::parse(c.dst);
+    ASSERT_EQ(src.check(c.nranks), "") << c.src;
+    simulate(src, dst, Region::whole(src.shape()), c.nranks, c.src);
+    simulate(dst, src, Region::whole(src.shape()), c.nranks, c.src);
+    if (HasFatalFailure()) return;
+  }
+  // 2^63 - 2 tiles in two super-tiles: the owned tile count is exact (planned only).
+  const index_t n = std::numeric_limits<index_t>::max() - 1;
+  const Layout big = Layout::parse(detail::cat(n, " tile=1 esize=1 block_cyclic super=", (index_t{1} << 62) + 1));
+  ASSERT_EQ(big.check(1), "");
+  EXPECT_EQ(LocalIndex(big, 0).owned_count(0), n);
+  const RankPlan p = plan_rank(big, big, Region{Coord({3}), Coord({n - 3}), Coord({0})}, 0, 1);
+  EXPECT_EQ(p.stats.bytes_local, 3);
+}
+
+// Found by fuzzing (fuzz_plan_gen), a wrong result: rank 0 of the source keeps
+// global rows 0 (its first tile: one row after offset=1), 3-4, 7-8, 11-12 and
+// 15-16 in its local array; for target tiles of 4 rows it copies rows 0|3, 4|7,
+// 8|11, 12|15, one progression of two pieces per target tile, alike in the local
+// index (+1) but not in (tile, offset in it): (+1, +0) from row 0, (+1, -1) from
+// row 4. Dimension 1 has more pieces, so dimension 0's progressions were run
+// with the step of the first one: 54 of 306 elements landed a row off.
+TEST(Plan, ProgressionAfterARaggedFirstTile) {
+  const Layout src = Layout::parse("17x18 tile=2x2 offset=1x0 storage=local_array block_cyclic grid=2x2");
+  simulate(src, Layout::parse("17x18 tile=4x4"), Region::whole(src.shape()), 4, "17x18 offset=1x0");
+  const Layout src2 =
+      Layout::parse("21x22 tile=2x2 offset=1x1 storage=local_array block_cyclic grid=2x2 order=col src=1x0");
+  const Layout dst2 = Layout::parse("21x22 tile=4x4 block_cyclic grid=1x2 super=1x2147483646");
+  simulate(src2, dst2, Region{Coord({20, 21}), Coord({0, 0}), Coord({0, 0})}, 4, "21x22 offset=1x1");
 }
