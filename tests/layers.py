@@ -27,6 +27,7 @@ STANDS_ON = {
     "harness": ["exec", "pattern"],
     "runtime": ["layout", "mpi"],    # the task runtime stands on the core's layouts only
     "cholesky": ["runtime"],         # an application of the runtime
+    "capi": ["exec"],                # the C API (redist.h): a front end over exec
 }
 
 # First matching prefix wins. Files outside these (apps/, bench/, tests/) are the
@@ -40,6 +41,7 @@ PATHS = [
     ("src/mpi/", "mpi"),
     ("include/redist/cost.hpp", "cost"), ("src/cost/", "cost"),
     ("include/redist/exec.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
+    ("include/redist/redist.h", "capi"), ("src/capi/", "capi"),  # after redist.hpp: a prefix of it
     ("src/harness/pattern.", "pattern"),
     ("src/harness/", "harness"),
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),
