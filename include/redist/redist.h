@@ -23,9 +23,9 @@
  * the exception: it is local to the rank that saw the failure (the C++
  * redist::MpiError); end the job with MPI_Abort.
  *
- * Sizes and counts are int64_t. Handles are not shared between threads while a
- * call on them runs (a plan executed from two threads at once is refused, as in
- * C++). Plans must be freed before MPI_Finalize. */
+ * Sizes and counts are int64_t. A plan is executed by one thread at a time (a
+ * second thread at once is refused, as in C++); layout handles may be queried
+ * from several threads. Plans must be freed before MPI_Finalize. */
 #ifndef REDIST_REDIST_H
 #define REDIST_REDIST_H
 

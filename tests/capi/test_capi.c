@@ -126,8 +126,9 @@ static void check_local_size(const char* spec, const LocalMap* lm, const char* n
   int64_t blocks = -1, elements = -1;
   CHECK(redist_layout_create(spec, &l) == REDIST_SUCCESS, "%s: %s", name, redist_last_error());
   CHECK(redist_layout_local_size(l, test_rank, &blocks, &elements) == REDIST_SUCCESS, "%s", redist_last_error());
-  CHECK(blocks == lm->nblocks && elements == lm->elements, "%s: %s: library %lld blocks %lld elements, oracle %lld %lld",
-        name, spec, (long long)blocks, (long long)elements, (long long)lm->nblocks, (long long)lm->elements);
+  CHECK(blocks == lm->nblocks && elements == lm->elements,
+        "%s: %s: library %lld blocks %lld elements, oracle %lld %lld", name, spec, (long long)blocks,
+        (long long)elements, (long long)lm->nblocks, (long long)lm->elements);
   for (int64_t b = 0; b + 1 < lm->nblocks; ++b) {
     int64_t e = -1;
     CHECK(redist_layout_block_elements(l, test_rank, b, &e) == REDIST_SUCCESS, "%s", redist_last_error());
