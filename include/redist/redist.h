@@ -146,6 +146,10 @@ redist_status redist_execute_buffers(redist_plan* plan, const void* src, void* d
    before MPI_Finalize. */
 void redist_plan_free(redist_plan* plan);
 
+/* The plan's own duplicate of the communicator given to make_plan (Plan::comm());
+   MPI_COMM_NULL for NULL. Freed by redist_plan_free. */
+MPI_Comm redist_plan_comm(const redist_plan* plan);
+
 /* This rank's plan figures (C++ PlanStats), without data or MPI. */
 typedef struct redist_plan_stats {
   int64_t bytes_sent, bytes_received, bytes_local;

@@ -281,6 +281,8 @@ redist_status redist_execute_buffers(redist_plan* plan, const void* src, void* d
 
 void redist_plan_free(redist_plan* plan) { delete plan; }
 
+MPI_Comm redist_plan_comm(const redist_plan* plan) { return plan ? plan->plan.comm() : MPI_COMM_NULL; }
+
 redist_status redist_plan_get_stats(const redist_plan* plan, redist_plan_stats* stats) {
   if (!plan) return null_argument("redist_plan_get_stats", "plan");
   if (!stats) return null_argument("redist_plan_get_stats", "stats");

@@ -248,5 +248,7 @@ int main(int argc, char** argv) {
   int runs = 0;
   for (int s = 0; s < redist_strategy_count(); ++s)
     for (int i = 0; i < ncases; ++i, ++runs) run_case(&cases[i], redist_strategy_name(s));
+  run_case(&cases[0], "auto"); /* options.strategy = "auto": the cost model picks one */
+  ++runs;
   return test_finish("test_capi", runs);
 }

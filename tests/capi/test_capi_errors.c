@@ -86,11 +86,12 @@ static void null_layouts(void) {
   CHECK(plan == NULL, "plan set after a failure");
   st = redist_make_plan(good, good, NULL, MPI_COMM_NULL, NULL, &plan);
   expect_null("MPI_COMM_NULL", st, "MPI_COMM_NULL");
-  expect_null("NULL spec", redist_layout_create(NULL, &good), "spec is NULL");
+  redist_layout* none = (redist_layout*)&kinds;
+  expect_null("NULL spec", redist_layout_create(NULL, &none), "spec is NULL");
+  CHECK(none == NULL, "a failed redist_layout_create left *layout set");
   expect_null("NULL layout address", redist_layout_create(kGood, NULL), "layout is NULL");
   expect_null("NULL layout to local_size", redist_layout_local_size(NULL, 0, NULL, NULL), "layout is NULL");
   expect_null("NULL layout to check", redist_layout_check(NULL, 1), "layout is NULL");
-  CHECK(redist_layout_create(kGood, &good) == REDIST_SUCCESS, "%s", redist_last_error());
   expect_null("a negative rank to local_size", redist_layout_local_size(good, -1, NULL, NULL), "rank must be >= 0");
   int64_t e = 0;
   expect_null("a block beyond the rank's", redist_layout_block_elements(good, 0, 1, &e), "outside [0, 1)");
@@ -145,6 +146,41 @@ static void bad_execute(void) {
   free(src), free(dst);
 }
 
+/* An MPI error inside an execute is REDIST_ERR_MPI on the rank that saw it only,
+   and that plan refuses to run again. A truncated message is made as a peer running
+   another plan would make it (tests/mpi/test_faults.cpp): rank 0 sends a message
+   larger than the plan's on the plan's communicator, with the tag of p2p's data
+   (7, private to src/exec/strategies/p2p.cpp), before executing. */
+static void mpi_error(void) {
+  if (test_ranks < 2) return; /* needs a sender and a receiver */
+  redist_status st;
+  redist_plan* plan = plan_spec("16x16 tile=16x16 table owners=0", "16x16 tile=16x16 table owners=1", NULL, NULL, &st);
+  CHECK(st == REDIST_SUCCESS, "%s", redist_last_error());
+  if (!plan) return;
+  ++kinds;
+  double* a = calloc(256, sizeof(double));
+  double* b = calloc(256, sizeof(double));
+  char rogue[3000] = {0};
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (test_rank == 0) MPI_Isend(rogue, 3000, MPI_BYTE, 1, 7, redist_plan_comm(plan), &req);
+  st = redist_execute_buffers(plan, test_rank == 0 ? a : NULL, test_rank == 1 ? b : NULL, "p2p");
+  if (test_rank == 1) {
+    CHECK(st == REDIST_ERR_MPI, "truncated message: got %s: %s", redist_status_name(st), redist_last_error());
+    CHECK(strstr(redist_last_error(), "MPI_ERR_TRUNCATE") && strstr(redist_last_error(), "redist: rank 1:"),
+          "message: %s", redist_last_error());
+    /* the plan's own message is still waiting: take it, so the communicator is clean */
+    MPI_Recv(b, 256, MPI_DOUBLE, 0, 7, redist_plan_comm(plan), MPI_STATUS_IGNORE);
+    st = redist_execute_buffers(plan, NULL, b, "p2p"); /* local refusal, no communication */
+    CHECK(st == REDIST_ERR_MPI && strstr(redist_last_error(), "cannot run again"), "again: %s: %s",
+          redist_status_name(st), redist_last_error());
+  } else {
+    CHECK(st == REDIST_SUCCESS, "the error is local to rank 1, rank %d got: %s", test_rank, redist_last_error());
+  }
+  if (test_rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  redist_plan_free(plan);
+  free(a), free(b);
+}
+
 static void names(void) {
   CHECK(strcmp(redist_status_name(REDIST_ERR_MISMATCH), "REDIST_ERR_MISMATCH") == 0, "status name");
   CHECK(strcmp(redist_status_name((redist_status)99), "unknown") == 0, "status name of 99");
@@ -157,6 +193,7 @@ int main(int argc, char** argv) {
   bad_specs();
   null_layouts();
   bad_execute();
+  mpi_error();
   names();
   return test_finish("test_capi_errors", kinds);
 }
