@@ -27,6 +27,7 @@ STANDS_ON = {
     "harness": ["exec", "pattern"],
     "runtime": ["layout", "mpi"],    # the task runtime stands on the core's layouts only
     "cholesky": ["runtime"],         # an application of the runtime
+    "capi": ["exec"],                # the C API (redist.h): a front end over exec
 }
 
 # First matching prefix wins. Files outside these (apps/, bench/, tests/) are the
@@ -40,6 +41,7 @@ PATHS = [
     ("src/mpi/", "mpi"),
     ("include/redist/cost.hpp", "cost"), ("src/cost/", "cost"),
     ("include/redist/exec.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
+    ("include/redist/redist.h", "capi"), ("src/capi/", "capi"),  # after redist.hpp: a prefix of it
     ("src/harness/pattern.", "pattern"),
     ("src/harness/", "harness"),
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),
@@ -97,10 +99,11 @@ def violations(root, sources):
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[1]).resolve()
     # The checker must catch a planted violation (never written to disk): plan
-    # including exec, and the runtime including the planner.
+    # including exec, the runtime including the planner, exec including the C API.
     planted = [(root / "src" / "plan" / "planted.cpp", '#include "redist/exec.hpp"\n'),
-               (root / "src" / "runtime" / "planted.cpp", '#include "redist/plan.hpp"\n')]
-    if len(violations(root, planted)) != 2:
+               (root / "src" / "runtime" / "planted.cpp", '#include "redist/plan.hpp"\n'),
+               (root / "src" / "exec" / "planted.cpp", '#include "redist/redist.h"\n')]
+    if len(violations(root, planted)) != 3:
         print("layers.py: the self-test's upward include was not caught")
         return 1
     files = sorted(p for d in ("include", "src", "apps") for p in (root / d).rglob("*")
