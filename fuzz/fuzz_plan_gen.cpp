@@ -51,8 +51,12 @@ std::string coord(FuzzedDataProvider& p, int n, index_t (*pick)(FuzzedDataProvid
   return s;
 }
 
-index_t grid_entry(FuzzedDataProvider& p) { return p.ConsumeIntegralInRange(0, 7) ? p.ConsumeIntegralInRange<index_t>(1, 2) : value(p); }
-index_t zero_mostly(FuzzedDataProvider& p) { return p.ConsumeIntegralInRange(0, 3) ? p.ConsumeIntegralInRange<index_t>(0, 2) : value(p); }
+index_t grid_entry(FuzzedDataProvider& p) {
+  return p.ConsumeIntegralInRange(0, 7) ? p.ConsumeIntegralInRange<index_t>(1, 2) : value(p);
+}
+index_t zero_mostly(FuzzedDataProvider& p) {
+  return p.ConsumeIntegralInRange(0, 3) ? p.ConsumeIntegralInRange<index_t>(0, 2) : value(p);
+}
 index_t one_mostly(FuzzedDataProvider& p) { return p.ConsumeIntegralInRange(0, 3) ? 1 : value(p); }
 
 std::string ownership(FuzzedDataProvider& p, int n, index_t ntiles, int depth) {
@@ -74,8 +78,8 @@ std::string ownership(FuzzedDataProvider& p, int n, index_t ntiles, int depth) {
       return s;
     }
     case 5: {  // one owner per tile, or a wrong count now and then
-      index_t count = ntiles >= 0 && ntiles <= 256 && p.ConsumeIntegralInRange(0, 7) ? ntiles
-                                                                                      : p.ConsumeIntegralInRange<index_t>(0, 8);
+      const bool right = ntiles >= 0 && ntiles <= 256 && p.ConsumeIntegralInRange(0, 7);
+      index_t count = right ? ntiles : p.ConsumeIntegralInRange<index_t>(0, 8);
       std::string s = "table";
       for (index_t i = 0; i < count; ++i)
         s += cat(i ? "," : " owners=", p.ConsumeIntegralInRange(0, 15) ? p.ConsumeIntegralInRange(0, 3)
@@ -124,7 +128,8 @@ std::string layout(FuzzedDataProvider& p, const std::vector<index_t>& shape) {
     ntiles = 1;
   }
   if (p.ConsumeIntegralInRange(0, 3) == 0) s += " offset=" + coord(p, n, zero_mostly);
-  if (p.ConsumeIntegralInRange(0, 3) == 0) s += cat(" esize=", p.ConsumeBool() ? p.ConsumeIntegralInRange<index_t>(1, 24) : value(p));
+  if (p.ConsumeIntegralInRange(0, 3) == 0)
+    s += cat(" esize=", p.ConsumeBool() ? p.ConsumeIntegralInRange<index_t>(1, 24) : value(p));
   switch (p.ConsumeIntegralInRange(0, 5)) {
     case 0: s += " storage=local_array"; break;
     case 1: s += " storage=tile_pointers"; break;
@@ -161,7 +166,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               : value(p);
     }
     std::string r, f, t;
-    for (int d = 0; d < n; ++d) r += cat(d ? "x" : "", sz[d]), f += cat(d ? "x" : "", from[d]), t += cat(d ? "x" : "", to[d]);
+    for (int d = 0; d < n; ++d) {
+      const char* x = d ? "x" : "";
+      r += cat(x, sz[d]), f += cat(x, from[d]), t += cat(x, to[d]);
+    }
     region = r + " from=" + f + " to=" + t;
   }
   redist::fuzz::check_move(nranks, src, dst, region ? std::optional<std::string_view>(*region) : std::nullopt);

@@ -100,7 +100,8 @@ inline void check_rank(const Case& c, const RankPlan& p) {
       seen[pp.peer] = true;
       index_t bytes = 0;
       for (const Segment& s : pp.segments) bytes += s.elements() * es;
-      if (bytes != pp.bytes) finding(detail::cat(who, ": peer ", pp.peer, " has ", pp.bytes, " bytes, its runs ", bytes));
+      if (bytes != pp.bytes)
+        finding(detail::cat(who, ": peer ", pp.peer, " has ", pp.bytes, " bytes, its runs ", bytes));
       *total += bytes;
     }
   }
@@ -170,7 +171,8 @@ inline void execute_and_verify(const Case& c, const std::vector<RankPlan>& plans
       m = msg.data();
       for (const Segment& seg : rp->segments) {
         detail::copy_run(seg.shape, seg.run, es, seg.count, m, detail::packed_strides(seg.shape),
-                         detail::packed_steps(seg.shape, seg.count), d[sp.peer].at(seg.at, es), seg.at.strides, seg.step);
+                         detail::packed_steps(seg.shape, seg.count), d[sp.peer].at(seg.at, es), seg.at.strides,
+                         seg.step);
         m += seg.elements() * es;
       }
     }
@@ -263,8 +265,8 @@ inline void check_move(int nranks, std::string_view src, std::string_view dst,
   ++reached.inputs;
   if (std::getenv("REDIST_FUZZ_PRINT"))  // the move as a fuzz_plan input (replays fuzz_plan_gen's findings)
     std::fprintf(stderr, "fuzz_plan input: %d|%.*s|%.*s%s%.*s\n", nranks, static_cast<int>(src.size()), src.data(),
-                 static_cast<int>(dst.size()), dst.data(), region ? "|" : "", region ? static_cast<int>(region->size()) : 0,
-                 region ? region->data() : "");
+                 static_cast<int>(dst.size()), dst.data(), region ? "|" : "",
+                 region ? static_cast<int>(region->size()) : 0, region ? region->data() : "");
   Case c;
   c.nranks = nranks;
   try {

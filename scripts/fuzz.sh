@@ -37,7 +37,8 @@ rm -rf "$build/seeds"
 python3 scripts/fuzz_corpus.py "$build/seeds"
 
 # Symbolized stacks in reports; a report is an error even if the process recovered.
-export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)}
+symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
+export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$symbolizer}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 failed=0

@@ -91,7 +91,8 @@ def violations(root, sources):
                 continue
             theirs = layer_of(target.relative_to(root).as_posix())
             if theirs is None or theirs not in allowed:
-                out.append(f"{rel}: #include \"{name}\": layer {mine} must not include {theirs or 'the top (apps/bench/tests)'}"
+                what = theirs or "the top (apps/bench/tests)"
+                out.append(f"{rel}: #include \"{name}\": layer {mine} must not include {what}"
                            f" (it stands on {', '.join(sorted(closure(mine))) or 'nothing'})")
     return out
 

@@ -50,14 +50,16 @@ def unchecked(text):
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[1])
-    planted = "void f(MPI_Comm c) {\n  check_mpi(MPI_Barrier(c), \"MPI_Barrier\", c);\n  MPI_Barrier(c);  // not checked\n}\n"
+    planted = ("void f(MPI_Comm c) {\n  check_mpi(MPI_Barrier(c), \"MPI_Barrier\", c);\n"
+               "  MPI_Barrier(c);  // not checked\n}\n")
     if unchecked(planted) != [(3, "MPI_Barrier")]:
         sys.exit(f"mpi_calls.py: the checker misses a planted unchecked call: {unchecked(planted)}")
     bad = []
     for folder in FOLDERS:
         for f in sorted((root / folder).rglob("*.[ch]pp")):
             for line, name in unchecked(f.read_text()):
-                bad.append(f"{f.relative_to(root)}:{line}: {name} without check_mpi/check_wait (or an 'unchecked' comment)")
+                bad.append(f"{f.relative_to(root)}:{line}: {name} without check_mpi/check_wait "
+                           "(or an 'unchecked' comment)")
     if bad:
         sys.exit("\n".join(bad))
     print(f"every MPI call in {', '.join(FOLDERS)} is checked")
