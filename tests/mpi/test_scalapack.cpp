@@ -80,8 +80,8 @@ std::string run_case(const Layout& src, const Layout& dst, const Region& r, int 
   const int ib = static_cast<int>(r.dst_offset[0]) + 1, jb = static_cast<int>(r.dst_offset[1]) + 1;
   if (all_ok(err.empty()))  // a bad descriptor would make pdgemr2d exit(1)
     pdgemr2d_(&m, &n, data(sca_src), &ia, &ja, desc_a.data(), data(sca), &ib, &jb, desc_b.data(), &line_ctxt);
-  if (ctxt_a >= 0) Cblacs_gridexit(ctxt_a);
-  if (ctxt_b >= 0) Cblacs_gridexit(ctxt_b);
+  scalapack::grid_exit(ctxt_a);
+  scalapack::grid_exit(ctxt_b);
   std::vector<void*> sca_ptr{sca.empty() ? nullptr : sca.data()};
   CheckResult cs = check_redistributed(dst, rank, sca_ptr, r, src, kSrcId, kDstId);
   if (!cs.ok()) note("pdgemr2d disagrees with the pattern oracle (test bug?): " + cs.first_error);
@@ -138,7 +138,7 @@ void random_cases(int ncases, std::uint64_t seed) {
       break;
     }
   }
-  Cblacs_gridexit(line_ctxt);
+  scalapack::grid_exit(line_ctxt);
 }
 
 TEST(ScaLAPACK, RandomCasesMatchPdgemr2d) { random_cases(1000, 4242); }
@@ -153,7 +153,7 @@ TEST(ScaLAPACK, PaperCaseSubmatrix) {
                                                p, " order=col src=0x", p / 2));
   const int line_ctxt = scalapack::line_grid();
   const std::string err = run_case(src, dst, Region{{80, 90}, {20, 3}, {5, 29}}, line_ctxt);
-  Cblacs_gridexit(line_ctxt);
+  scalapack::grid_exit(line_ctxt);
   if (!all_ok(err.empty())) report(err, "paper case");
 }
 
