@@ -39,6 +39,7 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
   tile=      regular tile size per dimension, or explicit boundaries [0,100,250,400]
   offset=    size cut from the first tile (ScaLAPACK-style first-block offset)
   OWNERSHIP  block_cyclic grid=PxQ [order=row|col] [src=AxB] [super=KxL] [first=R]
+                          [map=R00,R10,..]  (rank at each grid coordinate, column-major)
              random seed=S ranks=R [first=F]
              band width=W near=(OWNERSHIP) far=(OWNERSHIP)
              table owners=0,1,1,0,...        (one owner per tile, column-major)

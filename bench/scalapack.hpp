@@ -55,14 +55,12 @@ inline int make_grid(const Layout& l) {
   const int rows = static_cast<int>(p.grid[0]), cols = static_cast<int>(p.grid[1]);
   int ctxt = 0;
   Cblacs_get(0, 0, &ctxt);  // the system context: all of MPI_COMM_WORLD
-  if (p.first_rank == 0) {
+  if (p.first_rank == 0 && !p.map) {
     Cblacs_gridinit(&ctxt, p.order == GridOrder::row ? "R" : "C", rows, cols);
   } else {
     std::vector<int> map(static_cast<size_t>(rows) * cols);  // map[i + j*rows] = rank of (i, j)
     for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j)
-        map[i + static_cast<size_t>(j) * rows] =
-            p.first_rank + (p.order == GridOrder::row ? i * cols + j : i + j * rows);
+      for (int j = 0; j < cols; ++j) map[i + static_cast<size_t>(j) * rows] = l.ownership().rank_at({i, j});
     Cblacs_gridmap(&ctxt, map.data(), rows, rows, cols);
   }
   return ctxt;  // BLACS gives -1 to processes not in the grid

@@ -66,6 +66,10 @@ struct BlockCyclicParams {
   Coord source;                      // grid coordinate owning tile 0 (default 0)
   Coord super;                       // k-cyclic super-tile factors SMB/SNB (default 1)
   int first_rank = 0;                // rank of grid coordinate 0 (process groups)
+  // The rank at each grid coordinate, coordinates in column-major order (dimension 0
+  // fastest, as BLACS's Cblacs_gridmap usermap): ranks placed in any order. Null:
+  // `order` and `first_rank` place them. Ranks not in the map own nothing.
+  std::shared_ptr<const std::vector<int>> map = {};
 };
 
 struct RandomParams {

@@ -115,6 +115,14 @@ std::string overlap_check(const detail::PlanCore& p, std::span<const void* const
   return {};
 }
 
+// A layout as ranks must agree on it: everything but `ld=`, which is each rank's
+// own (ScaLAPACK's LLD differs between processes; a rank's plan only ever
+// addresses its own storage, so another rank's leading dimension never matters).
+std::string agreed_spec(const Layout& l) {
+  if (l.storage().ld == 0) return l.spec();
+  return Layout(l.shape(), l.partitions(), l.ownership(), Storage{l.storage().kind, 0}, l.elem_size()).spec();
+}
+
 // Every rank must describe the same redistribution (compared with rank 0).
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default strategy pairs different message schemes;
@@ -122,8 +130,8 @@ std::string overlap_check(const detail::PlanCore& p, std::span<const void* const
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
                            const Options& options) {
   detail::agree_same(p.comm,
-                     {{"source layout differs", src.spec()},
-                      {"target layout differs", dst.spec()},
+                     {{"source layout differs", agreed_spec(src)},
+                      {"target layout differs", agreed_spec(dst)},
                       {"region differs", region.str()},
                       {"options differ",
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,

@@ -96,6 +96,11 @@ int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
 int Ownership::ranks_needed() const {
   switch (kind()) {
     case Kind::block_cyclic: {
+      if (bc().map) {
+        int m = -1;
+        for (int r : *bc().map) m = std::max(m, r);
+        return m + 1;
+      }
       index_t n = 1;
       for (index_t g : bc().grid) n *= g;
       return static_cast<int>(n) + bc().first_rank;
@@ -119,6 +124,10 @@ int Ownership::rank_at(const Coord& c) const {
   const auto& p = bc();
   const int n = c.ndim();
   index_t r = 0;
+  if (p.map) {
+    for (int d = n - 1; d >= 0; --d) r = r * p.grid[d] + c[d];
+    return (*p.map)[static_cast<size_t>(r)];
+  }
   if (p.order == GridOrder::row)
     for (int d = 0; d < n; ++d) r = r * p.grid[d] + c[d];
   else
@@ -129,6 +138,14 @@ int Ownership::rank_at(const Coord& c) const {
 bool Ownership::grid_coord(int rank, Coord& out) const {
   const auto& p = bc();
   const int n = p.grid.ndim();
+  if (p.map) {  // called once per storage map and plan: a scan is enough
+    const auto it = std::find(p.map->begin(), p.map->end(), rank);
+    if (it == p.map->end()) return false;
+    index_t r = it - p.map->begin();
+    out = Coord(n);
+    for (int d = 0; d < n; ++d) out[d] = r % p.grid[d], r /= p.grid[d];
+    return true;
+  }
   index_t r = rank - p.first_rank;
   if (r < 0) return false;
   out = Coord(n);
@@ -161,6 +178,23 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
           return cat("block_cyclic grid=", p.grid.str(), " is too large");
       }
       if (p.first_rank < 0) return cat("block_cyclic first=", p.first_rank, " must be >= 0");
+      if (p.map) {
+        const std::vector<int>& m = *p.map;
+        if (p.first_rank != 0 || p.order != GridOrder::row)
+          return "block_cyclic map= places every rank itself: it excludes first= and order=";
+        if (static_cast<index_t>(m.size()) != prod)
+          return cat("block_cyclic map= lists ", m.size(), " ranks, grid=", p.grid.str(), " has ", prod,
+                     " coordinates (one rank per coordinate, column-major)");
+        std::vector<int> sorted(m);
+        std::sort(sorted.begin(), sorted.end());
+        if (sorted.front() < 0) return cat("block_cyclic map= names rank ", sorted.front(), ", ranks are >= 0");
+        if (sorted.back() == INT_MAX)
+          return cat("block_cyclic map= names rank ", INT_MAX, ", more than any communicator has");
+        for (size_t i = 1; i < sorted.size(); ++i)
+          if (sorted[i] == sorted[i - 1])
+            return cat("block_cyclic map= names rank ", sorted[i], " twice; a rank has one grid coordinate");
+        return {};
+      }
       // ranks_needed() is an int: beyond INT_MAX it would wrap and pass the
       // communicator-size check.
       if (prod + p.first_rank > INT_MAX)
@@ -214,7 +248,8 @@ bool Ownership::operator==(const Ownership& o) const {
       const auto &a = bc(), &b = o.bc();
       auto norm = [](const Coord& c, int n, index_t fill) { return c.ndim() ? c : Coord(n, fill); };
       int n = a.grid.ndim();
-      return a.grid == b.grid && a.order == b.order && a.first_rank == b.first_rank &&
+      const bool same_map = !a.map == !b.map && (!a.map || *a.map == *b.map);
+      return a.grid == b.grid && a.order == b.order && a.first_rank == b.first_rank && same_map &&
              norm(a.source, n, 0) == norm(b.source, n, 0) && norm(a.super, n, 1) == norm(b.super, n, 1);
     }
     case Kind::random:

@@ -43,6 +43,7 @@ constexpr OwnKey kOwnKeys[] = {
     {"ranks", Val::int32, "random function"},     {"width", Val::int64, "band"},
     {"near", Val::nested, "band"},               {"far", Val::nested, "band"},
     {"owners", Val::owner_list, "table"},        {"name", Val::name, "function"},
+    {"map", Val::owner_list, "block_cyclic"},
 };
 
 bool in_words(std::string_view list, std::string_view w) {
@@ -318,6 +319,7 @@ void Parser::ownership_option(Draft& d, const OwnKey& k, size_t key_at) {
   else if (key == "near") d.near = std::move(v.own);
   else if (key == "far") d.far = std::move(v.own);
   else if (key == "owners") d.owners.assign(v.ints.begin(), v.ints.end());
+  else if (key == "map") d.bc.map = std::make_shared<const std::vector<int>>(v.ints.begin(), v.ints.end());
   else if (key == "name") {
     d.name = v.text;
     d.fn = find_owner_function(v.text);

@@ -32,6 +32,7 @@ std::string ownership_spec(const Ownership& o) {
       if (!all_equal(p.source, 0)) s += cat(" src=", p.source.str());
       if (!all_equal(p.super, 1)) s += cat(" super=", p.super.str());
       if (p.first_rank != 0) s += cat(" first=", p.first_rank);
+      if (p.map) s += cat(" map=", join(*p.map, ","));
       return s;
     }
     case Ownership::Kind::random: {

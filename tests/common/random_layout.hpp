@@ -3,7 +3,10 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
+#include <numeric>
 #include <random>
+#include <vector>
 
 #include "redist/layout.hpp"
 #include "redist/plan.hpp"
@@ -47,7 +50,25 @@ inline Ownership random_block_cyclic(Rng& rng, int ndim, int nranks) {
   }
   p.order = uniform(rng, 0, 1) ? GridOrder::row : GridOrder::col;
   p.first_rank = static_cast<int>(uniform(rng, 0, nranks - used));
+  if (uniform(rng, 0, 3) == 0) {  // ranks placed in any order (BLACS gridmap): `used` of them, shuffled
+    std::vector<int> ranks(static_cast<size_t>(nranks));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+    ranks.resize(static_cast<size_t>(used));
+    p.map = std::make_shared<const std::vector<int>>(std::move(ranks));
+    p.order = GridOrder::row;
+    p.first_rank = 0;
+  }
   return Ownership::block_cyclic(p);
+}
+
+// ScaLAPACK's LLD is each process's own: local_array layouts get a leading
+// dimension of their own on each rank (this rank's local rows, or the layout's ld,
+// plus rank % 3). Applied after the case is drawn, so every rank draws the same.
+inline Layout with_rank_ld(const Layout& l, int rank) {
+  if (l.storage().kind != StorageKind::local_array || rank % 3 == 0) return l;
+  const index_t ld = LocalIndex(l, rank).ld() + rank % 3;
+  return Layout(l.shape(), l.partitions(), l.ownership(), Storage{StorageKind::local_array, ld}, l.elem_size());
 }
 
 inline Ownership random_ownership(Rng& rng, int ndim, int nranks, const Coord& ntiles, int kind) {

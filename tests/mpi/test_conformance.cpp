@@ -43,7 +43,8 @@ void random_cases(const std::string& ex, int ncases, std::uint64_t seed, index_t
   opt.max_message_bytes = max_message_bytes;
   for (int c = range.first; c < range.end; ++c) {
     Rng rng = case_rng(range.seed, c);  // same seed on every rank: every rank builds the same case
-    const auto [src, dst, r] = random_case(rng, nranks);
+    const auto [src0, dst0, r] = random_case(rng, nranks);
+    const Layout src = with_rank_ld(src0, world_rank()), dst = with_rank_ld(dst0, world_rank());
     std::string err = run_case(src, dst, r, ex, opt);
     const bool ok = all_ok(err.empty());
     EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " strategy " << ex
@@ -81,6 +82,27 @@ TEST_P(Conformance, LongAndShortRows) {
   Layout src = block_cyclic_layout({602, 40}, {400, 3}, {p, 1});
   Layout dst = block_cyclic_layout({602, 40}, {260, 9}, {1, p}, 8, StorageKind::local_array);
   std::string err = run_case(src, dst, Region::whole(src.shape()), GetParam(), {});
+  EXPECT_TRUE(all_ok(err.empty())) << err;
+}
+
+// ScaLAPACK's storage as pdgemr2d sees it: local arrays whose leading dimension
+// differs on every rank (LLD > local rows, by 5 * rank + 1), on grids whose ranks
+// are placed in reverse and rotated order (Cblacs_gridmap), ragged edges.
+TEST_P(Conformance, PerRankLeadingDimensionAndRankMap) {
+  const int p = world_size(), me = world_rank();
+  std::vector<int> reversed(static_cast<size_t>(p)), rotated(static_cast<size_t>(p));
+  for (int i = 0; i < p; ++i) reversed[i] = p - 1 - i, rotated[i] = (i + 1) % p;
+  auto layout = [&](Coord shape, Coord tile, Coord grid, const std::vector<int>& map) {
+    BlockCyclicParams bc;
+    bc.grid = grid;
+    bc.map = std::make_shared<const std::vector<int>>(map);
+    const Layout l(shape, {DimPartition::regular(shape[0], tile[0]), DimPartition::regular(shape[1], tile[1])},
+                   Ownership::block_cyclic(bc), Storage{StorageKind::local_array, 0});
+    const index_t ld = LocalIndex(l, me).ld() + 5 * me + 1;
+    return Layout(l.shape(), l.partitions(), l.ownership(), Storage{StorageKind::local_array, ld});
+  };
+  const Layout src = layout({61, 47}, {4, 6}, {p, 1}, reversed), dst = layout({55, 50}, {7, 3}, {1, p}, rotated);
+  std::string err = run_case(src, dst, Region{{50, 40}, {3, 2}, {1, 9}}, GetParam(), {});
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 

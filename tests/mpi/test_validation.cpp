@@ -536,19 +536,19 @@ TEST(Validation, LayoutsDifferInAnyField) {
       "12x8 tile=4x4 esize=4 block_cyclic grid=1x1",
       "12x8 tile=4x4 storage=tile_pointers block_cyclic grid=1x1",
       "12x8 tile=4x4 storage=local_array block_cyclic grid=1x1",
-      "12x8 tile=4x4 storage=local_array ld=20 block_cyclic grid=1x1",
       "12x8 tile=4x4 block_cyclic grid=1x" + S(p),
       "12x8 tile=4x4 block_cyclic grid=1x1 order=col",
       "12x8 tile=4x4 block_cyclic grid=1x" + S(p) + " src=0x1",
       "12x8 tile=4x4 block_cyclic grid=1x1 super=2x1",
       "12x8 tile=4x4 block_cyclic grid=1x1 first=1",
+      "12x8 tile=4x4 block_cyclic grid=1x1 map=1",
       "12x8 tile=4x4 random seed=1 ranks=1",
       "12x8 tile=4x4 table owners=0,0,0,0,0,1",
       "12x8 tile=4x4 band width=1 near=(random) far=(random)",
       "12x8 tile=4x4 function name=val_f1",
   };
-  kind("layouts that differ between ranks in any one field (shape, tiles, offset, esize, storage, ld, ownership "
-       "and each of its options)",
+  kind("layouts that differ between ranks in any one field (shape, tiles, offset, esize, storage, ownership "
+       "and each of its options; not ld=, each rank's own)",
        "make_plan: compared across ranks");
   const Layout b = Layout::parse(base);
   for (const std::string& v : variants) {

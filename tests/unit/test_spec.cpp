@@ -43,6 +43,10 @@ void expect_same(const Ownership& a, const Ownership& b, const std::string& ctx)
       EXPECT_EQ(a.bc().source, b.bc().source) << ctx;
       EXPECT_EQ(a.bc().super, b.bc().super) << ctx;
       EXPECT_EQ(a.bc().first_rank, b.bc().first_rank) << ctx;
+      ASSERT_EQ(!a.bc().map, !b.bc().map) << ctx;
+      if (a.bc().map) {
+        EXPECT_EQ(*a.bc().map, *b.bc().map) << ctx;
+      }
       break;
     case Ownership::Kind::random:
       EXPECT_EQ(a.rnd().seed, b.rnd().seed) << ctx;
@@ -154,6 +158,56 @@ TEST(SpecParse, BlockCyclic) {
   EXPECT_EQ(p.first_rank, 4);
   EXPECT_EQ(l.check(10), "");
   EXPECT_EQ(Layout::parse("8x8 block_cyclic order=row").ownership().bc().order, GridOrder::row);
+}
+
+// map= places ranks on the grid in any order (BLACS Cblacs_gridmap): coordinate
+// (i, j) of a 2x3 grid is entry i + 2j. The owners of all tiles, and every rank's
+// grid coordinate, follow from it; ranks outside the map own nothing.
+TEST(SpecParse, BlockCyclicRankMap) {
+  const Layout l = Layout::parse("8x9 tile=2x1 block_cyclic grid=2x3 map=5,0,3,6,1,2 src=1x0");
+  ASSERT_TRUE(l.ownership().bc().map);
+  EXPECT_EQ(*l.ownership().bc().map, (std::vector<int>{5, 0, 3, 6, 1, 2}));
+  EXPECT_EQ(l.check(7), "");
+  EXPECT_NE(l.check(6), "");  // rank 6 is named: 7 ranks are needed
+  EXPECT_EQ(l.ownership().ranks_needed(), 7);
+  EXPECT_EQ(l.spec(), "8x9 tile=2x1 block_cyclic grid=2x3 src=1x0 map=5,0,3,6,1,2");
+  const std::vector<int> map = {5, 0, 3, 6, 1, 2};
+  for (index_t t0 = 0; t0 < 4; ++t0)
+    for (index_t t1 = 0; t1 < 9; ++t1) {
+      const index_t i = (t0 + 1) % 2, j = t1 % 3;  // src=1x0
+      EXPECT_EQ(l.owner({t0, t1}), map[static_cast<size_t>(i + 2 * j)]) << t0 << "," << t1;
+    }
+  for (int r = 0; r < 8; ++r) {
+    Coord c;
+    const auto it = std::find(map.begin(), map.end(), r);
+    ASSERT_EQ(l.ownership().grid_coord(r, c), it != map.end()) << r;
+    if (it == map.end()) continue;
+    EXPECT_EQ(l.ownership().rank_at(c), r);
+    EXPECT_EQ(c[0] + 2 * c[1], it - map.begin());
+  }
+  // rank 4 is not in the grid: its storage is empty, local_array included
+  const Layout la = Layout::parse("8x9 tile=2x1 storage=local_array block_cyclic grid=2x3 map=5,0,3,6,1,2");
+  EXPECT_EQ(LocalIndex(la, 4).elements(), 0);
+  EXPECT_EQ(LocalIndex(la, 5).elements(), 4 * 3);  // tiles 0 and 2 down, columns 0, 3, 6
+}
+
+TEST(SpecParse, BlockCyclicRankMapErrors) {
+  const struct {
+    const char* spec;
+    const char* says;
+  } cases[] = {
+      {"8x8 block_cyclic grid=2x2 map=0,1,2", "lists 3 ranks, grid=2x2 has 4 coordinates"},
+      {"8x8 block_cyclic grid=2x2 map=0,1,1,2", "names rank 1 twice"},
+      {"8x8 block_cyclic grid=2x2 map=0,-1,2,3", "names rank -1, ranks are >= 0"},
+      {"8x8 block_cyclic grid=2x2 map=0,1,2,3 first=1", "excludes first= and order="},
+      {"8x8 block_cyclic grid=2x2 map=0,1,2,3 order=col", "excludes first= and order="},
+  };
+  for (const auto& c : cases) {
+    const Layout l = Layout::parse(c.spec);
+    EXPECT_NE(l.check(8).find(c.says), std::string::npos) << c.spec << " -> " << l.check(8);
+  }
+  EXPECT_THROW(Layout::parse("8x8 random map=0"), Error);  // not an option of random
+  EXPECT_THROW(Layout::parse("8x8 block_cyclic grid=2x2 map="), Error);
 }
 
 TEST(SpecParse, Random) {
@@ -299,6 +353,11 @@ Ownership random_ownership(Rng& rng, int n, int depth) {
       if (uniform(rng, 0, 1)) p.source = random_coord(rng, n, 0, 3);  // else defaulted (empty)
       if (uniform(rng, 0, 1)) p.super = random_coord(rng, n, 1, 3);
       p.first_rank = static_cast<int>(uniform(rng, -1, 5));
+      if (uniform(rng, 0, 2) == 0) {  // a rank map: any values, valid or not, one per coordinate or not
+        std::vector<int> m(static_cast<size_t>(uniform(rng, 1, 8)));
+        for (int& r : m) r = static_cast<int>(uniform(rng, -1, 9));
+        p.map = std::make_shared<const std::vector<int>>(std::move(m));
+      }
       return Ownership::block_cyclic(p);
     }
     case 1: {
@@ -360,6 +419,7 @@ std::vector<std::string> ownership_tokens(const Ownership& o, Rng& rng) {
       const auto& p = o.bc();
       t = {"block_cyclic", "grid=" + p.grid.str(), p.order == GridOrder::row ? "order=row" : "order=col",
            "src=" + p.source.str(), "super=" + p.super.str(), "first=" + std::to_string(p.first_rank)};
+      if (p.map) t.push_back("map=" + join(*p.map, ","));
       break;
     }
     case Ownership::Kind::random:
