@@ -28,6 +28,7 @@ STANDS_ON = {
     "runtime": ["layout", "mpi"],    # the task runtime stands on the core's layouts only
     "cholesky": ["runtime"],         # an application of the runtime
     "capi": ["exec"],                # the C API (redist.h): a front end over exec
+    "scalapack": ["exec"],           # the p?gemr2d drop-ins (scalapack.h): a front end over exec
 }
 
 # First matching prefix wins. Files outside these (apps/, bench/, tests/) are the
@@ -42,6 +43,7 @@ PATHS = [
     ("include/redist/cost.hpp", "cost"), ("src/cost/", "cost"),
     ("include/redist/exec.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
     ("include/redist/redist.h", "capi"), ("src/capi/", "capi"),  # after redist.hpp: a prefix of it
+    ("include/redist/scalapack.h", "scalapack"), ("src/scalapack/", "scalapack"),
     ("src/harness/pattern.", "pattern"),
     ("src/harness/", "harness"),
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),

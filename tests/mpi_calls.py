@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every MPI call of the library is checked (docs/strategies.md, "Faults"): fails
-on a call in src/exec, src/harness, src/mpi, src/cost or src/capi whose return code does
+on a call in src/exec, src/harness, src/mpi, src/cost, src/capi or src/scalapack whose return code does
 not go through detail::check_mpi or detail::check_wait (src/mpi/agree.hpp).
 
     python3 tests/mpi_calls.py [SOURCE_DIR]
@@ -16,7 +16,7 @@ import pathlib
 import re
 import sys
 
-FOLDERS = ["src/exec", "src/harness", "src/mpi", "src/cost", "src/capi"]
+FOLDERS = ["src/exec", "src/harness", "src/mpi", "src/cost", "src/capi", "src/scalapack"]
 CALL = re.compile(r"\bMPI_[A-Z][A-Za-z_]*\s*\(")
 NO_CODE = {"MPI_Wtime", "MPI_Wtick"}
 

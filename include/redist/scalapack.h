@@ -1,0 +1,54 @@
+/* libredist_scalapack: ScaLAPACK's p?gemr2d as drop-ins (docs/scalapack.md).
+ *
+ * Link -lredist_scalapack before ScaLAPACK (or LD_PRELOAD=libredist_scalapack.so)
+ * and the program's pdgemr2d_ / Cpdgemr2d calls run on redist, with ScaLAPACK's
+ * exact argument semantics. REDIST_SCALAPACK=native in the environment (or
+ * redist_scalapack_set_native(1)) forwards every call to the routine of the same
+ * name found next in link order, the real ScaLAPACK.
+ *
+ * The declarations below are ScaLAPACK's own (it ships no header); complex
+ * arrays are passed as void*. C99, no C++ types. */
+#ifndef REDIST_SCALAPACK_H
+#define REDIST_SCALAPACK_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1: forward every call to the next ScaLAPACK in link order; 0: redist (the
+ * default, unless REDIST_SCALAPACK=native was set when the first call was made).
+ * Call it on every process of a union context alike, between calls. */
+void redist_scalapack_set_native(int native);
+int redist_scalapack_native(void);
+/* Plans kept per process (a repeated call with the same descriptors plans once). */
+int redist_scalapack_cached_plans(void);
+
+/* Fortran entry points (all arguments by reference). */
+void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+               float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+               double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pcgemr2d_(const int* m, const int* n, const void* a, const int* ia, const int* ja, const int* desca,
+               void* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pzgemr2d_(const int* m, const int* n, const void* a, const int* ia, const int* ja, const int* desca,
+               void* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pigemr2d_(const int* m, const int* n, const int* a, const int* ia, const int* ja, const int* desca,
+               int* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+
+/* C entry points (ScaLAPACK's REDIST C interface). */
+void Cpsgemr2d(int m, int n, float* a, int ia, int ja, int* desca, float* b, int ib, int jb, int* descb,
+               int gcontext);
+void Cpdgemr2d(int m, int n, double* a, int ia, int ja, int* desca, double* b, int ib, int jb, int* descb,
+               int gcontext);
+void Cpcgemr2d(int m, int n, void* a, int ia, int ja, int* desca, void* b, int ib, int jb, int* descb,
+               int gcontext);
+void Cpzgemr2d(int m, int n, void* a, int ia, int ja, int* desca, void* b, int ib, int jb, int* descb,
+               int gcontext);
+void Cpigemr2d(int m, int n, int* a, int ia, int ja, int* desca, int* b, int ib, int jb, int* descb,
+               int gcontext);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDIST_SCALAPACK_H */

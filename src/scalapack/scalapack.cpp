@@ -1,0 +1,409 @@
+// libredist_scalapack (include/redist/scalapack.h, docs/scalapack.md): ScaLAPACK's
+// p?gemr2d on redist. A front end over exec holding no redistribution logic: it
+// turns two descriptors into two layouts (block_cyclic, local_array, the grid's
+// rank map, each process's own LLD) and a region, and keeps the plans.
+//
+// One call, on every process of the union context `gcontext`:
+//  1. the union's communicator: the MPI_COMM_WORLD ranks of the context's
+//     processes, gathered with BLACS (Cigsum2d), make a communicator of exactly
+//     those processes (MPI_Comm_create_group), kept per member list;
+//  2. one MPI_Allreduce agrees on the arguments: what every process passes (m, n,
+//     ia, ja, ib, jb) and what only the processes of a grid know (its shape and
+//     descriptor; a process outside a grid passes CTXT = -1 and nothing else
+//     that counts). Members of a grid that disagree, or a grid with no process,
+//     are errors, the same on every process;
+//  3. a second one gathers each grid's rank map (the process at each grid
+//     coordinate: any BLACS grid, Cblacs_gridinit or Cblacs_gridmap) and whether
+//     every process holds a plan for this call already (plans are looked up by
+//     every argument and this process's own LLDs: hit on every process, or
+//     planned again on every process, so the collective make_plan never runs on
+//     a few);
+//  4. the plan moves the bytes (elements are bytes to redist: s, d, c, z, i differ
+//     only in their size).
+// Errors: p?gemr2d has no INFO argument and ScaLAPACK stops the program on bad
+// arguments; so does this library, after the first process of the union printed
+// the agreed message ("redist pdgemr2d: ...") once: MPI_Abort on the union.
+#include "redist/scalapack.h"
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mpi/agree.hpp"
+#include "redist/redist.hpp"
+
+extern "C" {
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cigsum2d(int context, const char* scope, const char* top, int m, int n, int* a, int lda, int rdest, int cdest);
+}
+
+namespace redist::scalapack {
+namespace {
+
+// ScaLAPACK descriptor entries (0-based).
+enum { DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD, kDescLen };
+
+// ------------------------------------------------------------ native forwarding
+int native_mode = -1;  // -1: not read from the environment yet
+
+bool native() {
+  if (native_mode < 0) {
+    const char* v = std::getenv("REDIST_SCALAPACK");
+    const std::string s = v ? v : "";
+    if (s != "" && s != "native" && s != "redist") {
+      std::fprintf(stderr, "redist_scalapack: REDIST_SCALAPACK='%s' is not understood; allowed: native (forward "
+                           "every call to ScaLAPACK), redist (the default)\n", s.c_str());
+      std::abort();
+    }
+    native_mode = s == "native";
+  }
+  return native_mode == 1;
+}
+
+// The routine of this name in the next library in link order (the real ScaLAPACK).
+void* next_symbol(const char* name) {
+  void* f = dlsym(RTLD_NEXT, name);
+  if (!f) {
+    std::fprintf(stderr, "redist_scalapack: REDIST_SCALAPACK=native, but no library after libredist_scalapack "
+                         "defines %s: link ScaLAPACK after it (-lredist_scalapack -lscalapack-openmpi)\n", name);
+    std::abort();
+  }
+  return f;
+}
+
+// ------------------------------------------------------------ state per process
+// Plans are looked up by every argument that shapes them, this process's own
+// LLDs included (they differ between processes: hits must be agreed).
+struct Key {
+  std::vector<std::int64_t> v;
+  bool operator<(const Key& o) const { return v < o.v; }
+};
+
+constexpr size_t kMaxPlans = 32;
+
+struct Union {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::list<std::pair<Key, Plan>> plans;  // most recently used first
+};
+
+struct State {
+  std::map<std::vector<int>, Union> unions;  // by the members' MPI_COMM_WORLD ranks, in grid order
+  int keyval = MPI_KEYVAL_INVALID;
+};
+State* state = nullptr;
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: plans and communicators
+// are released while MPI still runs.
+int release_all(MPI_Comm, int, void*, void*) {
+  if (!state) return MPI_SUCCESS;
+  for (auto& [members, u] : state->unions) {
+    u.plans.clear();
+    if (u.comm != MPI_COMM_NULL) MPI_Comm_free(&u.comm);  // unchecked: finalizing, nothing to report to
+  }
+  delete state;
+  state = nullptr;
+  return MPI_SUCCESS;
+}
+
+State& the_state() {
+  if (!state) {
+    state = new State;
+    detail::check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release_all, &state->keyval, nullptr),
+                      "MPI_Comm_create_keyval");
+    detail::check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, state->keyval, nullptr), "MPI_Comm_set_attr");
+  }
+  return *state;
+}
+
+// Step 1: the union context's processes as a communicator, ranked in the
+// context's row-major grid order. Collective over the context.
+Union& union_of(int gcontext, int nprow, int npcol, int myrow, int mycol) {
+  // Processes are named by their MPI_COMM_WORLD rank, whatever system context
+  // BLACS made the grid from: the sum gives every process the same list, so the
+  // cache hits on every process or on none (MPI_Comm_create_group is collective).
+  int me = 0;
+  detail::check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &me), "MPI_Comm_rank");
+  const int count = nprow * npcol;
+  std::vector<int> ranks(static_cast<size_t>(count), 0);
+  ranks[static_cast<size_t>(myrow) * npcol + mycol] = me;
+  Cigsum2d(gcontext, "All", " ", count, 1, ranks.data(), count, -1, -1);
+  State& st = the_state();
+  auto it = st.unions.find(ranks);
+  if (it != st.unions.end()) return it->second;
+  MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  detail::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  detail::check_mpi(MPI_Group_incl(world, count, ranks.data(), &members), "MPI_Group_incl");
+  Union u;
+  detail::check_mpi(MPI_Comm_create_group(MPI_COMM_WORLD, members, 7301, &u.comm), "MPI_Comm_create_group");
+  detail::check_mpi(MPI_Group_free(&members), "MPI_Group_free");
+  detail::check_mpi(MPI_Group_free(&world), "MPI_Group_free");
+  return st.unions.emplace(ranks, std::move(u)).first->second;
+}
+
+// ------------------------------------------------------------ one call
+// What one side (A or B) looks like on this process.
+struct Side {
+  const char* name;  // "A" or "B"
+  const int* desc;
+  bool member = false;
+  int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
+};
+
+Side side_of(const char* name, const int* desc) {
+  Side s{name, desc};
+  if (desc[CTXT] < 0) return s;
+  Cblacs_gridinfo(desc[CTXT], &s.nprow, &s.npcol, &s.myrow, &s.mycol);
+  s.member = s.myrow >= 0 && s.mycol >= 0;
+  return s;
+}
+
+// Fields a grid's members must agree on: DTYPE, M, N, MB, NB, RSRC, CSRC, shape.
+constexpr int kGridFields = 8;
+std::array<std::int64_t, kGridFields> grid_fields(const Side& s) {
+  return {s.desc[DTYPE], s.desc[M], s.desc[N], s.desc[MB], s.desc[NB], s.desc[RSRC], s.desc[CSRC], s.nprow};
+}
+
+struct Agreed {
+  std::array<std::int64_t, 6> args{};  // m, n, ia, ja, ib, jb
+  std::array<std::int64_t, kGridFields> a{}, b{};
+  std::int64_t npcol_a = 0, npcol_b = 0;
+};
+
+// Step 2: one MPI_Allreduce (MPI_MAX over values and their negations gives each
+// field's maximum and minimum; a process outside a grid offers INT64_MIN for it).
+// Returns the error every process agrees on, or empty.
+std::string agree_arguments(MPI_Comm comm, const std::array<std::int64_t, 6>& args, const Side& a, const Side& b,
+                            Agreed& out) {
+  constexpr std::int64_t kNone = INT64_MIN;
+  constexpr int kFields = 6 + 2 * (kGridFields + 1);
+  std::array<std::int64_t, 2 * kFields> v{};
+  int k = 0;
+  auto put = [&](std::int64_t x, bool known) {
+    v[k] = known ? x : kNone;
+    v[kFields + k] = known ? -x : kNone;
+    ++k;
+  };
+  for (std::int64_t x : args) put(x, true);
+  for (const Side* s : {&a, &b}) {
+    for (std::int64_t x : grid_fields(*s)) put(x, s->member);
+    put(s->npcol, s->member);
+  }
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), 2 * kFields, MPI_INT64_T, MPI_MAX, comm),
+                    "MPI_Allreduce", comm);
+  const char* arg_names[] = {"m", "n", "ia", "ja", "ib", "jb"};
+  for (int i = 0; i < 6; ++i) {
+    if (v[i] != -v[kFields + i])
+      return detail::cat("the processes of the union context pass different ", arg_names[i], " (from ",
+                         -v[kFields + i], " to ", v[i], "); every process passes the same");
+    out.args[i] = v[i];
+  }
+  const char* field_names[] = {"DTYPE", "M", "N", "MB", "NB", "RSRC", "CSRC", "the grid's rows", "the grid's columns"};
+  for (int s = 0; s < 2; ++s) {
+    const char* name = s == 0 ? "A" : "B";
+    for (int f = 0; f <= kGridFields; ++f) {
+      const int i = 6 + s * (kGridFields + 1) + f;
+      if (v[i] == kNone)
+        return detail::cat("no process of the union context is in the grid of ", name, " (desc", name,
+                           "[CTXT] is -1 everywhere): one grid needs at least one process");
+      if (v[i] != -v[kFields + i])
+        return detail::cat("the processes of ", name, "'s grid disagree on ", field_names[f], " of desc", name,
+                           " (from ", -v[kFields + i], " to ", v[i], ")");
+      if (f < kGridFields) (s == 0 ? out.a : out.b)[f] = v[i];
+      else (s == 0 ? out.npcol_a : out.npcol_b) = v[i];
+    }
+  }
+  return {};
+}
+
+// ScaLAPACK's own checks of the agreed values (its pdgemr2d reports these and stops).
+std::string check_arguments(const Agreed& g) {
+  const auto [m, n, ia, ja, ib, jb] = g.args;
+  if (m < 0 || n < 0) return detail::cat("m = ", m, " and n = ", n, " must be >= 0");
+  for (int s = 0; s < 2; ++s) {
+    const auto& d = s == 0 ? g.a : g.b;  // DTYPE, M, N, MB, NB, RSRC, CSRC, grid rows
+    const char* name = s == 0 ? "A" : "B";
+    const char* lower = s == 0 ? "a" : "b";
+    const std::int64_t i0 = s == 0 ? ia : ib, j0 = s == 0 ? ja : jb;
+    const std::int64_t rows = d[7], cols = s == 0 ? g.npcol_a : g.npcol_b;
+    if (d[0] != 1) return detail::cat("desc", name, "[DTYPE] = ", d[0], ": only 1 (dense block-cyclic) is allowed");
+    if (d[1] < 0 || d[2] < 0) return detail::cat("desc", name, ": M = ", d[1], ", N = ", d[2], " must be >= 0");
+    if (d[3] < 1 || d[4] < 1) return detail::cat("desc", name, ": MB = ", d[3], ", NB = ", d[4], " must be >= 1");
+    if (d[5] < 0 || d[5] >= rows) return detail::cat("desc", name, "[RSRC] = ", d[5], " must lie in [0, ", rows, ")");
+    if (d[6] < 0 || d[6] >= cols) return detail::cat("desc", name, "[CSRC] = ", d[6], " must lie in [0, ", cols, ")");
+    if (m > 0 && n > 0 && (i0 < 1 || j0 < 1 || i0 - 1 + m > d[1] || j0 - 1 + n > d[2]))
+      return detail::cat("the ", m, "x", n, " submatrix at i", lower, " = ", i0, ", j", lower, " = ", j0,
+                         " does not fit ", name, " (", d[1], "x", d[2], ", indices from 1)");
+  }
+  return {};
+}
+
+// Step 3: each grid's rank map (the union rank at each coordinate, column-major
+// like BLACS's usermap) and the plan cache hit, in one MPI_Allreduce (MPI_MAX).
+std::string agree_maps(MPI_Comm comm, int me, const Side& a, const Side& b, const Agreed& g, int hit,
+                       std::vector<int>& map_a, std::vector<int>& map_b, bool& all_hit) {
+  const size_t na = static_cast<size_t>(g.a[7] * g.npcol_a), nb = static_cast<size_t>(g.b[7] * g.npcol_b);
+  std::vector<int> v(na + nb + 2, -1);
+  if (a.member) v[static_cast<size_t>(a.myrow + a.mycol * g.a[7])] = me;
+  if (b.member) v[na + static_cast<size_t>(b.myrow + b.mycol * g.b[7])] = me;
+  v[na + nb] = hit, v[na + nb + 1] = -hit;  // every process hits the same entry, or none plans from cache
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT, MPI_MAX, comm),
+                    "MPI_Allreduce", comm);
+  all_hit = v[na + nb] >= 0 && v[na + nb] == -v[na + nb + 1];
+  map_a.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(na));
+  map_b.assign(v.begin() + static_cast<std::ptrdiff_t>(na), v.begin() + static_cast<std::ptrdiff_t>(na + nb));
+  for (int s = 0; s < 2; ++s) {
+    const std::vector<int>& map = s == 0 ? map_a : map_b;
+    const std::int64_t rows = s == 0 ? g.a[7] : g.b[7];
+    for (size_t i = 0; i < map.size(); ++i)
+      if (map[i] < 0)
+        return detail::cat("process (", static_cast<std::int64_t>(i) % rows, ", ", static_cast<std::int64_t>(i) / rows,
+                           ") of ", s == 0 ? "A" : "B", "'s grid is not in the union context: gcontext must hold "
+                           "every process of both grids");
+  }
+  return {};
+}
+
+Layout layout_of(const std::array<std::int64_t, kGridFields>& d, std::int64_t npcol, std::vector<int> map,
+                 std::int64_t ld, index_t esize) {
+  BlockCyclicParams p;
+  p.grid = Coord{d[7], npcol};
+  p.source = Coord{d[5], d[6]};
+  p.super = Coord{1, 1};
+  p.map = std::make_shared<const std::vector<int>>(std::move(map));
+  return Layout(Coord{d[1], d[2]}, {DimPartition::regular(d[1], d[3]), DimPartition::regular(d[2], d[4])},
+                Ownership::block_cyclic(p), Storage{StorageKind::local_array, ld}, esize);
+}
+
+[[noreturn]] void stop(const char* routine, MPI_Comm comm, const std::string& message, bool print) {
+  if (print) std::fprintf(stderr, "redist %s: %s\n", routine, message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, 1);  // unchecked: it does not return
+  std::abort();
+}
+
+void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int ia, int ja, const int* desca,
+            void* b, int ib, int jb, const int* descb, int gcontext) {
+  int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
+  Cblacs_gridinfo(gcontext, &nprow, &npcol, &myrow, &mycol);
+  if (myrow < 0 || mycol < 0) return;  // not in the union context: nothing to do (as ScaLAPACK)
+  MPI_Comm comm = MPI_COMM_NULL;
+  int me = 0;
+  try {
+    Union& u = union_of(gcontext, nprow, npcol, myrow, mycol);
+    comm = u.comm;
+    detail::check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", comm);
+    const Side sa = side_of("A", desca), sb = side_of("B", descb);
+    Agreed g;
+    std::string err = agree_arguments(comm, {m, n, ia, ja, ib, jb}, sa, sb, g);
+    if (err.empty()) err = check_arguments(g);
+    if (!err.empty()) stop(routine, comm, err, me == 0);
+    if (m == 0 || n == 0) return;
+
+    // This process's key: the agreed arguments, the element size, its own LLDs
+    // and its own coordinates in both grids. The rank maps are not in it: they
+    // follow from every process's coordinates, so when every process hits, the
+    // maps are those of the plan it hits. The hit is tentative until agreed.
+    Key key;
+    key.v.assign(g.args.begin(), g.args.end());
+    key.v.insert(key.v.end(), g.a.begin(), g.a.end());
+    key.v.insert(key.v.end(), g.b.begin(), g.b.end());
+    key.v.insert(key.v.end(), {g.npcol_a, g.npcol_b, esize, sa.member ? desca[LLD] : 0, sb.member ? descb[LLD] : 0,
+                               sa.myrow, sa.mycol, sb.myrow, sb.mycol});
+    int hit = -1, pos = 0;
+    std::vector<int> map_a, map_b;
+    bool all_hit = false;
+    for (auto it = u.plans.begin(); it != u.plans.end(); ++it, ++pos)
+      if (!(it->first < key) && !(key < it->first)) {
+        hit = pos;
+        break;
+      }
+    err = agree_maps(comm, me, sa, sb, g, hit, map_a, map_b, all_hit);
+    if (!err.empty()) stop(routine, comm, err, me == 0);
+    if (!all_hit) {
+      const auto [mm, nn, i0, j0, i1, j1] = g.args;
+      const Layout src = layout_of(g.a, g.npcol_a, std::move(map_a), sa.member ? desca[LLD] : 0, esize);
+      const Layout dst = layout_of(g.b, g.npcol_b, std::move(map_b), sb.member ? descb[LLD] : 0, esize);
+      Options opt;
+      if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
+      Plan plan = make_plan(src, dst, Region{{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}}, comm, opt);
+      u.plans.emplace_front(std::move(key), std::move(plan));
+      if (u.plans.size() > kMaxPlans) u.plans.pop_back();
+    } else if (hit > 0) {
+      auto it = std::next(u.plans.begin(), hit);
+      u.plans.splice(u.plans.begin(), u.plans, it);  // most recently used first, the same order everywhere
+    }
+    Plan& plan = u.plans.front().second;
+    const void* src_block[1] = {sa.member ? a : nullptr};
+    void* dst_block[1] = {sb.member ? b : nullptr};
+    plan.execute(std::span<const void* const>(src_block), std::span<void* const>(dst_block));
+  } catch (const Error& e) {
+    // make_plan's errors are agreed (every process throws the same); an MPI
+    // failure in execute is local: every process that has one prints it.
+    const bool agreed = dynamic_cast<const MpiError*>(&e) == nullptr;
+    stop(routine, comm, e.what(), !agreed || me == 0);
+  } catch (const std::exception& e) {
+    stop(routine, comm, e.what(), true);
+  }
+}
+
+}  // namespace
+}  // namespace redist::scalapack
+
+// ------------------------------------------------------------ entry points
+using redist::scalapack::gemr2d;
+using redist::scalapack::native;
+using redist::scalapack::next_symbol;
+
+extern "C" {
+
+void redist_scalapack_set_native(int on) { redist::scalapack::native_mode = on ? 1 : 0; }
+int redist_scalapack_native(void) { return native() ? 1 : 0; }
+int redist_scalapack_cached_plans(void) {
+  int n = 0;
+  if (redist::scalapack::state)
+    for (const auto& [members, u] : redist::scalapack::state->unions) n += static_cast<int>(u.plans.size());
+  return n;
+}
+
+// X(prefix, C type, element bytes): the Fortran and the C entry point of one type.
+#define REDIST_GEMR2D(p, T, bytes)                                                                              \
+  void p##gemr2d_(const int* m, const int* n, const T* a, const int* ia, const int* ja, const int* desca, T* b,  \
+                  const int* ib, const int* jb, const int* descb, const int* ictxt) {                           \
+    if (native()) {                                                                                             \
+      using F = void (*)(const int*, const int*, const T*, const int*, const int*, const int*, T*, const int*,  \
+                         const int*, const int*, const int*);                                                   \
+      static const F f = reinterpret_cast<F>(next_symbol(#p "gemr2d_"));                                        \
+      return f(m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);                                                \
+    }                                                                                                           \
+    gemr2d(#p "gemr2d", bytes, *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, *ictxt);                         \
+  }                                                                                                             \
+  void C##p##gemr2d(int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib, int jb, int* descb,          \
+                    int gcontext) {                                                                             \
+    if (native()) {                                                                                             \
+      using F = void (*)(int, int, T*, int, int, int*, T*, int, int, int*, int);                                \
+      static const F f = reinterpret_cast<F>(next_symbol("C" #p "gemr2d"));                                     \
+      return f(m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                                             \
+    }                                                                                                           \
+    gemr2d("C" #p "gemr2d", bytes, m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                         \
+  }
+
+REDIST_GEMR2D(ps, float, 4)
+REDIST_GEMR2D(pd, double, 8)
+REDIST_GEMR2D(pc, void, 8)
+REDIST_GEMR2D(pz, void, 16)
+REDIST_GEMR2D(pi, int, 4)
+
+}  // extern "C"

@@ -1,0 +1,286 @@
+// libredist_scalapack against Debian's ScaLAPACK (the oracle, the same routine
+// of the next library in link order, reached by redist_scalapack_set_native(1)):
+// random descriptor cases for each type (s, d, c, z, i), through the Fortran and
+// the C entry points alike. Grids of every shape that fits (sub-grids, ranks in
+// any order through Cblacs_gridmap, processes outside a grid passing CTXT = -1
+// and nothing else that counts), RSRC/CSRC, tiny and ragged blocks and blocks
+// larger than the matrix, each process's own LLD above its local rows, empty,
+// single-element and edge submatrices. After each call the whole local array of
+// B (its padding rows included) must equal ScaLAPACK's bit for bit, and A must
+// be untouched. REDIST_CASES=N sets the cases per type (default 1000).
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/scalapack.h"
+
+extern "C" {
+void Cblacs_pinfo(int* mypnum, int* nprocs);
+void Cblacs_get(int context, int what, int* value);
+void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
+void Cblacs_gridmap(int* context, int* usermap, int ldumap, int rows, int cols);
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int context);
+void Cblacs_freebuff(int context, int wait);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+}
+
+namespace {
+
+using Rng = std::mt19937_64;
+int uniform(Rng& r, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(r); }
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+bool all_ok(bool ok) {
+  int v = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+// One BLACS grid: its context here (-1 outside it) and its shape.
+struct Grid {
+  int ctxt = -1, rows = 1, cols = 1;
+};
+
+// Every grid shape rows x cols <= P, each twice: once with ranks in row-major
+// order from 0 (Cblacs_gridinit), once with a random subset of ranks in random
+// order (Cblacs_gridmap). Every process calls every gridinit/gridmap.
+std::vector<Grid> make_grids(Rng& rng) {
+  const int p = world_size();
+  std::vector<Grid> grids;
+  for (int rows = 1; rows <= p; ++rows)
+    for (int cols = 1; rows * cols <= p; ++cols)
+      for (int mapped = 0; mapped < 2; ++mapped) {
+        Grid g{0, rows, cols};
+        Cblacs_get(0, 0, &g.ctxt);
+        if (!mapped) {
+          Cblacs_gridinit(&g.ctxt, "R", rows, cols);
+        } else {
+          std::vector<int> ranks(static_cast<size_t>(p));
+          for (int i = 0; i < p; ++i) ranks[i] = i;
+          std::shuffle(ranks.begin(), ranks.end(), rng);  // the same on every process (same seed)
+          Cblacs_gridmap(&g.ctxt, ranks.data(), rows, rows, cols);
+        }
+        grids.push_back(g);
+      }
+  return grids;
+}
+
+// One side of a case on this process: descriptor and local array (bytes).
+struct Side {
+  int m = 0, n = 0;  // the matrix's shape, known to every process (the descriptor's only inside the grid)
+  int desc[9] = {};
+  std::vector<unsigned char> data;
+};
+
+// Element `e` of type `t` as bytes: finite values (ScaLAPACK moves floating
+// point values as such), distinct per process, side and position.
+void fill(Side& s, char t, int rank, std::uint64_t salt) {
+  const size_t comp = t == 'd' || t == 'z' ? 8 : 4;  // bytes per real component
+  for (size_t i = 0; i * comp < s.data.size(); ++i) {
+    const std::uint64_t h = (salt * 1000003u + static_cast<std::uint64_t>(rank) * 7919u + i) * 2654435761u;
+    if (t == 'i') {
+      const std::int32_t v = static_cast<std::int32_t>(h >> 7);
+      std::memcpy(&s.data[i * 4], &v, 4);
+    } else if (comp == 4) {
+      const float v = 1.0f + static_cast<float>(h % 1048576) / 1048576.0f;
+      std::memcpy(&s.data[i * 4], &v, 4);
+    } else {
+      const double v = 1.0 + static_cast<double>(h % 4503599627370496ull) / 4503599627370496.0;
+      std::memcpy(&s.data[i * 8], &v, 8);
+    }
+  }
+}
+
+size_t elem_bytes(char t) { return t == 'd' || t == 'c' ? 8 : t == 'z' ? 16 : 4; }
+
+// A random matrix on grid g: M, N, blocks, sources, and this process's LLD.
+Side make_side(Rng& rng, Rng& local, const Grid& g, char t) {
+  Side s;
+  const int m = uniform(rng, 1, 40), n = uniform(rng, 1, 40);
+  const int mb = uniform(rng, 0, 4) ? uniform(rng, 1, 8) : uniform(rng, 1, m + 4);
+  const int nb = uniform(rng, 0, 4) ? uniform(rng, 1, 8) : uniform(rng, 1, n + 4);
+  const int rsrc = uniform(rng, 0, g.rows - 1), csrc = uniform(rng, 0, g.cols - 1);
+  s.m = m, s.n = n;
+  s.desc[0] = 1, s.desc[1] = g.ctxt, s.desc[2] = m, s.desc[3] = n, s.desc[4] = mb, s.desc[5] = nb;
+  s.desc[6] = rsrc, s.desc[7] = csrc;
+  if (g.ctxt < 0) {  // outside the grid: CTXT -1; the rest must not count (garbage here)
+    for (int i = 2; i < 9; ++i) s.desc[i] = -7777;
+    return s;
+  }
+  int nprow, npcol, myrow, mycol;
+  Cblacs_gridinfo(g.ctxt, &nprow, &npcol, &myrow, &mycol);
+  const int rows = numroc_(&m, &mb, &myrow, &rsrc, &nprow), cols = numroc_(&n, &nb, &mycol, &csrc, &npcol);
+  s.desc[8] = std::max(1, rows) + (uniform(local, 0, 2) ? uniform(local, 0, 3) : 0);  // this process's own LLD
+  s.data.resize(static_cast<size_t>(s.desc[8]) * static_cast<size_t>(cols) * elem_bytes(t));
+  return s;
+}
+
+// Calls p<t>gemr2d through the Fortran (fortran = true) or the C entry point.
+void call(char t, bool fortran, int m, int n, Side& a, int ia, int ja, Side& b, int ib, int jb, int gctxt) {
+  static unsigned char dummy[16];
+  void* pa = a.data.empty() ? dummy : a.data.data();
+  void* pb = b.data.empty() ? dummy : b.data.data();
+  if (fortran) {
+    switch (t) {
+      case 's': psgemr2d_(&m, &n, (float*)pa, &ia, &ja, a.desc, (float*)pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'd': pdgemr2d_(&m, &n, (double*)pa, &ia, &ja, a.desc, (double*)pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'c': pcgemr2d_(&m, &n, pa, &ia, &ja, a.desc, pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'z': pzgemr2d_(&m, &n, pa, &ia, &ja, a.desc, pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'i': pigemr2d_(&m, &n, (int*)pa, &ia, &ja, a.desc, (int*)pb, &ib, &jb, b.desc, &gctxt); break;
+    }
+  } else {
+    switch (t) {
+      case 's': Cpsgemr2d(m, n, (float*)pa, ia, ja, a.desc, (float*)pb, ib, jb, b.desc, gctxt); break;
+      case 'd': Cpdgemr2d(m, n, (double*)pa, ia, ja, a.desc, (double*)pb, ib, jb, b.desc, gctxt); break;
+      case 'c': Cpcgemr2d(m, n, pa, ia, ja, a.desc, pb, ib, jb, b.desc, gctxt); break;
+      case 'z': Cpzgemr2d(m, n, pa, ia, ja, a.desc, pb, ib, jb, b.desc, gctxt); break;
+      case 'i': Cpigemr2d(m, n, (int*)pa, ia, ja, a.desc, (int*)pb, ib, jb, b.desc, gctxt); break;
+    }
+  }
+}
+
+int cases_per_type() {
+  const char* v = std::getenv("REDIST_CASES");
+  return v ? std::atoi(v) : 1000;
+}
+
+// The first byte where two local arrays differ, or -1.
+long first_difference(const std::vector<unsigned char>& x, const std::vector<unsigned char>& y) {
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return static_cast<long>(i);
+  return x.size() == y.size() ? -1 : static_cast<long>(x.size());
+}
+
+class DropIn : public ::testing::TestWithParam<char> {};
+
+TEST_P(DropIn, SameBytesAsScaLAPACK) {
+  const char t = GetParam();
+  const int rank = world_rank(), p = world_size();
+  Rng rng(4242 + t);                           // the same on every process: grids and cases
+  Rng local(99 + t + 1000u * rank);            // this process's own: its LLDs
+  std::vector<Grid> grids = make_grids(rng);
+  int line = 0;  // the union context: every process, 1 x P
+  Cblacs_get(0, 0, &line);
+  Cblacs_gridinit(&line, "R", 1, p);
+  const int ncases = cases_per_type();
+  int failures = 0;
+  for (int c = 0; c < ncases && failures == 0; ++c) {
+    const Grid& ga = grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
+    const Grid& gb = grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
+    Side a = make_side(rng, local, ga, t), b = make_side(rng, local, gb, t);
+    const int dims[4] = {a.m, a.n, b.m, b.n};
+    const int kind = uniform(rng, 0, 9);
+    int m = uniform(rng, 1, std::min(dims[0], dims[2])), n = uniform(rng, 1, std::min(dims[1], dims[3]));
+    if (kind == 0) m = 0;                     // empty
+    if (kind == 1) m = n = 1;                 // one element
+    if (kind == 2) m = std::min(dims[0], dims[2]), n = std::min(dims[1], dims[3]);  // largest
+    const int ia = uniform(rng, 1, dims[0] - m + 1), ja = uniform(rng, 1, dims[1] - n + 1);
+    const int ib = kind == 3 ? dims[2] - m + 1 : uniform(rng, 1, dims[2] - m + 1);  // at the far edge
+    const int jb = kind == 3 ? dims[3] - n + 1 : uniform(rng, 1, dims[3] - n + 1);
+    const bool fortran = uniform(rng, 0, 1);
+    fill(a, t, rank, 2 * c + 1);
+    fill(b, t, rank, 2 * c + 2);
+    const Side a0 = a;
+    // ScaLAPACK is given what it is given in practice outside a grid: CTXT -1, zeros
+    // (redist gets garbage there, which must not count).
+    Side a_nat = a, b_native = b;
+    if (ga.ctxt < 0) std::memset(a_nat.desc + 2, 0, 7 * sizeof(int));
+    if (gb.ctxt < 0) std::memset(b_native.desc + 2, 0, 7 * sizeof(int));
+    redist_scalapack_set_native(1);
+    call(t, fortran, m, n, a_nat, ia, ja, b_native, ib, jb, line);
+    redist_scalapack_set_native(0);
+    call(t, fortran, m, n, a, ia, ja, b, ib, jb, line);
+    std::string err;
+    const long db = first_difference(b.data, b_native.data), da = first_difference(a.data, a0.data);
+    if (db >= 0) err = "B differs from ScaLAPACK's at byte " + std::to_string(db);
+    else if (da >= 0) err = "A changed at byte " + std::to_string(da);
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "type " << t << " case " << c << " rank " << rank << ": " << err << "\n  m=" << m
+                             << " n=" << n << " ia=" << ia << " ja=" << ja << " ib=" << ib << " jb=" << jb
+                             << "\n  descA " << a.desc[2] << "x" << a.desc[3] << " blocks " << a.desc[4] << "x"
+                             << a.desc[5] << " src " << a.desc[6] << "," << a.desc[7] << " grid " << ga.rows << "x"
+                             << ga.cols << " lld " << a.desc[8] << "\n  descB " << b.desc[2] << "x" << b.desc[3]
+                             << " blocks " << b.desc[4] << "x" << b.desc[5] << " src " << b.desc[6] << ","
+                             << b.desc[7] << " grid " << gb.rows << "x" << gb.cols << " lld " << b.desc[8];
+    if (!ok) ++failures;
+  }
+  for (const Grid& g : grids)
+    if (g.ctxt >= 0) Cblacs_freebuff(g.ctxt, 1), Cblacs_gridexit(g.ctxt);
+  Cblacs_freebuff(line, 1);
+  Cblacs_gridexit(line);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, DropIn, ::testing::Values('s', 'd', 'c', 'z', 'i'),
+                         [](const auto& info) { return std::string(1, info.param); });
+
+// A repeated call plans once: the second and third calls hit the cache on every
+// process (the count of plans does not grow), and move the same bytes. A call
+// whose LLD differs on one process only plans again on every process (else the
+// others would wait in a make_plan that process never enters).
+TEST(DropInCache, RepeatedCallsPlanOnce) {
+  const int rank = world_rank(), p = world_size();
+  int line = 0, grid = 0;
+  Cblacs_get(0, 0, &line);
+  Cblacs_gridinit(&line, "R", 1, p);
+  Cblacs_get(0, 0, &grid);
+  Cblacs_gridinit(&grid, "C", p, 1);
+  Grid g{grid, p, 1}, l{line, 1, p};
+  Rng rng(5), local(6 + rank);
+  Side a = make_side(rng, local, g, 'd'), b = make_side(rng, local, l, 'd');
+  const int m = std::min(a.m, b.m), n = std::min(a.n, b.n);
+  fill(a, 'd', rank, 1);
+  const int before = redist_scalapack_cached_plans();
+  std::vector<unsigned char> first;
+  for (int rep = 0; rep < 3; ++rep) {
+    fill(b, 'd', rank, 2);
+    call('d', rep % 2 == 0, m, n, a, 1, 1, b, 1, 1, line);
+    if (rep == 0) first = b.data;
+    EXPECT_EQ(b.data, first) << "rep " << rep;
+    EXPECT_EQ(redist_scalapack_cached_plans(), before + 1) << "rep " << rep;
+  }
+  // Only the last process changes its LLD (more padding): every process plans again.
+  if (rank == p - 1) {
+    const int cols = static_cast<int>(b.data.size() / 8 / static_cast<size_t>(b.desc[8]));
+    b.desc[8] += 2;
+    b.data.assign(static_cast<size_t>(b.desc[8]) * static_cast<size_t>(cols) * 8, 0);
+  }
+  fill(b, 'd', rank, 2);
+  Side b_native = b;
+  redist_scalapack_set_native(1);
+  call('d', true, m, n, a, 1, 1, b_native, 1, 1, line);
+  redist_scalapack_set_native(0);
+  call('d', true, m, n, a, 1, 1, b, 1, 1, line);
+  EXPECT_EQ(b.data, b_native.data);
+  EXPECT_EQ(redist_scalapack_cached_plans(), before + 2);
+  Cblacs_freebuff(grid, 1);
+  Cblacs_gridexit(grid);
+  Cblacs_freebuff(line, 1);
+  Cblacs_gridexit(line);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  const int rc = RUN_ALL_TESTS();
+  MPI_Finalize();
+  return rc;
+}
