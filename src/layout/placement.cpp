@@ -1,0 +1,420 @@
+// Placement ownerships (paper 003, sec. I): an imposed patch grid over a source
+// layout; each patch goes whole to one rank.
+//
+//  greedy:   the rank holding the patch's largest part (ties: the lowest rank).
+//            Each patch independently keeps the most it can, so no assignment
+//            moves less data.
+//  balanced: every rank gets f = floor(n/R) or f+1 patches (exactly n mod R get
+//            f+1), and among those assignments one that keeps the most elements
+//            in place: a min-cost flow solved by successive shortest paths
+//            (Ahuja, Magnanti, Orlin, "Network Flows", ch. 9) started from the
+//            greedy assignment, which is a min-cost pseudoflow (every move from
+//            it costs >= 0). Nodes are the ranks, a hub H and a sink T:
+//              a -> b  move one patch p from a to b, cost ov(p,a) - ov(p,b),
+//                      kept per pair as the cheapest patch (b among p's parts);
+//              a -> H -> b  move a's cheapest patch to any rank, cost ov(p,a);
+//              a -> T  a takes one of the n mod R "f+1" slots, T -> a gives it back.
+//            A rank's excess is load - f - slot; each step moves one unit along a
+//            shortest path (Bellman-Ford/SPFA: reverse moves cost < 0) from the
+//            ranks with excess to the nearest rank (or T) with a deficit. When no
+//            excess is left every load is f or f+1 and the flow is min-cost.
+//            tests/unit/test_placement.cpp checks optimality by brute force.
+// Pure, no MPI: every rank computes the same table from the spec.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <deque>
+#include <limits>
+
+#include "layout/placement.hpp"
+
+namespace redist {
+namespace detail {
+namespace {
+
+using detail::cat;
+
+constexpr index_t kMaxPatches = index_t{1} << 30;  // one int per patch in the owner table
+constexpr index_t kMaxWork = index_t{1} << 32;     // patch x source-tile pieces walked
+constexpr int kMaxRanks = 1 << 24;
+
+struct Part {
+  int rank;
+  index_t volume;
+};
+
+// Elements of each patch per source rank, walked patch by patch in column-major
+// order. Per dimension, the source pieces of every patch interval are listed once
+// (keyed by the source tile, or by the grid coordinate for block_cyclic sources,
+// which merges the pieces a cyclic rank holds); a patch is their product.
+class PatchParts {
+ public:
+  PatchParts(const Layout& src, const std::vector<DimPartition>& patches) : src_(src) {
+    n_ = src.ndim();
+    bc_ = src.ownership().per_dimension();
+    snt_ = src.ntiles();
+    for (int d = 0; d < n_; ++d) {
+      const DimPartition& sp = src.partition(d);
+      const DimPartition& pp = patches[d];
+      std::vector<index_t>& start = start_[d];
+      std::vector<Item>& items = items_[d];
+      start.push_back(0);
+      for (index_t t = 0; t < pp.ntiles(); ++t) {
+        const Interval iv = pp.tile_interval(t);
+        const size_t first = items.size();
+        if (!iv.empty())
+          for (index_t s = sp.tile_of(iv.lo), last = sp.tile_of(iv.hi() - 1); s <= last; ++s) {
+            const index_t key = bc_ ? src.ownership().coord_of_tile(d, s) : s;
+            const index_t len = intersect(sp.tile_interval(s), iv).size;
+            auto it = std::find_if(items.begin() + static_cast<std::ptrdiff_t>(first), items.end(),
+                                   [key](const Item& x) { return x.key == key; });
+            if (bc_ && it != items.end()) it->len += len;
+            else items.push_back({key, len});
+          }
+        start.push_back(static_cast<index_t>(items.size()));
+      }
+    }
+  }
+
+  // Parts of patch `t` (ranks ascending, each once).
+  void of(const Coord& t, std::vector<Part>& out) const {
+    out.clear();
+    std::array<index_t, kMaxDims> lo{}, hi{}, idx{};
+    for (int d = 0; d < n_; ++d) {
+      lo[d] = idx[d] = start_[d][t[d]];
+      hi[d] = start_[d][t[d] + 1];
+      if (lo[d] == hi[d]) return;
+    }
+    Coord key(n_);
+    while (true) {
+      index_t vol = 1;
+      for (int d = 0; d < n_; ++d) {
+        const Item& it = items_[d][idx[d]];
+        key[d] = it.key;
+        vol *= it.len;
+      }
+      const int r = bc_ ? src_.ownership().rank_at(key) : src_.ownership().owner(key, snt_);
+      auto it = std::find_if(out.begin(), out.end(), [r](const Part& p) { return p.rank == r; });
+      if (it != out.end()) it->volume += vol;
+      else out.push_back({r, vol});
+      int d = 0;
+      for (; d < n_; ++d) {
+        if (++idx[d] < hi[d]) break;
+        idx[d] = lo[d];
+      }
+      if (d == n_) break;
+    }
+    std::sort(out.begin(), out.end(), [](const Part& a, const Part& b) { return a.rank < b.rank; });
+  }
+
+ private:
+  struct Item {
+    index_t key, len;
+  };
+  const Layout& src_;
+  int n_ = 0;
+  bool bc_ = false;
+  Coord snt_;
+  std::array<std::vector<index_t>, kMaxDims> start_;
+  std::array<std::vector<Item>, kMaxDims> items_;
+};
+
+// Largest part, ties to the lowest rank (parts are in ascending rank order);
+// rank 0 for an empty patch.
+int largest(const std::vector<Part>& parts) {
+  int best = parts.empty() ? 0 : parts[0].rank;
+  index_t vol = -1;
+  for (const Part& p : parts)
+    if (p.volume > vol) vol = p.volume, best = p.rank;
+  return best;
+}
+
+// Calls f(linear patch index, patch coordinate) in column-major order.
+template <class F>
+void for_each_patch(const Coord& npatch, F&& f) {
+  const int n = npatch.ndim();
+  const index_t total = npatch.volume();
+  Coord t(n, 0);
+  for (index_t lin = 0; lin < total; ++lin) {
+    f(lin, t);
+    for (int d = 0; d < n && ++t[d] == npatch[d]; ++d) t[d] = 0;
+  }
+}
+
+Coord patch_counts(const std::vector<DimPartition>& patches) {
+  Coord n(static_cast<int>(patches.size()));
+  for (int d = 0; d < n.ndim(); ++d) n[d] = patches[d].ntiles();
+  return n;
+}
+
+void check_ranks(const std::vector<Part>& parts, int R, const Layout& src) {
+  for (const Part& p : parts)
+    if (p.rank < 0 || p.rank >= R)
+      fail("placement source layout ", src.spec(), " gives an element to rank ", p.rank, ", outside [0, ", R, ")");
+}
+
+// The balanced assignment: successive shortest paths from the greedy one (header).
+class Balancer {
+ public:
+  Balancer(std::vector<index_t> start, std::vector<Part> parts, std::vector<int> owner, int R)
+      : start_(std::move(start)), parts_(std::move(parts)), owner_(std::move(owner)), R_(R) {
+    const index_t n = static_cast<index_t>(owner_.size());
+    f_ = n / R_;
+    extra_ = n % R_;
+    members_.resize(R_);
+    pos_.resize(owner_.size());
+    for (index_t p = 0; p < n; ++p) add(p, owner_[p]);
+    slot_.assign(R_, 0);
+    arcs_.resize(R_);
+    hub_.resize(R_);
+    best_.assign(R_, kInf);
+    best_patch_.assign(R_, -1);
+    for (int a = 0; a < R_; ++a) arcs_of(a);
+  }
+
+  std::vector<int> run() {
+    while (step()) {
+    }
+    return std::move(owner_);
+  }
+
+ private:
+  static constexpr index_t kInf = std::numeric_limits<index_t>::max() / 4;
+  struct Arc {
+    int to;
+    index_t cost, patch;
+  };
+  std::vector<index_t> start_;
+  std::vector<Part> parts_;
+  std::vector<int> owner_;
+  int R_;
+  index_t f_ = 0, extra_ = 0, used_ = 0;
+  std::vector<std::vector<index_t>> members_;
+  std::vector<size_t> pos_;
+  std::vector<char> slot_;
+  std::vector<std::vector<Arc>> arcs_;  // direct moves out of each rank
+  std::vector<Arc> hub_;                // each rank's cheapest patch to anyone
+  std::vector<index_t> best_, best_patch_;
+  std::vector<int> touched_;
+
+  index_t ov(index_t p, int r) const {
+    for (index_t i = start_[p]; i < start_[p + 1]; ++i)
+      if (parts_[i].rank == r) return parts_[i].volume;
+    return 0;
+  }
+  index_t excess(int r) const { return static_cast<index_t>(members_[r].size()) - f_ - slot_[r]; }
+  void add(index_t p, int r) {
+    owner_[p] = r;
+    pos_[p] = members_[r].size();
+    members_[r].push_back(p);
+  }
+  void remove(index_t p) {
+    auto& m = members_[owner_[p]];
+    const index_t last = m.back();
+    m[pos_[p]] = last;
+    pos_[last] = pos_[p];
+    m.pop_back();
+  }
+
+  // The arcs out of rank a (cheapest patch per destination; ties: lowest patch).
+  void arcs_of(int a) {
+    arcs_[a].clear();
+    hub_[a] = {R_, kInf, -1};
+    touched_.clear();
+    for (index_t p : members_[a]) {
+      const index_t keep = ov(p, a);
+      if (keep < hub_[a].cost || (keep == hub_[a].cost && p < hub_[a].patch)) hub_[a] = {R_, keep, p};
+      for (index_t i = start_[p]; i < start_[p + 1]; ++i) {
+        const int b = parts_[i].rank;
+        if (b == a) continue;
+        const index_t c = keep - parts_[i].volume;
+        if (best_[b] == kInf) touched_.push_back(b);
+        if (c < best_[b] || (c == best_[b] && p < best_patch_[b])) best_[b] = c, best_patch_[b] = p;
+      }
+    }
+    std::sort(touched_.begin(), touched_.end());
+    for (int b : touched_) {
+      arcs_[a].push_back({b, best_[b], best_patch_[b]});
+      best_[b] = kInf;
+      best_patch_[b] = -1;
+    }
+  }
+
+  // One unit along a shortest path from the ranks with excess to a deficit.
+  bool step() {
+    const int H = R_, T = R_ + 1, N = R_ + 2;
+    std::vector<index_t> dist(N, kInf);
+    std::vector<int> pred(N, -1);
+    std::vector<char> queued(N, 0);
+    std::deque<int> q;
+    for (int r = 0; r < R_; ++r)
+      if (excess(r) > 0) dist[r] = 0, q.push_back(r), queued[r] = 1;
+    if (q.empty()) return false;
+    auto relax = [&](int u, int v, index_t c) {
+      if (dist[u] + c < dist[v]) {
+        dist[v] = dist[u] + c;
+        pred[v] = u;
+        if (!queued[v]) queued[v] = 1, q.push_back(v);
+      }
+    };
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      queued[u] = 0;
+      if (u < R_) {
+        for (const Arc& e : arcs_[u]) relax(u, e.to, e.cost);
+        if (hub_[u].patch >= 0) relax(u, H, hub_[u].cost);
+        if (extra_ > 0 && !slot_[u]) relax(u, T, 0);
+      } else if (u == H) {
+        for (int b = 0; b < R_; ++b) relax(H, b, 0);
+      } else {
+        for (int b = 0; b < R_; ++b)
+          if (slot_[b]) relax(T, b, 0);
+      }
+    }
+    int t = -1;
+    for (int r = 0; r < R_; ++r)
+      if (excess(r) < 0 && dist[r] < kInf && (t < 0 || dist[r] < dist[t])) t = r;
+    if (used_ < extra_ && dist[T] < kInf && (t < 0 || dist[T] < dist[t])) t = T;
+    REDIST_ASSERT(t >= 0, "balanced placement: no deficit reachable");
+    std::vector<int> path{t};
+    while (pred[path.back()] >= 0) {
+      path.push_back(pred[path.back()]);
+      REDIST_ASSERT(path.size() <= static_cast<size_t>(N), "balanced placement: negative cycle");
+    }
+    std::reverse(path.begin(), path.end());
+    std::vector<int> changed;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const int u = path[i], v = path[i + 1];
+      if (u == H) continue;  // handled with the arc into H
+      if (v == T) {
+        slot_[u] = 1, ++used_;
+      } else if (u == T) {
+        slot_[v] = 0, --used_;
+      } else {
+        index_t p = -1;
+        int to = v;
+        if (v == H) p = hub_[u].patch, to = path[i + 2];
+        else
+          for (const Arc& e : arcs_[u])
+            if (e.to == v) p = e.patch;
+        REDIST_ASSERT(p >= 0 && owner_[p] == u, "balanced placement: stale arc ", u, " -> ", v);
+        remove(p);
+        add(p, to);
+        changed.push_back(u);
+        changed.push_back(to);
+      }
+    }
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    for (int r : changed) arcs_of(r);
+    return true;
+  }
+};
+
+std::vector<int> compute(const PlacementParams& p) {
+  const Layout& src = *p.of;
+  const PlacementCache& c = *p.cache;
+  if (std::string e = src.check(INT_MAX); !e.empty()) fail("placement source layout: ", e);
+  if (!(src.shape() == c.shape)) fail("placement source layout has shape ", src.shape().str(), ", the patches ", c.shape.str());
+  const int R = src.ownership().ranks_needed();
+  const PatchParts parts(src, c.patches);
+  const Coord np = patch_counts(c.patches);
+  std::vector<int> owner(static_cast<size_t>(np.volume()));
+  std::vector<Part> tmp;
+  if (p.rule == PlacementRule::greedy) {
+    for_each_patch(np, [&](index_t lin, const Coord& t) {
+      parts.of(t, tmp);
+      check_ranks(tmp, R, src);
+      owner[lin] = largest(tmp);
+    });
+    return owner;
+  }
+  std::vector<index_t> start{0};
+  std::vector<Part> all;
+  start.reserve(owner.size() + 1);
+  for_each_patch(np, [&](index_t lin, const Coord& t) {
+    parts.of(t, tmp);
+    check_ranks(tmp, R, src);
+    owner[lin] = largest(tmp);
+    all.insert(all.end(), tmp.begin(), tmp.end());
+    start.push_back(static_cast<index_t>(all.size()));
+  });
+  return Balancer(std::move(start), std::move(all), std::move(owner), R).run();
+}
+
+}  // namespace
+
+std::shared_ptr<PlacementCache> placement_cache(const Coord& shape, const std::vector<DimPartition>& patches) {
+  auto c = std::make_shared<PlacementCache>();
+  c->shape = shape;
+  c->patches = patches;
+  return c;
+}
+
+const std::vector<int>& placement_owners(const PlacementParams& p) {
+  REDIST_ASSERT(p.of && p.cache, "placement ownership without a layout");
+  std::call_once(p.cache->once, [&p] { p.cache->owners = compute(p); });
+  return p.cache->owners;
+}
+
+std::string check_placement(const Layout& l) {
+  const PlacementParams& p = l.ownership().plc();
+  const char* rule = p.rule == PlacementRule::greedy ? "greedy" : "balanced";
+  if (!p.of) return cat(rule, " placement has no source layout (of=)");
+  if (std::string e = p.of->check(INT_MAX); !e.empty()) return cat(rule, " placement source layout (of=): ", e);
+  if (!(p.of->shape() == l.shape()))
+    return cat(rule, " placement source layout (of=) has shape ", p.of->shape().str(), ", the layout has ",
+               l.shape().str(), "; they must be equal");
+  if (p.of->ownership().ranks_needed() > kMaxRanks)
+    return cat(rule, " placement over ", p.of->ownership().ranks_needed(), " ranks; at most ", kMaxRanks);
+  index_t patches = 1, work = 1;
+  for (int d = 0; d < l.ndim(); ++d) {
+    const index_t np = l.partition(d).ntiles(), ns = p.of->partition(d).ntiles();
+    if (!fits_mul(patches, np, patches) || patches > kMaxPatches)
+      return cat(rule, " placement of ", l.ntiles().str(), " patches: at most ", kMaxPatches, " patches");
+    if (!fits_mul(work, np + ns, work) || work > kMaxWork)
+      return cat(rule, " placement of ", l.ntiles().str(), " patches over ", p.of->ntiles().str(),
+                 " source tiles is too large to compute (at most ", kMaxWork, " patch x tile pieces)");
+  }
+  return {};
+}
+
+}  // namespace detail
+
+Ownership Ownership::placement(PlacementRule rule, Layout of) {
+  Ownership o;
+  o.v_ = PlacementParams{rule, std::make_shared<const Layout>(std::move(of)), nullptr};
+  return o;
+}
+
+PlacementSummary placement_summary(const Layout& l) {
+  if (l.ownership().kind() != Ownership::Kind::placement)
+    detail::fail("placement_summary: ", l.spec(), " is not a greedy or balanced placement");
+  if (std::string e = l.check(INT_MAX); !e.empty()) detail::fail("invalid layout ", l.spec(), ": ", e);
+  const PlacementParams& p = l.ownership().plc();
+  const std::vector<int>& owner = detail::placement_owners(p);
+  const Layout& src = *p.of;
+  const detail::PatchParts parts(src, l.partitions());
+  PlacementSummary s;
+  const int R = src.ownership().ranks_needed();
+  s.load.assign(R, 0);
+  s.load_elements.assign(R, 0);
+  std::vector<detail::Part> tmp;
+  detail::for_each_patch(l.ntiles(), [&](index_t lin, const Coord& t) {
+    parts.of(t, tmp);
+    const index_t vol = l.tile_box(t).size.volume();
+    index_t kept = 0;
+    for (const detail::Part& x : tmp)
+      if (x.rank == owner[lin]) kept = x.volume;
+    ++s.patches;
+    s.shared_patches += tmp.size() > 1;
+    s.total_elements += vol;
+    s.moved_elements += vol - kept;
+    ++s.load[owner[lin]];
+    s.load_elements[owner[lin]] += vol;
+  });
+  return s;
+}
+
+}  // namespace redist
