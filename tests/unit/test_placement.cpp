@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "redist/layout.hpp"
+#include "redist/plan.hpp"
 
 using namespace redist;
 
@@ -224,4 +225,29 @@ TEST(Placement, ChecksItsSource) {
   EXPECT_NE(Layout::parse("8x8 tile=2x2 balanced of=(8x8 tile=4x4 block_cyclic grid=2x2)").check(3).find("needs 4 ranks"),
             std::string::npos);
   EXPECT_THROW(placement_summary(Layout::parse("8x8 tile=2x2 block_cyclic grid=2x2")), Error);
+}
+
+// Paper 003's two communication patterns are existing strategies: when the
+// source is a block distribution (one tile per rank), each piece of a patch
+// that moves is one segment, so `segment` sends one message per (patch, holder)
+// pair: per patch; `p2p` sends one message per peer: per rank.
+TEST(Placement, PerPatchIsSegmentPerRankIsP2p) {
+  for (const char* rule : {"greedy", "balanced"}) {
+    const std::string src_spec = "40x36x20 tile=20x18x10 block_cyclic grid=2x2x2";
+    const Layout src = Layout::parse(src_spec);
+    const Layout dst = Layout::parse(std::string("40x36x20 tile=7x6x8 ") + rule + " of=(" + src_spec + ")");
+    SCOPED_TRACE(dst.spec());
+    const auto parts = oracle_parts(src, dst);
+    const std::vector<int> owner = owners_of(dst);
+    std::vector<index_t> pieces(8, 0);  // per source rank: patch pieces it sends
+    std::vector<std::vector<char>> peers(8, std::vector<char>(8, 0));
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (auto [r, v] : parts[p])
+        if (r != owner[p]) ++pieces[r], peers[r][owner[p]] = 1;
+    for (int r = 0; r < 8; ++r) {
+      const RankPlan rp = plan_rank(src, dst, Region::whole(src.shape()), r, 8);
+      EXPECT_EQ(rp.stats.segments_sent, pieces[r]) << "rank " << r;
+      EXPECT_EQ(rp.stats.messages_sent, std::count(peers[r].begin(), peers[r].end(), 1)) << "rank " << r;
+    }
+  }
 }
