@@ -14,16 +14,18 @@
 //                      kept per pair as the cheapest patch (b among p's parts);
 //              a -> H -> b  move a's cheapest patch to any rank, cost ov(p,a);
 //              a -> T  a takes one of the n mod R "f+1" slots, T -> a gives it back.
-//            A rank's excess is load - f - slot; each step moves one unit along a
-//            shortest path (Bellman-Ford/SPFA: reverse moves cost < 0) from the
-//            ranks with excess to the nearest rank (or T) with a deficit. When no
-//            excess is left every load is f or f+1 and the flow is min-cost.
+//            A rank's excess is load - f - slot; units move along shortest paths
+//            from the ranks with excess to the nearest ranks (or T) with a deficit,
+//            in phases (primal-dual): one SPFA for the distances (reverse moves
+//            cost < 0), then every path of zero reduced cost found depth-first.
+//            When no excess is left every load is f or f+1 and the flow is min-cost.
 //            tests/unit/test_placement.cpp checks optimality by brute force.
 // Pure, no MPI: every rank computes the same table from the spec.
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <deque>
+#include <queue>
 #include <limits>
 
 #include "layout/placement.hpp"
@@ -154,6 +156,8 @@ void check_ranks(const std::vector<Part>& parts, int R, const Layout& src) {
 }
 
 // The balanced assignment: successive shortest paths from the greedy one (header).
+// The cheapest patch of each arc comes from a heap with lazy deletion (an entry
+// is stale when its patch has left the rank), so a move costs O(parts log n).
 class Balancer {
  public:
   Balancer(std::vector<index_t> start, std::vector<Part> parts, std::vector<int> owner, int R)
@@ -161,99 +165,88 @@ class Balancer {
     const index_t n = static_cast<index_t>(owner_.size());
     f_ = n / R_;
     extra_ = n % R_;
-    members_.resize(R_);
-    pos_.resize(owner_.size());
-    for (index_t p = 0; p < n; ++p) add(p, owner_[p]);
+    load_.assign(R_, 0);
     slot_.assign(R_, 0);
-    arcs_.resize(R_);
     hub_.resize(R_);
-    best_.assign(R_, kInf);
-    best_patch_.assign(R_, -1);
-    for (int a = 0; a < R_; ++a) arcs_of(a);
+    out_.resize(R_);
+    for (index_t p = 0; p < n; ++p) add(p, owner_[p]);
   }
 
   std::vector<int> run() {
-    while (step()) {
+    while (phase()) {
     }
     return std::move(owner_);
   }
 
  private:
   static constexpr index_t kInf = std::numeric_limits<index_t>::max() / 4;
-  struct Arc {
-    int to;
+  struct Entry {  // a patch and the cost of moving it along one arc
     index_t cost, patch;
+    bool operator>(const Entry& o) const { return cost != o.cost ? cost > o.cost : patch > o.patch; }
+  };
+  using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
+  struct Out {  // moves from one rank to rank `to` (a part of the patch lies there)
+    int to;
+    Heap heap;
   };
   std::vector<index_t> start_;
   std::vector<Part> parts_;
   std::vector<int> owner_;
   int R_;
   index_t f_ = 0, extra_ = 0, used_ = 0;
-  std::vector<std::vector<index_t>> members_;
-  std::vector<size_t> pos_;
+  std::vector<index_t> load_;
   std::vector<char> slot_;
-  std::vector<std::vector<Arc>> arcs_;  // direct moves out of each rank
-  std::vector<Arc> hub_;                // each rank's cheapest patch to anyone
-  std::vector<index_t> best_, best_patch_;
-  std::vector<int> touched_;
+  std::vector<Heap> hub_;               // each rank's patches by the elements they keep there
+  std::vector<std::vector<Out>> out_;   // each rank's direct moves, per destination
+  std::vector<index_t> dist_;
+  std::vector<char> dead_, on_path_;
+  std::vector<int> path_;
 
   index_t ov(index_t p, int r) const {
     for (index_t i = start_[p]; i < start_[p + 1]; ++i)
       if (parts_[i].rank == r) return parts_[i].volume;
     return 0;
   }
-  index_t excess(int r) const { return static_cast<index_t>(members_[r].size()) - f_ - slot_[r]; }
+  index_t excess(int r) const { return load_[r] - f_ - slot_[r]; }
   void add(index_t p, int r) {
     owner_[p] = r;
-    pos_[p] = members_[r].size();
-    members_[r].push_back(p);
-  }
-  void remove(index_t p) {
-    auto& m = members_[owner_[p]];
-    const index_t last = m.back();
-    m[pos_[p]] = last;
-    pos_[last] = pos_[p];
-    m.pop_back();
-  }
-
-  // The arcs out of rank a (cheapest patch per destination; ties: lowest patch).
-  void arcs_of(int a) {
-    arcs_[a].clear();
-    hub_[a] = {R_, kInf, -1};
-    touched_.clear();
-    for (index_t p : members_[a]) {
-      const index_t keep = ov(p, a);
-      if (keep < hub_[a].cost || (keep == hub_[a].cost && p < hub_[a].patch)) hub_[a] = {R_, keep, p};
-      for (index_t i = start_[p]; i < start_[p + 1]; ++i) {
-        const int b = parts_[i].rank;
-        if (b == a) continue;
-        const index_t c = keep - parts_[i].volume;
-        if (best_[b] == kInf) touched_.push_back(b);
-        if (c < best_[b] || (c == best_[b] && p < best_patch_[b])) best_[b] = c, best_patch_[b] = p;
+    ++load_[r];
+    const index_t keep = ov(p, r);
+    hub_[r].push({keep, p});
+    for (index_t i = start_[p]; i < start_[p + 1]; ++i) {
+      const int b = parts_[i].rank;
+      if (b == r) continue;
+      auto it = std::find_if(out_[r].begin(), out_[r].end(), [b](const Out& o) { return o.to == b; });
+      if (it == out_[r].end()) {
+        out_[r].push_back({b, {}});
+        it = out_[r].end() - 1;
       }
-    }
-    std::sort(touched_.begin(), touched_.end());
-    for (int b : touched_) {
-      arcs_[a].push_back({b, best_[b], best_patch_[b]});
-      best_[b] = kInf;
-      best_patch_[b] = -1;
+      it->heap.push({keep - parts_[i].volume, p});
     }
   }
+  // The cheapest patch still on rank r in heap h (stale entries dropped), or null.
+  const Entry* top(Heap& h, int r) {
+    while (!h.empty() && owner_[h.top().patch] != r) h.pop();
+    return h.empty() ? nullptr : &h.top();
+  }
 
-  // One unit along a shortest path from the ranks with excess to a deficit.
-  bool step() {
-    const int H = R_, T = R_ + 1, N = R_ + 2;
-    std::vector<index_t> dist(N, kInf);
-    std::vector<int> pred(N, -1);
+  // One phase of the primal-dual method: shortest distances d from the ranks with
+  // excess (SPFA: reverse moves cost < 0), capped at D, the distance of the
+  // nearest deficit; then units move along paths of arcs with zero reduced cost
+  // c(u,v) + d(u) - d(v), each a shortest path, until none is left. Reduced costs
+  // stay >= 0 (a moved patch's new arcs cost no less than the old ones minus the
+  // arc used), so the next phase's distances are valid again.
+  bool phase() {
+    const int N = R_ + 2;
+    dist_.assign(N, kInf);
     std::vector<char> queued(N, 0);
     std::deque<int> q;
     for (int r = 0; r < R_; ++r)
-      if (excess(r) > 0) dist[r] = 0, q.push_back(r), queued[r] = 1;
+      if (excess(r) > 0) dist_[r] = 0, q.push_back(r), queued[r] = 1;
     if (q.empty()) return false;
     auto relax = [&](int u, int v, index_t c) {
-      if (dist[u] + c < dist[v]) {
-        dist[v] = dist[u] + c;
-        pred[v] = u;
+      if (dist_[u] + c < dist_[v]) {
+        dist_[v] = dist_[u] + c;
         if (!queued[v]) queued[v] = 1, q.push_back(v);
       }
     };
@@ -261,54 +254,99 @@ class Balancer {
       const int u = q.front();
       q.pop_front();
       queued[u] = 0;
-      if (u < R_) {
-        for (const Arc& e : arcs_[u]) relax(u, e.to, e.cost);
-        if (hub_[u].patch >= 0) relax(u, H, hub_[u].cost);
-        if (extra_ > 0 && !slot_[u]) relax(u, T, 0);
-      } else if (u == H) {
-        for (int b = 0; b < R_; ++b) relax(H, b, 0);
-      } else {
-        for (int b = 0; b < R_; ++b)
-          if (slot_[b]) relax(T, b, 0);
-      }
+      for_each_arc(u, [&](int v, index_t c) {
+        relax(u, v, c);
+        return false;
+      });
     }
-    int t = -1;
+    index_t D = kInf;
     for (int r = 0; r < R_; ++r)
-      if (excess(r) < 0 && dist[r] < kInf && (t < 0 || dist[r] < dist[t])) t = r;
-    if (used_ < extra_ && dist[T] < kInf && (t < 0 || dist[T] < dist[t])) t = T;
-    REDIST_ASSERT(t >= 0, "balanced placement: no deficit reachable");
-    std::vector<int> path{t};
-    while (pred[path.back()] >= 0) {
-      path.push_back(pred[path.back()]);
-      REDIST_ASSERT(path.size() <= static_cast<size_t>(N), "balanced placement: negative cycle");
+      if (excess(r) < 0) D = std::min(D, dist_[r]);
+    if (used_ < extra_) D = std::min(D, dist_[T()]);
+    REDIST_ASSERT(D < kInf, "balanced placement: no deficit reachable");
+    for (index_t& d : dist_) d = std::min(d, D);
+    for (bool moved = true; moved;) {
+      moved = false;
+      dead_.assign(N, 0);
+      on_path_.assign(N, 0);
+      for (int s = 0; s < R_; ++s)
+        while (excess(s) > 0 && !dead_[s]) {
+          path_.clear();
+          if (!admissible_path(s)) break;
+          std::reverse(path_.begin(), path_.end());
+          apply();
+          moved = true;
+        }
     }
-    std::reverse(path.begin(), path.end());
-    std::vector<int> changed;
+    return true;
+  }
+
+  int H() const { return R_; }
+  int T() const { return R_ + 1; }
+  bool deficit(int v) const { return v == T() ? used_ < extra_ : v < R_ && excess(v) < 0; }
+
+  // f(v, cost) for each residual arc out of u; stops when f returns true.
+  template <class F>
+  bool for_each_arc(int u, F&& f) {
+    if (u < R_) {
+      for (size_t i = 0; i < out_[u].size(); ++i)
+        if (const Entry* e = top(out_[u][i].heap, u); e && f(out_[u][i].to, e->cost)) return true;
+      if (const Entry* e = top(hub_[u], u); e && f(H(), e->cost)) return true;
+      if (extra_ > 0 && !slot_[u] && f(T(), 0)) return true;
+    } else if (u == H()) {
+      for (int b = 0; b < R_; ++b)
+        if (f(b, 0)) return true;
+    } else {
+      for (int b = 0; b < R_; ++b)
+        if (slot_[b] && f(b, 0)) return true;
+    }
+    return false;
+  }
+
+  // Depth-first along zero-reduced-cost arcs to a deficit; path_ gets the nodes
+  // (reversed). A node found to lead nowhere stays dead for the rest of the phase.
+  bool admissible_path(int u) {
+    if (deficit(u)) {
+      path_.push_back(u);
+      return true;
+    }
+    on_path_[u] = 1;
+    const bool found = for_each_arc(u, [&](int v, index_t c) {
+      if (dead_[v] || on_path_[v] || c + dist_[u] - dist_[v] != 0) return false;
+      return admissible_path(v);
+    });
+    on_path_[u] = 0;
+    if (found) path_.push_back(u);
+    else dead_[u] = 1;
+    return found;
+  }
+
+  // Moves one unit along path_ (source first). The patches are picked first:
+  // a move changes the heaps of the ranks it touches.
+  void apply() {
+    std::vector<std::pair<index_t, int>> moves;  // patch, destination
+    const std::vector<int>& path = path_;
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       const int u = path[i], v = path[i + 1];
-      if (u == H) continue;  // handled with the arc into H
-      if (v == T) {
+      if (u == H()) continue;  // handled with the arc into H
+      if (v == T()) {
         slot_[u] = 1, ++used_;
-      } else if (u == T) {
+      } else if (u == T()) {
         slot_[v] = 0, --used_;
       } else {
-        index_t p = -1;
-        int to = v;
-        if (v == H) p = hub_[u].patch, to = path[i + 2];
+        const Entry* e = nullptr;
+        if (v == H()) e = top(hub_[u], u);
         else
-          for (const Arc& e : arcs_[u])
-            if (e.to == v) p = e.patch;
-        REDIST_ASSERT(p >= 0 && owner_[p] == u, "balanced placement: stale arc ", u, " -> ", v);
-        remove(p);
-        add(p, to);
-        changed.push_back(u);
-        changed.push_back(to);
+          for (Out& o : out_[u])
+            if (o.to == v) e = top(o.heap, u);
+        REDIST_ASSERT(e != nullptr, "balanced placement: no patch on the arc ", u, " -> ", v);
+        moves.emplace_back(e->patch, v == H() ? path[i + 2] : v);
       }
     }
-    std::sort(changed.begin(), changed.end());
-    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
-    for (int r : changed) arcs_of(r);
-    return true;
+    for (auto [p, to] : moves) {
+      --load_[owner_[p]];
+      add(p, to);
+    }
   }
 };
 
