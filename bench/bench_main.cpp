@@ -32,7 +32,7 @@ const char* kUsage =
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
-    "         repartition (paper 003: 256^3 and 512^3 doubles onto 16^3-64^3 patches, greedy\n"
+    "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
     "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
     "  Times every redist strategy, auto and ScaLAPACK's pdgemr2d (2-D block-cyclic\n"

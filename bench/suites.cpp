@@ -135,7 +135,9 @@ std::vector<Case> repartition(int p, double scale) {
   for (long x : f) *std::min_element(g, g + 3) *= x;
   std::sort(g, g + 3, std::greater<long>());
   std::vector<Case> out;
-  for (long base : {256L, 512L}) {
+  // Block edges (n / grid) that the patch edges do not divide, as in the paper
+  // (375 vs 32): 280 and 528 on 2-4 ranks.
+  for (long base : {280L, 528L}) {
     const long n = scaled(double(base), scale);
     const std::string cube = s(n) + "x" + s(n) + "x" + s(n);
     std::string tile, grid;
