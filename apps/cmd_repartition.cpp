@@ -71,7 +71,8 @@ Coord parse_3d(const std::string& opt, const std::string& v) {
       detail::fail(opt, " must be three positive integers joined by 'x' (e.g. 64x64x64), got '", v, "'");
     c[d] = x;
   }
-  if (pos != v.size()) detail::fail(opt, " must be three positive integers joined by 'x' (e.g. 64x64x64), got '", v, "'");
+  if (pos != v.size())
+    detail::fail(opt, " must be three positive integers joined by 'x' (e.g. 64x64x64), got '", v, "'");
   return c;
 }
 

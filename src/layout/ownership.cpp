@@ -235,7 +235,8 @@ bool Ownership::operator==(const Ownership& o) const {
     case Kind::function:
       return fun().name == o.fun().name && fun().ranks == o.fun().ranks;
     case Kind::placement:
-      return plc().rule == o.plc().rule && (plc().of == o.plc().of || (plc().of && o.plc().of && *plc().of == *o.plc().of));
+      return plc().rule == o.plc().rule &&
+             (plc().of == o.plc().of || (plc().of && o.plc().of && *plc().of == *o.plc().of));
   }
   return false;
 }

@@ -354,7 +354,8 @@ std::vector<int> compute(const PlacementParams& p) {
   const Layout& src = *p.of;
   const PlacementCache& c = *p.cache;
   if (std::string e = src.check(INT_MAX); !e.empty()) fail("placement source layout: ", e);
-  if (!(src.shape() == c.shape)) fail("placement source layout has shape ", src.shape().str(), ", the patches ", c.shape.str());
+  if (!(src.shape() == c.shape))
+    fail("placement source layout has shape ", src.shape().str(), ", the patches ", c.shape.str());
   const int R = src.ownership().ranks_needed();
   const PatchParts parts(src, c.patches);
   const Coord np = patch_counts(c.patches);

@@ -370,14 +370,16 @@ Ownership Parser::nested(size_t key_at) {
 // `( LAYOUT SPEC )` after of=: a whole spec, parsed in place up to the matching ')'.
 Layout Parser::nested_layout(size_t key_at) {
   if (!accept('('))
-    error(pos_, cat("expected '(' ", after(key_at), " (e.g. of=(64x64 tile=32x32 block_cyclic grid=2x2)), got ", got()));
+    error(pos_, cat("expected '(' ", after(key_at), " (e.g. of=(64x64 tile=32x32 block_cyclic grid=2x2)), got ",
+                    got()));
   const size_t open = pos_ - 1;
   size_t close = pos_;
   for (int depth = 1; close < end_; ++close) {
     if (s_[close] == '(') ++depth;
     if (s_[close] == ')' && --depth == 0) break;
   }
-  if (close >= end_) error(end_, cat("expected ')' to close the '(' at column ", open + 1, ", got the end of the spec"));
+  if (close >= end_)
+    error(end_, cat("expected ')' to close the '(' at column ", open + 1, ", got the end of the spec"));
   Layout l = Parser(s_, pos_, close).parse();
   pos_ = close + 1;
   return l;

@@ -222,7 +222,8 @@ TEST(SpecParse, Function) {
 }
 
 TEST(SpecParse, Placement) {
-  const Layout l = Layout::parse("64x64x64 tile=16x16x16 balanced of=( 64x64x64 tile=32x32x32 block_cyclic grid=2x2x2 )");
+  const Layout l =
+      Layout::parse("64x64x64 tile=16x16x16 balanced of=( 64x64x64 tile=32x32x32 block_cyclic grid=2x2x2 )");
   ASSERT_EQ(l.ownership().kind(), Ownership::Kind::placement);
   EXPECT_EQ(l.ownership().plc().rule, PlacementRule::balanced);
   EXPECT_EQ(*l.ownership().plc().of, block_cyclic_layout({64, 64, 64}, {32, 32, 32}, {2, 2, 2}));
@@ -233,7 +234,8 @@ TEST(SpecParse, Placement) {
   EXPECT_FALSE(g == l);
   EXPECT_EQ(g.owner({3, 3, 3}), 7);  // fully contained in rank 7's block
   // Placements nest: a placement over a placement.
-  const Layout n = Layout::parse("8x8 tile=2x2 greedy of=(8x8 tile=4x4 balanced of=(8x8 tile=8x4 block_cyclic grid=1x2))");
+  const Layout n =
+      Layout::parse("8x8 tile=2x2 greedy of=(8x8 tile=4x4 balanced of=(8x8 tile=8x4 block_cyclic grid=1x2))");
   EXPECT_EQ(n.check(2), "");
   EXPECT_EQ(Layout::parse(n.spec()), n);
 }
