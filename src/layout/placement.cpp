@@ -16,15 +16,15 @@
 //              a -> T  a takes one of the n mod R "f+1" slots, T -> a gives it back.
 //            A rank's excess is load - f - slot; units move along shortest paths
 //            from the ranks with excess to the nearest ranks (or T) with a deficit,
-//            in phases (primal-dual): one SPFA for the distances (reverse moves
-//            cost < 0), then every path of zero reduced cost found depth-first.
+//            in phases (primal-dual): Dijkstra on reduced costs (node potentials)
+//            up to the nearest deficit, then every path of zero reduced cost
+//            found depth-first.
 //            When no excess is left every load is f or f+1 and the flow is min-cost.
 //            tests/unit/test_placement.cpp checks optimality by brute force.
 // Pure, no MPI: every rank computes the same table from the spec.
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <deque>
 #include <queue>
 #include <limits>
 
@@ -169,6 +169,7 @@ class Balancer {
     slot_.assign(R_, 0);
     hub_.resize(R_);
     out_.resize(R_);
+    pi_.assign(R_ + 2, 0);
     for (index_t p = 0; p < n; ++p) add(p, owner_[p]);
   }
 
@@ -198,8 +199,9 @@ class Balancer {
   std::vector<char> slot_;
   std::vector<Heap> hub_;               // each rank's patches by the elements they keep there
   std::vector<std::vector<Out>> out_;   // each rank's direct moves, per destination
-  std::vector<index_t> dist_;
+  std::vector<index_t> pi_;  // potentials (ranks, H, T)
   std::vector<char> dead_, on_path_;
+  int hub_cursor_ = 0, slot_cursor_ = 0;
   std::vector<int> path_;
 
   index_t ov(index_t p, int r) const {
@@ -230,45 +232,53 @@ class Balancer {
     return h.empty() ? nullptr : &h.top();
   }
 
-  // One phase of the primal-dual method: shortest distances d from the ranks with
-  // excess (SPFA: reverse moves cost < 0), capped at D, the distance of the
-  // nearest deficit; then units move along paths of arcs with zero reduced cost
-  // c(u,v) + d(u) - d(v), each a shortest path, until none is left. Reduced costs
-  // stay >= 0 (a moved patch's new arcs cost no less than the old ones minus the
-  // arc used), so the next phase's distances are valid again.
+  // One phase of the primal-dual method. Potentials pi keep every residual arc's
+  // reduced cost c(u,v) + pi(u) - pi(v) >= 0 (all 0 at the start: every move
+  // from greedy costs >= 0). Dijkstra on reduced costs from the ranks with excess
+  // (their pi stays 0: they are sources in every phase) stops at the first
+  // deficit popped, at reduced distance Dr; pi(v) += min(dr(v), Dr) keeps the
+  // reduced costs >= 0 and makes every arc of a shortest path to a deficit
+  // cost 0. Then units move along zero-cost paths, found depth-first, until none
+  // is left: each is a shortest path, and its reverse arcs cost 0 again.
   bool phase() {
     const int N = R_ + 2;
-    dist_.assign(N, kInf);
-    std::vector<char> queued(N, 0);
-    std::deque<int> q;
+    std::vector<index_t> dr(N, kInf);
+    std::vector<char> done(N, 0);
+    using Item = std::pair<index_t, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
     for (int r = 0; r < R_; ++r)
-      if (excess(r) > 0) dist_[r] = 0, q.push_back(r), queued[r] = 1;
+      if (excess(r) > 0) dr[r] = 0, q.push({0, r});
     if (q.empty()) return false;
-    auto relax = [&](int u, int v, index_t c) {
-      if (dist_[u] + c < dist_[v]) {
-        dist_[v] = dist_[u] + c;
-        if (!queued[v]) queued[v] = 1, q.push_back(v);
-      }
-    };
+    index_t Dr = kInf;
+    int target = -1;
+    std::vector<int> pred(N, -1);
     while (!q.empty()) {
-      const int u = q.front();
-      q.pop_front();
-      queued[u] = 0;
+      const auto [d, u] = q.top();
+      q.pop();
+      if (done[u] || d != dr[u]) continue;
+      if (deficit(u)) {
+        Dr = d, target = u;
+        break;
+      }
+      done[u] = 1;
       for_each_arc(u, [&](int v, index_t c) {
-        relax(u, v, c);
+        const index_t nd = d + c + pi_[u] - pi_[v];
+        REDIST_ASSERT(nd >= d, "balanced placement: negative reduced cost ", u, " -> ", v);
+        if (nd < dr[v]) dr[v] = nd, pred[v] = u, q.push({nd, v});
         return false;
       });
     }
-    index_t D = kInf;
-    for (int r = 0; r < R_; ++r)
-      if (excess(r) < 0) D = std::min(D, dist_[r]);
-    if (used_ < extra_) D = std::min(D, dist_[T()]);
-    REDIST_ASSERT(D < kInf, "balanced placement: no deficit reachable");
-    for (index_t& d : dist_) d = std::min(d, D);
-    for (bool moved = true; moved;) {
+    REDIST_ASSERT(Dr < kInf, "balanced placement: no deficit reachable");
+    for (int v = 0; v < N; ++v) pi_[v] += std::min(dr[v], Dr);
+    // Depth-first search with dead nodes can miss a path (a node given up while
+    // its way on was on the stack): the phase then moves one unit along the
+    // shortest path Dijkstra found, so every phase makes progress.
+    bool any = false;
+    for (bool moved = true; moved; any = any || moved) {
       moved = false;
       dead_.assign(N, 0);
       on_path_.assign(N, 0);
+      hub_cursor_ = slot_cursor_ = 0;
       for (int s = 0; s < R_; ++s)
         while (excess(s) > 0 && !dead_[s]) {
           path_.clear();
@@ -277,6 +287,12 @@ class Balancer {
           apply();
           moved = true;
         }
+    }
+    if (!any) {
+      path_.assign(1, target);
+      while (pred[path_.back()] >= 0) path_.push_back(pred[path_.back()]);
+      std::reverse(path_.begin(), path_.end());
+      apply();
     }
     return true;
   }
@@ -311,10 +327,27 @@ class Balancer {
       return true;
     }
     on_path_[u] = 1;
-    const bool found = for_each_arc(u, [&](int v, index_t c) {
-      if (dead_[v] || on_path_[v] || c + dist_[u] - dist_[v] != 0) return false;
+    auto try_arc = [&](int v, index_t c) {
+      if (dead_[v] || on_path_[v] || c + pi_[u] - pi_[v] != 0) return false;
       return admissible_path(v);
-    });
+    };
+    bool found = false;
+    if (u < R_) {
+      found = for_each_arc(u, try_arc);
+    } else {
+      // H and T reach every rank: a cursor per pass skips the ranks already found
+      // dead or not admissible (both hold for the rest of the pass).
+      int& cursor = u == H() ? hub_cursor_ : slot_cursor_;
+      for (int b = cursor; b < R_ && !found; ++b) {
+        if (dead_[b] || pi_[u] != pi_[b]) {  // for the rest of the pass
+          if (b == cursor) ++cursor;
+          continue;
+        }
+        if (on_path_[b] || (u == T() && !slot_[b])) continue;
+        found = try_arc(b, 0);
+        if (!found && b == cursor) ++cursor;  // try_arc marked it dead
+      }
+    }
     on_path_[u] = 0;
     if (found) path_.push_back(u);
     else dead_[u] = 1;
