@@ -61,5 +61,6 @@ std::string human_time(double seconds);
 int cmd_run(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
+int cmd_repartition(int argc, char** argv);
 
 }  // namespace redist::cli

@@ -33,6 +33,9 @@ options:
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
   --help            this text
 
+With a greedy or balanced placement as DST (docs/spec.md), also the placement's
+figures over all ranks: patches, data moved, patches per rank and imbalance.
+
 example:
   redist plan "65536x65536 tile=512x512 block_cyclic grid=64x64" \
               "65536x65536 tile=384x384 block_cyclic grid=32x128" --ranks 4096
@@ -153,6 +156,22 @@ int cmd_plan(int argc, char** argv) {
       for (size_t e = 0; e < names.size(); ++e)
         std::printf("  %-10s %12s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
                     e == pick ? "  <- auto" : "");
+    }
+    if (pb.dst.ownership().kind() == Ownership::Kind::placement) {
+      // Paper 003's figures over all ranks (the placement is global: computed once).
+      const PlacementSummary ps = placement_summary(pb.dst);
+      const auto [lo, hi] = std::minmax_element(ps.load.begin(), ps.load.end());
+      const auto ehi = std::max_element(ps.load_elements.begin(), ps.load_elements.end());
+      const double mean = double(ps.patches) / double(ps.load.size());
+      const double emean = double(ps.total_elements) / double(ps.load.size());
+      std::printf("\nplacement %lld patches (%lld shared), moved %s of %s (%.2f%%, all ranks); "
+                  "patches per rank min %lld max %lld mean %.2f, imbalance (max/mean) %.3f patches, %.3f elements\n",
+                  (long long)ps.patches, (long long)ps.shared_patches,
+                  human_bytes(double(ps.moved_elements) * double(pb.dst.elem_size())).c_str(),
+                  human_bytes(double(ps.total_elements) * double(pb.dst.elem_size())).c_str(),
+                  ps.total_elements ? 100.0 * double(ps.moved_elements) / double(ps.total_elements) : 0.0,
+                  (long long)*lo, (long long)*hi, mean, mean > 0 ? double(*hi) / mean : 0.0,
+                  emean > 0 ? double(*ehi) / emean : 0.0);
     }
     std::vector<Pair> list;
     while (!heavy.empty()) list.push_back(heavy.top()), heavy.pop();

@@ -20,7 +20,10 @@ usage:
   mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
                                                         beside pdgemr2d; compare SRC DST;
                                                         pingpong|sched|tasks|cholesky
-  redist help [run|plan|calibrate|bench|spec|strategies]
+  mpirun -np P redist repartition [options]             paper 003: a 3-D volume onto a
+                                                        patch grid, greedy/balanced,
+                                                        per-patch/per-rank
+  redist help [run|plan|calibrate|repartition|bench|spec|strategies]
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
@@ -44,6 +47,8 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
              band width=W near=(OWNERSHIP) far=(OWNERSHIP)
              table owners=0,1,1,0,...        (one owner per tile, column-major)
              function name=NAME ranks=R      (registered in C++)
+             greedy of=(SPEC)                (paper 003: the tiles are patches placed over the
+             balanced of=(SPEC)               source layout SPEC: largest part / balanced counts)
 )";
 
 void print_strategies() {
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
   if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
   if (!std::strcmp(cmd, "calibrate")) return redist::cli::cmd_calibrate(argc, argv);
+  if (!std::strcmp(cmd, "repartition")) return redist::cli::cmd_repartition(argc, argv);
   if (!std::strcmp(cmd, "bench")) return exec_bench(argv);
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[2], "run")) return redist::cli::cmd_run(3, args);
       if (!std::strcmp(argv[2], "plan")) return redist::cli::cmd_plan(3, args);
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
+      if (!std::strcmp(argv[2], "repartition")) return redist::cli::cmd_repartition(3, args);
       if (!std::strcmp(argv[2], "bench")) return exec_bench(args);
     }
     std::fputs(kHelp, stdout);

@@ -31,7 +31,10 @@ const char* kUsage =
     "redist bench compare SRC DST [REGION] [--out DIR] [--reps N]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
-    "         fine (tiles of 1-32 elements: plan time and plan memory beside the times)\n"
+    "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
+    "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
+    "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
+    "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
     "  Times every redist strategy, auto and ScaLAPACK's pdgemr2d (2-D block-cyclic\n"
     "  local_array cases only) on each case, interleaved, after one verified warm-up\n"
     "  each; prints bandwidth (paper 000 Eq. 3), its ratio to the bound (Eq. 5) and\n"
@@ -102,8 +105,12 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
   } catch (const std::exception& e) {
     fail(c.name + ": " + e.what());
   }
-  for (const std::string& s : strategy_names()) run->add_strategy(s);
-  run->add_strategy(std::string(kAuto));
+  if (c.strategies.empty()) {
+    for (const std::string& s : strategy_names()) run->add_strategy(s);
+    run->add_strategy(std::string(kAuto));
+  } else {
+    for (const std::string& s : c.strategies) run->add_strategy(s);
+  }
   std::unique_ptr<scalapack::Redistribution> pdg;
   if (src.storage().kind == StorageKind::local_array && dst.storage().kind == StorageKind::local_array &&
       scalapack::unsupported(src).empty() && scalapack::unsupported(dst).empty()) {
@@ -133,6 +140,34 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
   r.suite = c.suite, r.series = c.series, r.name = c.name, r.x = c.x, r.x_label = c.x_label;
   r.src = c.src, r.dst = c.dst, r.region = c.region;  // as the suite wrote them (pool.py matches on them)
   return r;
+}
+
+// Paper 003's figures per case: moved volume, patches per rank and imbalance
+// (the placement, computed here), messages per pattern, measured medians, the
+// model's predictions, and per patch / per rank (< 1: per patch faster).
+void repartition_summary(FILE* f, const std::vector<harness::CaseResult>& cases) {
+  std::fprintf(f, "\nrepartition (paper 003): per patch = segment, per rank = p2p; medians, slowest rank\n");
+  std::fprintf(f, "%-26s %10s %9s %8s %8s %10s %10s %10s %10s %7s %7s\n", "case", "moved", "patches", "imbal.",
+               "msgs pp", "per-patch", "per-rank", "pred. pp", "pred. pr", "pp/pr", "pred.");
+  std::vector<double> ratios;
+  for (const harness::CaseResult& r : cases) {
+    const harness::MethodResult *pp = r.find("segment"), *pr = r.find("p2p");
+    if (!pp || !pr) continue;
+    const PlacementSummary s = placement_summary(Layout::parse(r.dst));
+    const index_t hi = *std::max_element(s.load.begin(), s.load.end());
+    const double mean = double(s.patches) / double(s.load.size());
+    const double ratio = pr->median > 0 ? pp->median / pr->median : 0;
+    ratios.push_back(ratio);
+    std::fprintf(f, "%-26s %10s %9lld %8.3f %8lld %10.4f %10.4f %10.4f %10.4f %7.3f %7.3f\n", r.name.c_str(),
+                 (std::to_string(s.moved_elements * 8 / 1000) + " KB").c_str(), (long long)s.patches,
+                 mean > 0 ? double(hi) / mean : 0.0, (long long)r.stats.segments, pp->median, pr->median, pp->predicted,
+                 pr->predicted, ratio, pr->predicted > 0 ? pp->predicted / pr->predicted : 0.0);
+  }
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    std::fprintf(f, "per-patch / per-rank time: median %.3f over %zu cases (min %.3f, max %.3f)\n",
+                 ratios[ratios.size() / 2], ratios.size(), ratios.front(), ratios.back());
+  }
 }
 
 // bench/plot.py into the results folder, with the project's Python when it has
@@ -239,6 +274,7 @@ int main(int argc, char** argv) {
     report.add(std::move(r));
     if (rank_ == 0 && !report.write(out)) std::fprintf(stderr, "redist bench: cannot write to %s\n", out.c_str());
   }
+  if (rank_ == 0 && suite == "repartition") repartition_summary(stdout, report.cases());
   if (rank_ == 0) {
     report.print_summary(stdout);
     std::printf("results: %s/results.json, %s/results.csv (%.1f s)\n", out.c_str(), out.c_str(), MPI_Wtime() - t0);

@@ -31,6 +31,7 @@ class Report {
   bool write(const std::string& dir) const;  // results.json and results.csv
   void add(harness::CaseResult c) { r_.cases.push_back(std::move(c)); }
   const harness::RunInfo& run() const { return r_.run; }
+  const std::vector<harness::CaseResult>& cases() const { return r_.cases; }
 
  private:
   harness::Results r_;

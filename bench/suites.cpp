@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 namespace redist::bench {
@@ -120,6 +121,42 @@ std::vector<Case> fine(int p, double scale) {
   return out;
 }
 
+// Paper 003: a 3-D volume of doubles in one block per rank (a near-cubic rank
+// grid) onto a patch grid, greedy and balanced placement, per patch (`segment`:
+// a message per patch piece) and per rank (`p2p`: a message per peer).
+std::vector<Case> repartition(int p, double scale) {
+  std::vector<long> f;  // P's prime factors, largest first, onto the smallest extent
+  long m = p;
+  for (long q = 2; q * q <= m; ++q)
+    while (m % q == 0) f.push_back(q), m /= q;
+  if (m > 1) f.push_back(m);
+  std::sort(f.rbegin(), f.rend());
+  long g[3] = {1, 1, 1};
+  for (long x : f) *std::min_element(g, g + 3) *= x;
+  std::sort(g, g + 3, std::greater<long>());
+  std::vector<Case> out;
+  // Block edges (n / grid) that the patch edges do not divide, as in the paper
+  // (375 vs 32): 280 and 528 on 2-4 ranks.
+  for (long base : {280L, 528L}) {
+    const long n = scaled(double(base), scale);
+    const std::string cube = s(n) + "x" + s(n) + "x" + s(n);
+    std::string tile, grid;
+    for (int d = 0; d < 3; ++d) {
+      tile += (d ? "x" : "") + s((n + g[d] - 1) / g[d]);
+      grid += (d ? "x" : "") + s(g[d]);
+    }
+    const std::string src = cube + " tile=" + tile + " block_cyclic grid=" + grid;
+    for (long patch : {16L, 32L, 64L})
+      for (const char* rule : {"greedy", "balanced"}) {
+        const std::string pt = s(patch) + "x" + s(patch) + "x" + s(patch);
+        out.push_back({"repartition", std::string(rule) + " " + s(n) + "^3", s(n) + "^3 " + rule + " patch " + s(patch),
+                       double(patch), "patch edge", src, cube + " tile=" + pt + " " + rule + " of=(" + src + ")", "",
+                       false, {"segment", "p2p"}});
+      }
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& suite_names() {
@@ -144,6 +181,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "blocksize") out = blocksize(p, scale);
   else if (suite == "submatrix") out = submatrix(p, scale);
   else if (suite == "fine") out = fine(p, scale);
+  else if (suite == "repartition") out = repartition(p, scale);
   if (smoke && out.size() > 2) out = {out.front(), out.back()};
   return out;
 }

@@ -13,6 +13,7 @@ struct Case {
   std::string x_label;
   std::string src, dst, region;      // spec strings; region empty: the whole array
   bool alltoall = false;             // also time MPI_Alltoall of the same volume
+  std::vector<std::string> strategies = {};  // the strategies to time; empty: every one and auto
 };
 
 // Suite names in the order `all` runs them.

@@ -29,10 +29,16 @@ void check_addresses(const Layout& l, const LocalIndex& li, index_t ordinal, con
 }
 
 void check_local_index(const Layout& l, int rank, const std::string& spec) {
-  // General ownerships walk every tile of the array: keep that cheap.
+  // General ownerships walk every tile of the array: keep that cheap. A
+  // placement also walks its source's tiles once per patch grid line.
   if (!l.ownership().per_dimension()) {
     index_t tiles = 1;
     for (index_t n : l.ntiles())
+      if (!fits_mul(tiles, n, tiles) || tiles > 4096) return;
+  }
+  if (l.ownership().kind() == Ownership::Kind::placement) {
+    index_t tiles = 1;
+    for (index_t n : l.ownership().plc().of->ntiles())
       if (!fits_mul(tiles, n, tiles) || tiles > 4096) return;
   }
   try {

@@ -64,6 +64,12 @@ inline bool small_enough(const Case& c) {
     index_t tiles = 1;
     for (index_t n : l->ntiles())
       if (!fits_mul(tiles, n, tiles) || tiles > kMaxTiles) return false;
+    // A placement (paper 003) also walks its source's tiles to place the patches.
+    if (l->ownership().kind() == Ownership::Kind::placement && l->ownership().plc().of) {
+      tiles = 1;
+      for (index_t n : l->ownership().plc().of->ntiles())
+        if (!fits_mul(tiles, n, tiles) || tiles > kMaxTiles) return false;
+    }
   }
   if (c.region.empty()) return true;
   index_t segments = 1;

@@ -82,6 +82,10 @@ struct RandomParams {
 using OwnerFunction = std::function<int(const Coord& tile)>;
 
 class Ownership;
+class Layout;
+namespace detail {
+struct PlacementCache;  // the derived owner table, computed once on first use (placement.cpp)
+}
 
 struct BandParams {
   index_t width = 0;                    // |t0 - t1| <= width is "near" the diagonal
@@ -99,9 +103,26 @@ struct FunctionParams {
   OwnerFunction fn;
 };
 
+// Placement of an imposed patch grid over a source layout (paper 003): the
+// layout's own tiles are the patches, the ownership says which rank gets each.
+//  greedy:   a patch goes to the rank holding its largest part (ties: the lowest
+//            rank); a fully contained patch stays where it is. Moves the least data.
+//  balanced: every rank gets floor(n/R) or ceil(n/R) of the n patches (R = the
+//            ranks of the source ownership), and among such assignments one that
+//            moves the least data (a min-cost flow, placement.cpp).
+enum class PlacementRule { greedy, balanced };
+
+struct PlacementParams {
+  PlacementRule rule = PlacementRule::greedy;
+  std::shared_ptr<const Layout> of;  // the source layout the patches are cut from (same shape)
+  // Patch boundaries and owners: Layout's constructor attaches the patch grid, the
+  // owners are computed on the first owner() call and shared by copies.
+  std::shared_ptr<detail::PlacementCache> cache;
+};
+
 class Ownership {
  public:
-  enum class Kind { block_cyclic, random, band, table, function };
+  enum class Kind { block_cyclic, random, band, table, function, placement };
 
   Ownership();  // block_cyclic on a single process
   static Ownership block_cyclic(BlockCyclicParams p);
@@ -109,6 +130,8 @@ class Ownership {
   static Ownership band(index_t width, Ownership near, Ownership far);
   static Ownership table(std::vector<int> owners);
   static Ownership function(std::string name, int ranks, OwnerFunction fn);
+  // `rule` placement of the layout's tiles (patches) over the source layout `of`.
+  static Ownership placement(PlacementRule rule, Layout of);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   // True when owner(t) = linearize(c_0(t_0), ..., c_{n-1}(t_{n-1})): block_cyclic.
@@ -118,6 +141,7 @@ class Ownership {
   const BandParams& bnd() const { return std::get<BandParams>(v_); }
   const TableParams& tbl() const { return std::get<TableParams>(v_); }
   const FunctionParams& fun() const { return std::get<FunctionParams>(v_); }
+  const PlacementParams& plc() const { return std::get<PlacementParams>(v_); }
 
   // Owner of tile `tile` in a tile grid of extent `ntiles`.
   int owner(const Coord& tile, const Coord& ntiles) const;
@@ -135,7 +159,8 @@ class Ownership {
   bool operator==(const Ownership& o) const;
 
  private:
-  std::variant<BlockCyclicParams, RandomParams, BandParams, TableParams, FunctionParams> v_;
+  std::variant<BlockCyclicParams, RandomParams, BandParams, TableParams, FunctionParams, PlacementParams> v_;
+  friend class Layout;
 };
 
 // Functions that spec strings can name as `function name=NAME ranks=R`.
@@ -202,6 +227,18 @@ class Layout {
   Storage storage_;
   index_t elem_size_ = 8;
 };
+
+// What a placement ownership does (Layout::ownership() of kind placement): the
+// figures paper 003 compares. Throws redist::Error for other layouts or invalid ones.
+struct PlacementSummary {
+  index_t patches = 0;          // tiles of the layout
+  index_t shared_patches = 0;   // patches whose elements lie on more than one source rank
+  index_t total_elements = 0;   // elements of the array
+  index_t moved_elements = 0;   // elements whose rank changes (source -> placement)
+  std::vector<index_t> load;           // patches per rank, for ranks [0, R)
+  std::vector<index_t> load_elements;  // elements per rank after the move
+};
+PlacementSummary placement_summary(const Layout& layout);
 
 // A rank's local storage map (built once per layout and rank).
 class LocalIndex {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "layout/placement.hpp"
 #include "redist/layout.hpp"
 
 namespace redist {
@@ -39,7 +40,12 @@ Layout::Layout(Coord shape, std::vector<DimPartition> partition, Ownership owner
       partition_(std::move(partition)),
       ownership_(normalized(ownership, shape.ndim())),
       storage_(storage),
-      elem_size_(elem_size) {}
+      elem_size_(elem_size) {
+  // A placement's patches are this layout's tiles: a cache of its own, so that a
+  // placement ownership reused in another layout never sees these patches' owners.
+  if (ownership_.kind() == Ownership::Kind::placement)
+    std::get<PlacementParams>(ownership_.v_).cache = detail::placement_cache(shape_, partition_);
+}
 
 Coord Layout::ntiles() const {
   Coord n(ndim());
@@ -84,6 +90,7 @@ std::string Layout::check(int comm_size) const {
     if (!fits_mul(bytes, shape_[d], bytes))
       return cat("array ", shape_.str(), " of ", elem_size_, "-byte elements overflows 64-bit byte counts");
   std::string e = ownership_.check(n, ntiles());
+  if (e.empty() && ownership_.kind() == Ownership::Kind::placement) e = detail::check_placement(*this);
   if (!e.empty()) return e;
   if (ownership_.per_dimension())  // the planner steps through whole cycles of the grid
     for (int d = 0; d < n; ++d) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "layout/placement.hpp"
 #include "redist/layout.hpp"
 
 namespace redist {
@@ -89,6 +90,8 @@ int Ownership::owner(const Coord& tile, const Coord& ntiles) const {
         detail::fail("owner function '", fun().name, "' threw for tile ", tile.str(),
                      " (an exception that is not a std::exception)");
       }
+    case Kind::placement:
+      return detail::placement_owners(plc())[static_cast<size_t>(linear_index(tile, ntiles))];
   }
   return -1;
 }
@@ -116,6 +119,8 @@ int Ownership::ranks_needed() const {
     }
     case Kind::function:
       return fun().ranks;
+    case Kind::placement:
+      return plc().of ? plc().of->ownership().ranks_needed() : 1;
   }
   return 0;
 }
@@ -237,6 +242,9 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
       if (!fun().fn) return cat("function ownership '", fun().name, "' has no callable");
       if (fun().ranks <= 0) return cat("function ranks=", fun().ranks, " must be >= 1");
       return {};
+    case Kind::placement:  // the rest is Layout::check's (it needs the layout's shape)
+      if (!plc().cache) return "a greedy or balanced placement must be a layout's own ownership, not nested";
+      return {};
   }
   return {};
 }
@@ -261,6 +269,9 @@ bool Ownership::operator==(const Ownership& o) const {
       return *tbl().owners == *o.tbl().owners;
     case Kind::function:
       return fun().name == o.fun().name && fun().ranks == o.fun().ranks;
+    case Kind::placement:
+      return plc().rule == o.plc().rule &&
+             (plc().of == o.plc().of || (plc().of && o.plc().of && *plc().of == *o.plc().of));
   }
   return false;
 }

@@ -22,15 +22,15 @@ namespace {
 
 using detail::cat;
 
-constexpr std::string_view kKinds[] = {"block_cyclic", "random", "band", "table", "function"};
+constexpr std::string_view kKinds[] = {"block_cyclic", "random", "band", "table", "function", "greedy", "balanced"};
 constexpr std::string_view kLayoutKeys[] = {"tile", "offset", "esize", "storage", "ld"};
-constexpr const char* kKindList = "block_cyclic, random, band, table, function";
+constexpr const char* kKindList = "block_cyclic, random, band, table, function, greedy, balanced";
 constexpr const char* kLayoutKeyList = "tile=, offset=, esize=, storage=, ld=";
 
 // Ownership options: the value each takes and the ownerships it belongs to.
 // Every key has one value type whatever its ownership, so a value can be read
 // before its placement is checked.
-enum class Val { coord, int64, int32, uint64, order, nested, owner_list, name };
+enum class Val { coord, int64, int32, uint64, order, nested, owner_list, name, layout };
 struct OwnKey {
   std::string_view key;
   Val val;
@@ -43,7 +43,7 @@ constexpr OwnKey kOwnKeys[] = {
     {"ranks", Val::int32, "random function"},     {"width", Val::int64, "band"},
     {"near", Val::nested, "band"},               {"far", Val::nested, "band"},
     {"owners", Val::owner_list, "table"},        {"name", Val::name, "function"},
-    {"map", Val::owner_list, "block_cyclic"},
+    {"map", Val::owner_list, "block_cyclic"},    {"of", Val::layout, "greedy balanced"},
 };
 
 bool in_words(std::string_view list, std::string_view w) {
@@ -90,6 +90,7 @@ struct Draft {
   std::string name;
   int ranks = 1;
   OwnerFunction fn;
+  std::optional<Layout> of;  // greedy, balanced: the source layout
 };
 
 // A parsed ownership option value (which member is set depends on Val).
@@ -99,6 +100,7 @@ struct Value {
   std::uint64_t u = 0;
   std::string text;
   std::optional<Ownership> own;
+  std::optional<Layout> layout;
 };
 
 struct TileItem {
@@ -109,17 +111,20 @@ struct TileItem {
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  explicit Parser(std::string_view s) : s_(s), end_(s.size()) {}
+  // The spec s[begin, end) inside a larger one (of=(...)): columns count from s's start.
+  Parser(std::string_view s, size_t begin, size_t end) : s_(s), end_(end), pos_(begin) {}
   Layout parse();
 
  private:
   std::string_view s_;
+  size_t end_;
   size_t pos_ = 0;
   Coord shape_;
 
   static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
   static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-  bool at_end() const { return pos_ >= s_.size(); }
+  bool at_end() const { return pos_ >= end_; }
   char peek() const { return at_end() ? '\0' : s_[pos_]; }
   bool accept(char c) { return peek() == c ? (++pos_, true) : false; }
   void skip_space() {
@@ -132,7 +137,7 @@ class Parser {
   }
   // What the text at `at` looks like, for "got ..." in messages.
   std::string got(size_t at) const {
-    if (at >= s_.size()) return "the end of the spec";
+    if (at >= end_) return end_ < s_.size() ? "')'" : "the end of the spec";
     if (is_space(s_[at])) return "a space";
     size_t e = at + 1;
     while (e < s_.size() && !is_space(s_[e]) && s_[e] != ')') ++e;
@@ -155,6 +160,7 @@ class Parser {
   void ownership_option(Draft& d, const OwnKey& k, size_t key_at);
   [[noreturn]] void unknown(size_t at, const std::string& w, const Draft& d, bool nested) const;
   Ownership nested(size_t key_at);
+  Layout nested_layout(size_t key_at);
   Ownership finish(const Draft& d) const;
   void once(std::map<std::string, size_t, std::less<>>& seen, const std::string& key, size_t at) const;
 };
@@ -285,6 +291,7 @@ void Parser::ownership_option(Draft& d, const OwnKey& k, size_t key_at) {
         error(v.at, cat("expected row or col after 'order=', got ", got(v.at)));
       break;
     case Val::nested: v.own = nested(key_at); break;
+    case Val::layout: v.layout = nested_layout(key_at); break;
     case Val::owner_list:
       do v.ints.push_back(int32(key_at));
       while (accept(','));
@@ -320,6 +327,7 @@ void Parser::ownership_option(Draft& d, const OwnKey& k, size_t key_at) {
   else if (key == "far") d.far = std::move(v.own);
   else if (key == "owners") d.owners.assign(v.ints.begin(), v.ints.end());
   else if (key == "map") d.bc.map = std::make_shared<const std::vector<int>>(v.ints.begin(), v.ints.end());
+  else if (key == "of") d.of = std::move(v.layout);
   else if (key == "name") {
     d.name = v.text;
     d.fn = find_owner_function(v.text);
@@ -340,6 +348,8 @@ Ownership Parser::nested(size_t key_at) {
   const std::string kind = word();
   if (!contains(kKinds, kind))
     error(at, cat("expected an ownership (", kKindList, ") after '(', got ", got(at)));
+  if (kind == "greedy" || kind == "balanced")
+    error(at, cat("'", kind, "' places the layout's own tiles; it cannot be nested inside near=( ) or far=( )"));
   start_ownership(d, kind, at);
   for (;;) {
     skip_space();
@@ -358,11 +368,33 @@ Ownership Parser::nested(size_t key_at) {
   return finish(d);
 }
 
+// `( LAYOUT SPEC )` after of=: a whole spec, parsed in place up to the matching ')'.
+Layout Parser::nested_layout(size_t key_at) {
+  if (!accept('('))
+    error(pos_, cat("expected '(' ", after(key_at), " (e.g. of=(64x64 tile=32x32 block_cyclic grid=2x2)), got ",
+                    got()));
+  const size_t open = pos_ - 1;
+  size_t close = pos_;
+  for (int depth = 1; close < end_; ++close) {
+    if (s_[close] == '(') ++depth;
+    if (s_[close] == ')' && --depth == 0) break;
+  }
+  if (close >= end_)
+    error(end_, cat("expected ')' to close the '(' at column ", open + 1, ", got the end of the spec"));
+  Layout l = Parser(s_, pos_, close).parse();
+  pos_ = close + 1;
+  return l;
+}
+
 Ownership Parser::finish(const Draft& d) const {
   if (d.kind.empty()) return Ownership();
   if (d.kind == "block_cyclic") return Ownership::block_cyclic(d.bc);
   if (d.kind == "random") return Ownership::random(d.rnd);
   if (d.kind == "table") return Ownership::table(d.owners);
+  if (d.kind == "greedy" || d.kind == "balanced") {
+    if (!d.of) error(d.at, cat("'", d.kind, "' needs of=(SOURCE LAYOUT SPEC), the layout the patches are cut from"));
+    return Ownership::placement(d.kind == "greedy" ? PlacementRule::greedy : PlacementRule::balanced, *d.of);
+  }
   if (d.kind == "function") {
     if (d.name.empty()) error(d.at, "'function' needs name=NAME (a function registered with register_owner_function)");
     return Ownership::function(d.name, d.ranks, d.fn);
@@ -375,7 +407,7 @@ Ownership Parser::finish(const Draft& d) const {
 Layout Parser::parse() {
   skip_space();
   const size_t shape_at = pos_;
-  const bool negative = peek() == '-' && pos_ + 1 < s_.size() && is_digit(s_[pos_ + 1]);
+  const bool negative = peek() == '-' && pos_ + 1 < end_ && is_digit(s_[pos_ + 1]);
   if (!is_digit(peek()) && !negative)
     error(pos_, cat(at_end() ? "the spec is empty; " : "", "expected the shape (extents joined by 'x', e.g. 8000x8000), got ",
                     got()));

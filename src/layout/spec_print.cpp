@@ -51,6 +51,9 @@ std::string ownership_spec(const Ownership& o) {
       return o.tbl().owners->empty() ? "table" : cat("table owners=", join(*o.tbl().owners, ","));
     case Ownership::Kind::function:
       return cat("function name=", o.fun().name, o.fun().ranks != 1 ? cat(" ranks=", o.fun().ranks) : "");
+    case Ownership::Kind::placement:
+      return cat(o.plc().rule == PlacementRule::greedy ? "greedy" : "balanced", " of=(",
+                 o.plc().of ? o.plc().of->spec() : "", ")");
   }
   return {};
 }

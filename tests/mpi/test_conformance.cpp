@@ -2,7 +2,8 @@
 // irregular tiles, block_cyclic incl. k-cyclic and offsets, random, band, table,
 // function ownerships; tile, local_array and tile_pointers storage), random regions
 // (empty, one element, touching edges, whole), element sizes 1-16 and odd ones,
-// 1-4 dimensions. Oracle: pattern.hpp (each element's expected bytes computed
+// 1-4 dimensions, and placements of a patch grid (paper 003). Oracle: pattern.hpp
+// (each element's expected bytes computed
 // serially from its global index). Checks every target element inside the region,
 // every element outside it untouched, the source unchanged, and a second execute
 // of the same plan.
@@ -104,6 +105,26 @@ TEST_P(Conformance, PerRankLeadingDimensionAndRankMap) {
   const Layout src = layout({61, 47}, {4, 6}, {p, 1}, reversed), dst = layout({55, 50}, {7, 3}, {1, p}, rotated);
   std::string err = run_case(src, dst, Region{{50, 40}, {3, 2}, {1, 9}}, GetParam(), {});
   EXPECT_TRUE(all_ok(err.empty())) << err;
+}
+
+// Paper 003: a 3-D volume split evenly over a rank grid, repartitioned onto an
+// imposed patch grid (regular with ragged edges, and irregular) with greedy and
+// balanced placement; the source is a block distribution or a cyclic one.
+TEST_P(Conformance, PaperRepartition) {
+  const int p = world_size();
+  const Coord grid = p == 4 ? Coord{2, 2, 1} : Coord{p, 1, 1};
+  const std::string g = grid.str();
+  const std::string blocks = detail::cat("23x19x13 tile=", (23 + grid[0] - 1) / grid[0], "x",
+                                         (19 + grid[1] - 1) / grid[1], "x13 block_cyclic grid=", g);
+  const std::string cyclic = "23x19x13 tile=4x3x13 block_cyclic grid=" + g;
+  for (const std::string& src_spec : {blocks, cyclic})
+    for (const char* patches : {"5x4x6", "[0,2,9,23]x[0,19]x[0,1,7,13]"})
+      for (const char* rule : {"greedy", "balanced"}) {
+        const Layout src = Layout::parse(src_spec);
+        const Layout dst = Layout::parse(detail::cat("23x19x13 tile=", patches, " ", rule, " of=(", src_spec, ")"));
+        std::string err = run_case(src, dst, Region::whole(src.shape()), GetParam(), {});
+        EXPECT_TRUE(all_ok(err.empty())) << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  " << err;
+      }
 }
 
 // One plan, every strategy in turn, twice: strategies must not disturb each

@@ -146,3 +146,17 @@ def test_bench_compare_suite(tmp_path):
     bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",
                           "10x10 tile=3x3 block_cyclic grid=1x2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "block_cyclic" in bad.stderr, bad.stderr
+
+
+def test_repartition_suite(tmp_path):
+    """Paper 003's suite: per patch (segment) and per rank (p2p) only, verified,
+    with the summary table; greedy moves no more than balanced."""
+    res = run_bench(["repartition", "--smoke", "--scale", "0.125", "--no-plots", "--out", str(tmp_path)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    cases = json.loads((tmp_path / "results.json").read_text())["cases"]
+    assert [c["name"] for c in cases] == ["35^3 greedy patch 16", "66^3 balanced patch 64"]
+    for c in cases:
+        assert [m["name"] for m in c["methods"]] == ["segment", "p2p"]
+        assert all(m["verified"] is True for m in c["methods"])
+        assert "of=(" in c["dst"]
+    assert "per-patch / per-rank time: median" in res.stdout

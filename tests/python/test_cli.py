@@ -14,7 +14,7 @@ def test_help_for_every_subcommand(redist):
     top = redist(["--help"])
     assert top.returncode == 0 and "redist run" in top.stdout and "redist plan" in top.stdout
     assert "redist calibrate" in top.stdout
-    for sub in ("run", "plan", "calibrate"):
+    for sub in ("run", "plan", "calibrate", "repartition"):
         r = redist([sub, "--help"])
         assert r.returncode == 0
         assert r.stdout.startswith("usage:") and "--help" in r.stdout
@@ -417,3 +417,50 @@ def test_run_with_timeout_verifies_and_exits(redist):
     assert r.returncode == 0, r.stderr
     assert "exceeded" not in r.stderr
     assert all(m["verified"] is True for m in json.loads(r.stdout)["cases"][0]["methods"])
+
+
+def _greedy_moved(shape, grid, patch):
+    """Elements greedy placement moves, computed here: per dimension, the overlap of
+    each patch interval with each rank's block; a patch keeps its largest part."""
+    per_dim = []
+    for n, g, p in zip(shape, grid, patch):
+        b = -(-n // g)
+        rows = []
+        for lo in range(0, n, p):
+            hi = min(n, lo + p)
+            rows.append([max(0, min(hi, (c + 1) * b) - max(lo, c * b)) for c in range(g)])
+        per_dim.append(rows)
+    moved = 0
+    for x in per_dim[0]:
+        for y in per_dim[1]:
+            for z in per_dim[2]:
+                moved += sum(x) * sum(y) * sum(z) - max(x) * max(y) * max(z)
+    return moved
+
+
+@pytest.mark.parametrize("ranks,grid", [(1, (1, 1, 1)), (2, (2, 1, 1)), (3, (3, 1, 1)), (4, (2, 2, 1))])
+def test_repartition_greedy_and_balanced(redist, ranks, grid):
+    shape, patch = (30, 22, 14), (7, 6, 5)
+    r = redist(["repartition", "--shape", "30x22x14", "--patch", "7x6x5", "--reps", "1"], ranks=ranks)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"rank grid {grid[0]}x{grid[1]}x{grid[2]}" in out
+    npatch = 5 * 4 * 3
+    moved = [int(m) for m in re.findall(r"moved (\d+) elements", out)]
+    assert len(moved) == 2  # greedy, then balanced
+    assert moved[0] == _greedy_moved(shape, grid, patch)
+    assert moved[1] >= moved[0]  # greedy moves the least
+    loads = re.findall(r"patches min (\d+) max (\d+)", out)
+    assert int(loads[1][1]) - int(loads[1][0]) <= 1  # balanced: within one patch
+    assert int(loads[1][0]) == npatch // ranks
+    # both communications verified, for both placements
+    assert out.count("per-patch (segment)") == 2 and out.count("per-rank (p2p)") == 2
+    assert out.count("ok (9240 elements)") == 4, out
+
+
+def test_repartition_bad_grid_is_one_clear_error(redist):
+    r = redist(["repartition", "--grid", "3x1x1", "--shape", "8x8x8"], ranks=2)
+    assert r.returncode == 2
+    assert r.stderr.count("--grid 3x1x1 has 3 ranks, 2 are launched") == 1, r.stderr
+    r = redist(["repartition", "--patch", "4x4"], ranks=1)
+    assert r.returncode == 2 and "three positive integers" in r.stderr

@@ -34,6 +34,8 @@ void register_test_functions() {
 // ------------------------------------------------ structural comparison (oracle)
 // Field by field on the public accessors, so a lenient operator== cannot hide a
 // parser or printer bug.
+void expect_same(const Layout& a, const Layout& b, const std::string& ctx);
+
 void expect_same(const Ownership& a, const Ownership& b, const std::string& ctx) {
   ASSERT_EQ(a.kind(), b.kind()) << ctx;
   switch (a.kind()) {
@@ -65,6 +67,10 @@ void expect_same(const Ownership& a, const Ownership& b, const std::string& ctx)
       EXPECT_EQ(a.fun().name, b.fun().name) << ctx;
       EXPECT_EQ(a.fun().ranks, b.fun().ranks) << ctx;
       EXPECT_TRUE(b.fun().fn) << ctx << ": parsed function ownership has no callable";
+      break;
+    case Ownership::Kind::placement:
+      EXPECT_EQ(a.plc().rule, b.plc().rule) << ctx;
+      expect_same(*a.plc().of, *b.plc().of, ctx + " (of)");
       break;
   }
 }
@@ -269,6 +275,25 @@ TEST(SpecParse, Function) {
   EXPECT_EQ(Layout::parse("4 function name=test.zero-owner").ownership().fun().ranks, 1);
 }
 
+TEST(SpecParse, Placement) {
+  const Layout l =
+      Layout::parse("64x64x64 tile=16x16x16 balanced of=( 64x64x64 tile=32x32x32 block_cyclic grid=2x2x2 )");
+  ASSERT_EQ(l.ownership().kind(), Ownership::Kind::placement);
+  EXPECT_EQ(l.ownership().plc().rule, PlacementRule::balanced);
+  EXPECT_EQ(*l.ownership().plc().of, block_cyclic_layout({64, 64, 64}, {32, 32, 32}, {2, 2, 2}));
+  EXPECT_EQ(l.ownership().ranks_needed(), 8);
+  EXPECT_EQ(l.check(8), "");
+  const Layout g = Layout::parse("64x64x64 tile=16x16x16 greedy of=(64x64x64 tile=32x32x32 block_cyclic grid=2x2x2)");
+  EXPECT_EQ(g.ownership().plc().rule, PlacementRule::greedy);
+  EXPECT_FALSE(g == l);
+  EXPECT_EQ(g.owner({3, 3, 3}), 7);  // fully contained in rank 7's block
+  // Placements nest: a placement over a placement.
+  const Layout n =
+      Layout::parse("8x8 tile=2x2 greedy of=(8x8 tile=4x4 balanced of=(8x8 tile=8x4 block_cyclic grid=1x2))");
+  EXPECT_EQ(n.check(2), "");
+  EXPECT_EQ(Layout::parse(n.spec()), n);
+}
+
 // Wrong values are not syntax errors: the layout is built and check() reports it.
 TEST(SpecParse, WellFormedButInvalidValuesParse) {
   const char* cases[] = {
@@ -312,6 +337,10 @@ TEST(SpecPrint, CanonicalForms) {
       {"8x8 function ranks=1 name=test_sum_mod", "8x8 tile=8x8 function name=test_sum_mod"},
       {"8x8 table owners=3", "8x8 tile=8x8 table owners=3"},
       {"8 storage=tile_pointers random first=1", "8 tile=8 storage=tile_pointers random seed=0 ranks=1 first=1"},
+      {"8x8 tile=2x2 greedy of=(\t8x8  block_cyclic grid=2x1 tile=4x8 )",
+       "8x8 tile=2x2 greedy of=(8x8 tile=4x8 block_cyclic grid=2x1)"},
+      {"8x8 balanced of=(8x8 tile=[0,3,8]x8 band near=(random ranks=2) far=(table owners=1)) tile=2x2",
+       "8x8 tile=2x2 balanced of=(8x8 tile=[0,3,8]x8 band near=(random seed=0 ranks=2) far=(table owners=1))"},
   };
   for (const auto& [in, out] : cases) {
     const Layout l = Layout::parse(in);
@@ -382,7 +411,7 @@ Ownership random_ownership(Rng& rng, int n, int depth) {
   }
 }
 
-Layout random_layout(Rng& rng) {
+Layout random_layout(Rng& rng, bool placement = true) {
   const int n = static_cast<int>(uniform(rng, 1, kMaxDims));
   Coord shape(n);
   std::vector<DimPartition> parts;
@@ -395,6 +424,18 @@ Layout random_layout(Rng& rng) {
   st.kind = static_cast<StorageKind>(uniform(rng, 0, 2));
   st.ld = uniform(rng, 0, 1) ? 0 : uniform(rng, -2, 1000);
   const index_t esize = uniform(rng, 0, 1) ? 8 : uniform(rng, -1, 64);
+  // A placement over a source layout of the same shape (its own tiles and
+  // ownership), or of another shape (well-formed, check() refuses it).
+  if (placement && uniform(rng, 0, 6) == 0) {
+    Layout of = random_layout(rng, false);
+    if (uniform(rng, 0, 3)) {
+      std::vector<DimPartition> src_parts;
+      for (int d = 0; d < n; ++d) src_parts.push_back(random_partition(rng, shape[d]));
+      of = Layout(shape, std::move(src_parts), random_ownership(rng, n, 0), of.storage(), of.elem_size());
+    }
+    const PlacementRule rule = uniform(rng, 0, 1) ? PlacementRule::greedy : PlacementRule::balanced;
+    return Layout(shape, std::move(parts), Ownership::placement(rule, of), st, esize);
+  }
   return Layout(shape, std::move(parts), random_ownership(rng, n, 0), st, esize);
 }
 
@@ -412,6 +453,8 @@ std::string join(const Range& r, const std::string& sep) {
 
 // Independent of Layout::spec: every option spelled out (defaults included) in
 // shuffled order. tokens[0] is the ownership keyword.
+std::string write_noncanonical(const Layout& l, Rng& rng);
+
 std::vector<std::string> ownership_tokens(const Ownership& o, Rng& rng) {
   std::vector<std::string> t;
   switch (o.kind()) {
@@ -442,6 +485,10 @@ std::vector<std::string> ownership_tokens(const Ownership& o, Rng& rng) {
       break;
     case Ownership::Kind::function:
       t = {"function", "name=" + o.fun().name, "ranks=" + std::to_string(o.fun().ranks)};
+      break;
+    case Ownership::Kind::placement:
+      t = {o.plc().rule == PlacementRule::greedy ? "greedy" : "balanced",
+           "of=(" + space(rng) + write_noncanonical(*o.plc().of, rng) + ")"};
       break;
   }
   std::shuffle(t.begin() + 1, t.end(), rng);
@@ -476,7 +523,7 @@ TEST(SpecRoundTrip, RandomLayouts) {
   register_test_functions();
   Rng rng(20240611);
   int irregular = 0, nested_band = 0;
-  int kinds[5] = {}, storages[3] = {};
+  int kinds[6] = {}, storages[3] = {};
   for (int iter = 0; iter < 600; ++iter) {
     const Layout l = random_layout(rng);
     const std::string spec = l.spec();
@@ -582,7 +629,16 @@ TEST(SpecErrors, ColumnAndExpectation) {
       {"8x8 =4", 5, "expected a layout option"},
       {"8 storage=disk", 11, "expected tile, local_array or tile_pointers after 'storage=', got 'disk'"},
       {"8 block_cyclic order=diag", 22, "expected row or col after 'order='"},
-      {"8x8 band near=(rand) far=(random)", 16, "expected an ownership (block_cyclic, random, band, table, function) after '('"},
+      {"8x8 band near=(rand) far=(random)", 16,
+       "expected an ownership (block_cyclic, random, band, table, function, greedy, balanced) after '('"},
+      // placements: of=( a whole layout spec ), columns counted in the outer spec
+      {"8x8 tile=2x2 greedy", 14, "'greedy' needs of=(SOURCE LAYOUT SPEC)"},
+      {"8x8 balanced of=8x8", 17, "expected '(' after 'of=' (e.g. of=("},
+      {"8x8 greedy of=(8x8 tile=4x4", 28, "expected ')' to close the '(' at column 15"},
+      {"8x8 greedy of=(8x8 tile=4x4 grid=2x2)", 29, "'grid=' is an option of block_cyclic"},
+      {"8x8 greedy of=(8x8 tile=4)", 25, "expected 2 items"},
+      {"8x8 band near=(greedy of=(8x8)) far=(random)", 16, "'greedy' places the layout's own tiles"},
+      {"8x8 random of=(8x8)", 12, "'of=' is not an option of random"},
       // parentheses
       {"8x8 band far=(random) near=(block_cyclic grid=2x2", 50, "expected ')' to close the '(' at column 28"},
       {"8x8 block_cyclic grid=2x2)", 26, "unbalanced ')'"},

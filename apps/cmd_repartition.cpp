@@ -1,0 +1,179 @@
+// `redist repartition`: paper 003's experiment on the launched ranks. A 3-D
+// volume split evenly over a 3-D rank grid is repartitioned onto an imposed
+// patch grid, each patch whole on one rank, placed greedy or balanced
+// (src/layout/placement.cpp), moved per patch (`segment`: one non-blocking
+// message per patch piece, started as soon as it is packed) or per rank (`p2p`:
+// one message per peer). Prints the moved volume, the load per rank after, the
+// imbalance (max/mean) and the times; verifies every element of every patch.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <memory>
+
+#include "cli.hpp"
+#include "harness/case.hpp"
+#include "redist/redist.hpp"
+
+namespace redist::cli {
+namespace {
+
+const char* kUsage = R"USAGE(usage: mpirun -np P redist repartition [options]
+
+Paper 003: a 3-D volume of doubles split evenly over a 3-D grid of the P ranks
+(one block per rank) is repartitioned onto an imposed patch grid; each patch
+ends up whole on one rank. Placement (which rank gets a patch):
+  greedy    the rank holding the patch's largest part (ties: the lowest rank);
+            fully contained patches stay: the least data moved
+  balanced  every rank gets floor(n/P) or ceil(n/P) of the n patches, moving
+            the least data among such assignments (a min-cost flow)
+Communication:
+  per-patch one non-blocking message per patch piece, sent as soon as packed
+            (the `segment` strategy)
+  per-rank  everything for a peer packed into one message (the `p2p` strategy)
+Prints per placement: patches (shared ones span ranks), the volume moved, the
+load per rank after (patches, elements), the imbalance max/mean, and the median
+and minimum time of each communication (interleaved repetitions, slowest rank),
+with every element of every patch verified.
+
+options:
+  --shape XxYxZ      the volume (default 128x128x128)
+  --grid AxBxC       the rank grid, A*B*C = P (default: P factored, near-cubic)
+  --patch XxYxZ      the patch size (default 32x32x32); edge patches are clipped
+  --placement W      greedy, balanced or both (default both)
+  --comm W           per-patch, per-rank or both (default both)
+  --reps N           timed repetitions (default 5)
+  --help             this text
+
+The layouts are spec strings (docs/spec.md): the target is
+  "SHAPE tile=PATCH greedy of=(SOURCE)"; `redist plan SOURCE TARGET --ranks P`
+gives the same figures without MPI at any scale.
+
+example:
+  mpirun -np 4 redist repartition --shape 256x256x256 --patch 32x32x32
+)USAGE";
+
+// "AxBxC" -> 3 positive integers.
+Coord parse_3d(const std::string& opt, const std::string& v) {
+  Coord c(3);
+  size_t pos = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(v.substr(pos), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    pos += used;
+    if (used == 0 || x < 1 || (d < 2 && (pos >= v.size() || v[pos++] != 'x')))
+      detail::fail(opt, " must be three positive integers joined by 'x' (e.g. 64x64x64), got '", v, "'");
+    c[d] = x;
+  }
+  if (pos != v.size())
+    detail::fail(opt, " must be three positive integers joined by 'x' (e.g. 64x64x64), got '", v, "'");
+  return c;
+}
+
+// P as a near-cubic grid: prime factors, largest first, onto the smallest extent.
+Coord default_grid(int p) {
+  std::vector<int> f;
+  int n = p;
+  for (int q = 2; q * q <= n; ++q)
+    while (n % q == 0) f.push_back(q), n /= q;
+  if (n > 1) f.push_back(n);
+  std::sort(f.rbegin(), f.rend());
+  Coord g{1, 1, 1};
+  for (int x : f) {
+    int d = 0;
+    for (int e = 1; e < 3; ++e)
+      if (g[e] < g[d]) d = e;
+    g[d] *= x;
+  }
+  std::sort(&g[0], &g[0] + 3, std::greater<index_t>());
+  return g;
+}
+
+std::vector<std::string> choices(const Args& a, const char* opt, const std::string& x, const std::string& y) {
+  const std::string v = a.get(opt, "both");
+  if (v == "both") return {x, y};
+  if (v == x || v == y) return {v};
+  detail::fail(opt, " must be ", x, ", ", y, " or both, got '", v, "'");
+}
+
+}  // namespace
+
+int cmd_repartition(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  return run_with_mpi(argc, argv, "repartition", [&](int rank, int size) {
+    const Args a = parse_args(argc, argv, 2, {"--shape", "--grid", "--patch", "--placement", "--comm", "--reps"},
+                              {"--help"});
+    if (!a.positional.empty()) detail::fail("repartition takes options only, got '", a.positional[0], "'");
+    const Coord shape = parse_3d("--shape", a.get("--shape", "128x128x128"));
+    const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size);
+    const Coord patch = parse_3d("--patch", a.get("--patch", "32x32x32"));
+    if (grid[0] * grid[1] * grid[2] != size)
+      detail::fail("--grid ", grid.str(), " has ", grid[0] * grid[1] * grid[2], " ranks, ", size, " are launched");
+    const auto placements = choices(a, "--placement", "greedy", "balanced");
+    const auto comms = choices(a, "--comm", "per-patch", "per-rank");
+    harness::MeasureOptions mo;
+    mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));
+
+    // One block per rank: tile = ceil(extent / grid) (the last block is smaller
+    // when the grid does not divide the extent).
+    Coord block(3);
+    for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, (shape[d] + grid[d] - 1) / grid[d]);
+    const std::string src_spec = shape.str() + " tile=" + block.str() + " block_cyclic grid=" + grid.str();
+    const Layout src = Layout::parse(src_spec);
+    if (rank == 0)
+      std::printf("redist repartition on %d ranks: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
+                  size, shape.str().c_str(), human_bytes(double(shape.volume()) * 8).c_str(), grid.str().c_str(),
+                  patch.str().c_str(), src.spec().c_str());
+    bool ok = true;
+    for (const std::string& rule : placements) {
+      const Layout dst = Layout::parse(shape.str() + " tile=" + patch.str() + " " + rule + " of=(" + src_spec + ")");
+      // make_plan validates both layouts collectively before the summary walks them.
+      harness::CaseRun run(src, dst, Region::whole(shape), MPI_COMM_WORLD);
+      for (const std::string& c : comms) run.add_strategy(c == "per-patch" ? "segment" : "p2p");
+      const harness::CaseResult res = run.measure(mo);
+      ok = ok && res.ok();
+      if (rank != 0) continue;
+      const PlacementSummary s = placement_summary(dst);
+      const auto [lo, hi] = std::minmax_element(s.load.begin(), s.load.end());
+      const auto [elo, ehi] = std::minmax_element(s.load_elements.begin(), s.load_elements.end());
+      const double mean = double(s.patches) / size, emean = double(s.total_elements) / size;
+      std::printf("\n%s placement\n  target  %s\n", rule.c_str(), dst.spec().c_str());
+      std::printf("  patches %lld (%lld shared by several ranks); moved %lld elements, %s of %s (%.1f%%); plan %s\n",
+                  (long long)s.patches, (long long)s.shared_patches, (long long)s.moved_elements,
+                  human_bytes(double(s.moved_elements) * 8).c_str(),
+                  human_bytes(double(s.total_elements) * 8).c_str(),
+                  s.total_elements ? 100.0 * double(s.moved_elements) / double(s.total_elements) : 0.0,
+                  human_time(res.plan_seconds).c_str());
+      std::printf("  load after: patches min %lld max %lld mean %.2f, imbalance (max/mean) %.3f; "
+                  "elements min %lld max %lld, imbalance %.3f\n",
+                  (long long)*lo, (long long)*hi, mean, mean > 0 ? double(*hi) / mean : 0.0, (long long)*elo,
+                  (long long)*ehi, emean > 0 ? double(*ehi) / emean : 0.0);
+      if (size <= 16) {
+        std::printf("  %5s %8s %12s\n", "rank", "patches", "elements");
+        for (int r = 0; r < size; ++r)
+          std::printf("  %5d %8lld %12lld\n", r, (long long)s.load[r], (long long)s.load_elements[r]);
+      }
+      std::printf("  %-22s %12s %12s %10s  %s\n", "communication", "median", "min", "messages", "verified");
+      for (const harness::MethodResult& m : res.methods) {
+        const std::string label = m.name == "segment" ? "per-patch (segment)" : "per-rank (p2p)";
+        const std::string v = !m.verified ? "-" : m.wrong ? "FAILED (" + std::to_string(m.wrong) + " wrong)"
+                                                          : "ok (" + std::to_string(m.checked) + " elements)";
+        const long long msgs = m.name == "segment" ? (long long)res.stats.segments : (long long)res.stats.messages;
+        std::printf("  %-22s %12s %12s %10lld  %s\n", label.c_str(), human_time(m.median).c_str(),
+                    human_time(m.min).c_str(), msgs, v.c_str());
+      }
+      const harness::MethodResult *pp = res.find("segment"), *pr = res.find("p2p");
+      if (pp && pr && pr->median > 0)
+        std::printf("  per-patch / per-rank median time: %.3f (< 1: per-patch faster)\n", pp->median / pr->median);
+    }
+    return ok ? 0 : 1;
+  });
+}
+
+}  // namespace redist::cli
