@@ -10,7 +10,10 @@
   X(segment)                 \
   X(alltoallv)               \
   X(alltoallw)               \
-  X(direct)
+  X(direct)                  \
+  X(phased)                  \
+  X(phased_sendrecv)         \
+  X(phased_unsync)
 
 namespace redist {
 namespace detail {

@@ -198,11 +198,12 @@ void check_colouring(int nl, int nr, const std::vector<std::pair<int, int>>& edg
 TEST(Schedule, EdgeColouringRandomGraphs) {
   Rng rng(99);
   for (int c = 0; c < 400; ++c) {
-    const int nl = static_cast<int>(redist::testing::uniform(rng, 1, 40)), nr = static_cast<int>(redist::testing::uniform(rng, 1, 40));
+    auto pick = [&](int lo, int hi) { return static_cast<int>(redist::testing::uniform(rng, lo, hi)); };
+    const int nl = pick(1, 40), nr = pick(1, 40);
     std::set<std::pair<int, int>> set;
     const index_t ne = redist::testing::uniform(rng, 0, index_t{nl} * nr);
     for (index_t i = 0; i < ne; ++i)
-      set.insert({static_cast<int>(redist::testing::uniform(rng, 0, nl - 1)), static_cast<int>(redist::testing::uniform(rng, 0, nr - 1))});
+      set.insert({pick(0, nl - 1), pick(0, nr - 1)});
     std::vector<std::pair<int, int>> edges(set.begin(), set.end());
     std::shuffle(edges.begin(), edges.end(), rng);
     check_colouring(nl, nr, edges, "graph " + std::to_string(c));
@@ -232,7 +233,8 @@ TEST(Schedule, EdgeColouringOnGeneratorPlans) {
     }
     using Pairs = std::set<std::pair<int, int>>;
     ASSERT_EQ(Pairs(edges.begin(), edges.end()), received);
-    check_colouring(nranks, nranks, edges, "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "]");
+    check_colouring(nranks, nranks, edges,
+                    "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "]");
     if (HasFatalFailure()) return;
   }
 }
