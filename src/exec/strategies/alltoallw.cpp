@@ -78,7 +78,10 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry alltoallw_strategy() {
-  return entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
+  StrategyEntry e =
+      entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
+  e.extra_bytes = [](const RankPlan&) { return index_t{0}; };  // no packed buffers (the fallback packs)
+  return e;
 }
 
 }  // namespace redist::detail

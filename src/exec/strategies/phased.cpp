@@ -69,13 +69,14 @@ index_t largest(const std::vector<PeerPlan>& peers) {
   return m;
 }
 
+// The synchronized variants' buffers: one packed message each way.
+index_t one_message_each_way(const RankPlan& rp) { return largest(rp.sends) + largest(rp.receives); }
+
 template <Variant V>
 class Phased final : public Strategy {
  public:
   explicit Phased(PlanCore& p) : Strategy(p), rounds_(make_rounds(p)) {
     if constexpr (V != Variant::unsynchronized) {
-      sbuf_ = std::make_unique<std::byte[]>(static_cast<size_t>(largest(p.rp.sends)));
-      rbuf_ = std::make_unique<std::byte[]>(static_cast<size_t>(largest(p.rp.receives)));
       const index_t max = p.options.max_message_bytes;
       const index_t chunks = (largest(p.rp.sends) + max - 1) / max + (largest(p.rp.receives) + max - 1) / max;
       requests_.resize(static_cast<size_t>(chunks));
@@ -86,57 +87,53 @@ class Phased final : public Strategy {
     status_.resize(requests_.size());
   }
 
-  ~Phased() override {
-    if (failed_) leak_on_purpose(sbuf_.release()), leak_on_purpose(rbuf_.release());
-  }
-
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
-    failed_ = true;  // until the run completes: operations may be in flight into the buffers
     if constexpr (V == Variant::unsynchronized)
       run_unsynchronized(src, dst);
     else
       run_rounds(src, dst);
-    failed_ = false;
   }
 
  private:
   void run_rounds(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
     const index_t max = p.options.max_message_bytes;
+    std::byte* const sbuf = p.round_send();  // the plan's (kept after an MPI error: Plan abandons them)
+    std::byte* const rbuf = p.round_recv();
     copy_locals(p, src, dst);
     for (size_t c = 0; c < rounds_.send.size(); ++c) {
       const int si = rounds_.send[c], ri = rounds_.recv[c];
       const index_t sbytes = si < 0 ? 0 : p.rp.sends[si].bytes, rbytes = ri < 0 ? 0 : p.rp.receives[ri].bytes;
       const int to = si < 0 ? MPI_PROC_NULL : p.rp.sends[si].peer;
       const int from = ri < 0 ? MPI_PROC_NULL : p.rp.receives[ri].peer;
-      if (si >= 0) pack_peer(p, si, src, sbuf_.get());
+      if (si >= 0) pack_peer(p, si, src, sbuf);
       if constexpr (V == Variant::sendrecv) {
         // Both sides split their message at the same max_message_bytes: chunk j pairs with chunk j.
         for (index_t off = 0; off < std::max(sbytes, rbytes); off += max) {
           const int sn = static_cast<int>(std::clamp<index_t>(sbytes - off, 0, max));
           const int rn = static_cast<int>(std::clamp<index_t>(rbytes - off, 0, max));
           MPI_Status st;
-          check_mpi(MPI_Sendrecv(sbuf_.get() + std::min(off, sbytes), sn, MPI_BYTE, sn ? to : MPI_PROC_NULL, kTag,
-                                 rbuf_.get() + std::min(off, rbytes), rn, MPI_BYTE, rn ? from : MPI_PROC_NULL, kTag,
+          check_mpi(MPI_Sendrecv(sbuf + std::min(off, sbytes), sn, MPI_BYTE, sn ? to : MPI_PROC_NULL, kTag,
+                                 rbuf + std::min(off, rbytes), rn, MPI_BYTE, rn ? from : MPI_PROC_NULL, kTag,
                                  p.comm, &st),
                     "MPI_Sendrecv", p.comm, "exchange with", rn ? from : to);
         }
       } else {
         int nreq = 0;
         for (index_t off = 0; off < rbytes; off += max)
-          check_mpi(MPI_Irecv(rbuf_.get() + off, static_cast<int>(std::min(max, rbytes - off)), MPI_BYTE, from, kTag,
+          check_mpi(MPI_Irecv(rbuf + off, static_cast<int>(std::min(max, rbytes - off)), MPI_BYTE, from, kTag,
                               p.comm, &requests_[nreq++]),
                     "MPI_Irecv", p.comm, "receive from", from);
         const int nrecv = nreq;
         for (index_t off = 0; off < sbytes; off += max)
-          check_mpi(MPI_Isend(sbuf_.get() + off, static_cast<int>(std::min(max, sbytes - off)), MPI_BYTE, to, kTag,
+          check_mpi(MPI_Isend(sbuf + off, static_cast<int>(std::min(max, sbytes - off)), MPI_BYTE, to, kTag,
                               p.comm, &requests_[nreq++]),
                     "MPI_Isend", p.comm, "send to", to);
         check_wait(MPI_Waitall(nreq, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), nreq,
                    nullptr,
                    [&](int i) { return i < nrecv ? cat("receive from rank ", from) : cat("send to rank ", to); });
       }
-      if (ri >= 0) unpack_peer(p, ri, rbuf_.get(), dst);
+      if (ri >= 0) unpack_peer(p, ri, rbuf, dst);
     }
   }
 
@@ -195,11 +192,9 @@ class Phased final : public Strategy {
   }
 
   Rounds rounds_;
-  std::unique_ptr<std::byte[]> sbuf_, rbuf_;  // one message each way (synchronized variants)
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
-  bool failed_ = false;
 };
 
 // Messages of one side, largest first.
@@ -235,13 +230,17 @@ Prediction predict_unsync(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry phased_strategy() {
-  return entry<Phased<Variant::synchronized>>(
+  StrategyEntry e = entry<Phased<Variant::synchronized>>(
       "phased", "contention-free rounds (edge colouring): per round one receive posted, one send, wait; "
                 "buffers one message each way", predict_rounds);
+  e.extra_bytes = one_message_each_way;
+  return e;
 }
 StrategyEntry phased_sendrecv_strategy() {
-  return entry<Phased<Variant::sendrecv>>("phased_sendrecv",
-                                          "contention-free rounds, one MPI_Sendrecv per round", predict_rounds);
+  StrategyEntry e = entry<Phased<Variant::sendrecv>>(
+      "phased_sendrecv", "contention-free rounds, one MPI_Sendrecv per round", predict_rounds);
+  e.extra_bytes = one_message_each_way;
+  return e;
 }
 StrategyEntry phased_unsync_strategy() {
   return entry<Phased<Variant::unsynchronized>>(
