@@ -103,6 +103,12 @@ BAD_RUN = [
      ["100x100", "100x100", "--reps", "4294967297"], ["--reps needs an integer >= 1 and <= 2147483647"]),
     ("a negative --warmup", "redist run options",
      ["100x100", "100x100", "--warmup", "-1"], ["--warmup needs an integer >= 0"]),
+    ("a memory budget the named strategy does not fit", "make_plan (Options::max_buffer_bytes)",
+     ["100x100 tile=10x10 block_cyclic grid=1x2", "100x100 tile=10x10 block_cyclic grid=2x1", "--memory", "10",
+      "--strategy", "p2p"],
+     ["max_buffer_bytes = 10 is too small for strategy p2p", "smallest budget that works is 0 (strategy alltoallw)"]),
+    ("--memory 0", "redist run options",
+     ["100x100", "100x100", "--memory", "0"], ["--memory needs an integer >= 1"]),
     ("--max-message 0", "redist run options",
      ["100x100", "100x100", "--max-message", "0"], ["--max-message needs an integer >= 1"]),
     ("--timeout 0", "redist run options",
@@ -420,3 +426,31 @@ def test_run_with_timeout_verifies_and_exits(redist):
     assert r.returncode == 0, r.stderr
     assert "exceeded" not in r.stderr
     assert all(m["verified"] is True for m in json.loads(r.stdout)["cases"][0]["methods"])
+
+
+def test_plan_prints_buffers_and_phased_rounds(redist):
+    """Paper 001's example, P = 16 and K = 12: phased needs K rounds; under a budget
+    only the strategies that buffer one message each way (or none) fit."""
+    p = redist(["plan", "1x1600000 tile=1x4 block_cyclic grid=1x16", "1x1600000 tile=1x48 block_cyclic grid=1x16",
+                "--memory", "200000"])
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"^phased +12 rounds", p.stdout, re.M), p.stdout
+    lines = dict(re.findall(r"^  (\w+) +([\d.]+ \w?B.*)$", p.stdout, re.M))
+    assert set(lines) == set(STRATEGIES), p.stdout
+    over = {n for n, rest in lines.items() if "over the budget" in rest}
+    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync"}, p.stdout
+
+
+def test_run_with_memory_budget_runs_what_fits(redist):
+    """3 ranks, r -> 3r: p2p buffers two messages each way, phased one; a budget
+    between the two runs phased (verified), not p2p, and the measured buffers stay
+    within it."""
+    r = redist(["run", "1x6000 tile=1x4 block_cyclic grid=1x3", "1x6000 tile=1x12 block_cyclic grid=1x3",
+                "--memory", "12000", "--reps", "1"], ranks=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ran = re.findall(r"^(\w+(?:\(\w+\))?) +[\d.]+ \w+ ", r.stdout, re.M)
+    assert "phased" in ran and "alltoallw" in ran and "p2p" not in ran, r.stdout
+    m = re.search(r"^buffers +([\d.]+) (\w?B) at most on a rank, measured .* within --memory", r.stdout, re.M)
+    assert m, r.stdout
+    scale = {"B": 1, "KB": 1e3, "MB": 1e6}[m.group(2)]
+    assert 0 < float(m.group(1)) * scale <= 12000, r.stdout
