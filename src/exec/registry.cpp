@@ -13,7 +13,8 @@
   X(direct)                  \
   X(phased)                  \
   X(phased_sendrecv)         \
-  X(phased_unsync)
+  X(phased_unsync)           \
+  X(phased_dt)
 
 namespace redist {
 namespace detail {

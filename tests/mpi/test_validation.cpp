@@ -350,7 +350,8 @@ TEST(Validation, UnknownStrategyName) {
   for (const char* name : {"p2q", "P2P", "alltoall"})
     expect_same_error(capture([&] { check_strategy(name); }),
                       {"unknown strategy '" + std::string(name) + "'",
-                       "p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, auto"});
+                       "p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, "
+                       "phased_dt, auto"});
   for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
   EXPECT_NO_THROW(check_strategy("auto"));
 }
@@ -627,7 +628,7 @@ TEST(Validation, MemoryBudget) {
     expect_untouched(dst, d, kDstId, "target");
     EXPECT_EQ(plan.buffer_bytes(), 0);  // the refused strategy allocated nothing
   }
-  for (const char* ok : {"phased", "phased_sendrecv", "alltoallw"}) {
+  for (const char* ok : {"phased", "phased_sendrecv", "phased_dt", "alltoallw"}) {
     fill_pattern(dst, rank, d.blocks(), kDstId);
     plan.execute(s.const_blocks()[0], d.blocks()[0], ok);
     const CheckResult k = check_redistributed(dst, rank, d.blocks(), whole, src, kSrcId, kDstId);
@@ -674,7 +675,8 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
       {"rank " + S(last) + ":", "unknown strategy 'fast'",
-       "allowed: p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, auto"});
+       "allowed: p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, phased_dt, "
+       "auto"});
 }
 
 TEST(Validation, MissingBuffer) {

@@ -8,7 +8,8 @@ import pytest
 from conftest import BUILD, MPIRUN, ROOT
 
 # The registry, in its order (src/exec/registry.cpp).
-STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "phased", "phased_sendrecv", "phased_unsync"]
+STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "phased", "phased_sendrecv", "phased_unsync",
+              "phased_dt"]
 
 BENCH = BUILD / "bench" / "redist-bench"
 

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "cost/model.hpp"
+#include "exec/datatypes.hpp"
 #include "exec/pack.hpp"
 #include "mpi/agree.hpp"
 #include "plan/schedule.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 constexpr int kTag = 11;  // one tag: each pair of ranks exchanges in one round only
 
-enum class Variant { synchronized, sendrecv, unsynchronized };
+enum class Variant { synchronized, sendrecv, unsynchronized, datatypes };
 
 // This rank's part of the rounds: in round c it sends rp.sends[send[c]] and
 // receives rp.receives[recv[c]] (-1: nothing).
@@ -76,7 +77,9 @@ template <Variant V>
 class Phased final : public Strategy {
  public:
   explicit Phased(PlanCore& p) : Strategy(p), rounds_(make_rounds(p)) {
-    if constexpr (V != Variant::unsynchronized) {
+    if constexpr (V == Variant::datatypes) {
+      requests_.resize(2);
+    } else if constexpr (V != Variant::unsynchronized) {
       const index_t max = p.options.max_message_bytes;
       const index_t chunks = (largest(p.rp.sends) + max - 1) / max + (largest(p.rp.receives) + max - 1) / max;
       requests_.resize(static_cast<size_t>(chunks));
@@ -90,6 +93,8 @@ class Phased final : public Strategy {
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     if constexpr (V == Variant::unsynchronized)
       run_unsynchronized(src, dst);
+    else if constexpr (V == Variant::datatypes)
+      run_datatypes(src, dst);
     else
       run_rounds(src, dst);
   }
@@ -134,6 +139,53 @@ class Phased final : public Strategy {
                    [&](int i) { return i < nrecv ? cat("receive from rank ", from) : cat("send to rank ", to); });
       }
       if (ri >= 0) unpack_peer(p, ri, rbuf, dst);
+    }
+  }
+
+  // Fig. 2/3's derived datatypes, generalised: per peer one struct of the segments'
+  // run types at absolute addresses (as alltoallw), so MPI reads the source and
+  // writes the target in place: no packed buffer. Rebuilt when the block
+  // pointers change. Per round: receive posted, send, wait.
+  void run_datatypes(const SrcBlocks& src, const DstBlocks& dst) {
+    PlanCore& p = plan_;
+    const index_t es = p.rp.elem_size;
+    const bool same = !src_key_.empty() &&
+                      std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
+                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
+    if (!same) {
+      types_.reset();
+      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
+        for (const PeerPlan& pp : peers) {
+          std::vector<MPI_Datatype> t;
+          std::vector<MPI_Aint> a;
+          for (const Segment& s : pp.segments) {
+            t.push_back(run_type(s, es));
+            a.push_back(address_of(at(s.at)));
+          }
+          out.push_back(struct_of(t, a));
+        }
+      };
+      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
+      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
+      src_key_.assign(src.ptr.begin(), src.ptr.end());
+      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
+    }
+    copy_locals(p, src, dst);
+    for (size_t c = 0; c < rounds_.send.size(); ++c) {
+      const int si = rounds_.send[c], ri = rounds_.recv[c];
+      int n = 0;
+      if (ri >= 0)
+        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types_.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
+                  "MPI_Irecv", p.comm, "receive from", p.rp.receives[ri].peer);
+      const int nrecv = n;
+      if (si >= 0)
+        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types_.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
+                  "MPI_Isend", p.comm, "send to", p.rp.sends[si].peer);
+      check_wait(MPI_Waitall(n, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), n, nullptr,
+                 [&](int i) {
+                   return i < nrecv ? cat("receive from rank ", p.rp.receives[ri].peer)
+                                    : cat("send to rank ", p.rp.sends[si].peer);
+                 });
     }
   }
 
@@ -195,6 +247,9 @@ class Phased final : public Strategy {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
+  PeerTypes types_;  // phased_dt: one per peer and direction, for the block pointers last seen
+  std::vector<const void*> src_key_;
+  std::vector<void*> dst_key_;
 };
 
 // Messages of one side, largest first.
@@ -227,6 +282,16 @@ Prediction predict_unsync(const RankPlan& rp, const Machine& m) {
   return p;
 }
 
+// Rounds as predict_rounds, plus the datatype engine on both sides (as alltoallw); no packing.
+Prediction predict_datatypes(const RankPlan& rp, const Machine& m) {
+  Prediction p = predict_rounds(rp, m);
+  const Rates rt = rates(rp, m, true);
+  p.comm +=
+      datatype_engine_time(rp.sends, rp.elem_size, rt, m) + datatype_engine_time(rp.receives, rp.elem_size, rt, m);
+  p.memcpy = local_copy_time(rp, rt);
+  return p;
+}
+
 }  // namespace
 
 StrategyEntry phased_strategy() {
@@ -248,4 +313,14 @@ StrategyEntry phased_unsync_strategy() {
       predict_unsync);
 }
 
+}  // namespace redist::detail
+
+namespace redist::detail {
+StrategyEntry phased_dt_strategy() {
+  StrategyEntry e = entry<Phased<Variant::datatypes>>(
+      "phased_dt", "contention-free rounds, data moved by derived datatypes in place (no packed buffer)",
+      predict_datatypes);
+  e.extra_bytes = [](const RankPlan&) { return index_t{0}; };
+  return e;
+}
 }  // namespace redist::detail
