@@ -416,7 +416,7 @@ def test_timeout_ends_a_job_that_would_hang(tmp_path, sig, mpirun_args):
         assert rc == 3, err  # MPI_Abort's code (a killed rank's signal may be reported instead)
     line = re.search(r"^redist run: rank 0: (.*) exceeded --timeout 5 s \(.*\); ending the job$", err, re.M)
     assert line, err
-    assert re.fullmatch(r"execute (p2p|segment|alltoallv|alltoallw|direct|auto) \(timed repetition \d+ of 100000\)",
+    assert re.fullmatch(r"execute (" + "|".join(STRATEGIES + ["auto"]) + r") \(timed repetition \d+ of 100000\)",
                         line.group(1)), line.group(0)
 
 
