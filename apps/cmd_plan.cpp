@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstring>
 #include <queue>
 
 #include "cli.hpp"
+#include "plan/schedule.hpp"
 #include "redist/cost.hpp"
 #include "redist/redist.hpp"
 
@@ -31,6 +34,13 @@ options:
   --top K           heaviest peer pairs to list (default 10)
   --predict         print the model's time per strategy and its pick
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
+  --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
+                    strategies whose buffers exceed it; auto picks among the rest
+
+Always printed: each strategy's buffers beyond source and target (max over the
+planned ranks), and the rounds of `phased` (an edge colouring of the
+sender/receiver graph: in each round a rank sends at most one message and
+receives at most one) with the largest round's volume.
   --help            this text
 
 With a greedy or balanced placement as DST (docs/spec.md), also the placement's
@@ -52,7 +62,9 @@ struct Pair {
 int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
-    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top", "--calibration"}, {"--help", "--predict"});
+    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top", "--calibration", "--memory"},
+                              {"--help", "--predict"});
+    const long long budget = a.get_int("--memory", 0, 1);
     const Problem pb = parse_problem(a, kUsage);
     auto check_layouts = [&pb](int ranks) {
       std::string err = pb.src.check(ranks);
@@ -81,6 +93,9 @@ int cmd_plan(int argc, char** argv) {
       detail::fail("--predict needs machine figures: cannot read ", cal, " (run `redist calibrate` first)");
     const std::vector<std::string> names = strategy_names();
     std::vector<double> predicted(names.size(), 0);
+    std::vector<long long> extra(names.size(), 0);
+    std::vector<std::pair<int, int>> edges;  // the sender/receiver graph (phased's rounds)
+    std::vector<long long> edge_bytes;
 
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
                 pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
@@ -101,6 +116,8 @@ int cmd_plan(int argc, char** argv) {
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
           predicted[e] = std::max(predicted[e], predict(rp, names[e], machine).total());
+      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e]));
+      for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
       local += s.bytes_local;
       msgs += s.messages_sent;
@@ -150,12 +167,31 @@ int cmd_plan(int argc, char** argv) {
                 tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
     std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",
                 human_time(tsum / planned).c_str(), human_time(tmax).c_str(), planned, human_time(tsum).c_str());
+    std::printf("\nbuffers   beyond source and target, max over %d ranks%s\n", planned,
+                budget > 0 ? (", budget " + human_bytes(double(budget))).c_str() : "");
+    for (size_t e = 0; e < names.size(); ++e)
+      std::printf("  %-16s %12s%s\n", names[e].c_str(), human_bytes(double(extra[e])).c_str(),
+                  budget > 0 && extra[e] > budget ? "  over the budget" : "");
+    if (only < 0) {  // phased's rounds need the whole graph
+      const std::vector<int> colour = schedule::colour_edges(P, P, edges);
+      const int rounds = schedule::max_degree(P, P, edges);
+      std::vector<long long> vol(static_cast<size_t>(rounds), 0), big(static_cast<size_t>(rounds), 0);
+      for (size_t i = 0; i < edges.size(); ++i)
+        vol[colour[i]] += edge_bytes[i], big[colour[i]] = std::max(big[colour[i]], edge_bytes[i]);
+      const size_t r = static_cast<size_t>(std::max_element(vol.begin(), vol.end()) - vol.begin());
+      std::printf("phased    %d rounds (the most peers of a rank); largest round %s in all, its largest message %s\n",
+                  rounds, rounds ? human_bytes(double(vol[r])).c_str() : "0 B",
+                  rounds ? human_bytes(double(big[r])).c_str() : "0 B");
+    }
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
-      const size_t pick = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+      std::vector<double> t = predicted;
       for (size_t e = 0; e < names.size(); ++e)
-        std::printf("  %-10s %12s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
-                    e == pick ? "  <- auto" : "");
+        if (budget > 0 && extra[e] > budget) t[e] = std::numeric_limits<double>::infinity();
+      const size_t pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
+      for (size_t e = 0; e < names.size(); ++e)
+        std::printf("  %-16s %12s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
+                    e == pick && std::isfinite(t[e]) ? "  <- auto" : "");
     }
     if (pb.dst.ownership().kind() == Ownership::Kind::placement) {
       // Paper 003's figures over all ranks (the placement is global: computed once).

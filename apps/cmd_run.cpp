@@ -33,6 +33,12 @@ options:
   --reps N         timed repetitions per strategy, interleaved (default 5)
   --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch)
   --max-message B  split messages above B bytes (default 1073741824)
+  --memory B       memory budget: at most B bytes of buffers per rank beyond the
+                   source and target (Options::max_buffer_bytes); `all` then
+                   runs only the strategies within it (phased: one message each
+                   way; alltoallw: none); a named strategy over it, or a budget
+                   nothing fits, is an error naming the smallest budget that
+                   works (default: no budget)
   --no-verify      skip the element-by-element check
   --json           print the results as JSON instead of tables (docs/results.md)
   --timeout S      end the job (exit code 3) when one collective step (make_plan,
@@ -97,10 +103,11 @@ int cmd_run(int argc, char** argv) {
   return run_with_mpi(argc, argv, "run", [&](int rank, int size) {
     // Everything is checked (collectively where it needs the ranks) before any
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
-    const Args a = parse_args(argc, argv, 2, {"--strategy", "--reps", "--warmup", "--max-message", "--timeout"},
+    const Args a = parse_args(argc, argv, 2,
+                              {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout"},
                               {"--no-verify", "--json", "--help"}, {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
-    const std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
+    std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
     mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));
     mo.warmup = static_cast<int>(a.get_int("--warmup", 1, 0, INT_MAX));
@@ -108,6 +115,9 @@ int cmd_run(int argc, char** argv) {
     const bool json = a.has("--json");
     Options opt;
     opt.max_message_bytes = a.get_int("--max-message", opt.max_message_bytes, 1);
+    opt.max_buffer_bytes = a.get_int("--memory", 0, 1);
+    // make_plan checks the budget against the plan's strategy: the one named, else auto (something fits).
+    if (opt.max_buffer_bytes > 0) opt.strategy = names.size() == 1 ? names[0] : std::string(kAuto);
     const int timeout = static_cast<int>(a.get_int("--timeout", 0, 1, INT_MAX));
     std::unique_ptr<harness::Watchdog> watchdog;
     if (timeout > 0) watchdog = std::make_unique<harness::Watchdog>(timeout, "redist run", rank);
@@ -127,6 +137,17 @@ int cmd_run(int argc, char** argv) {
       Step s(wd, "make_plan and the storage");
       run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
     }
+    if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {
+      // `all` under a budget: the strategies within it (max over ranks), and auto.
+      const auto& all = strategy_names();
+      std::vector<long long> need;
+      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n));
+      MPI_Allreduce(MPI_IN_PLACE, need.data(), static_cast<int>(need.size()), MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+      std::erase_if(names, [&](const std::string& n) {
+        const auto it = std::find(all.begin(), all.end(), n);
+        return it != all.end() && need[static_cast<size_t>(it - all.begin())] > opt.max_buffer_bytes;
+      });
+    }
     for (const std::string& n : names) run->add_strategy(n);
     const bool tty = isatty(2) && !json && rank == 0;
     const std::string ready_file = a.get("--test-ready-file", "");
@@ -139,6 +160,8 @@ int cmd_run(int argc, char** argv) {
     res.suite = "run";
     res.name = "redist run";
 
+    long long peak = run->plan().buffer_bytes();  // measured: the plan's data buffers, max over ranks
+    MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     const PlanStats& st = run->plan().stats();
     RankRow row{st.bytes_sent, st.bytes_received, st.bytes_local, st.messages_sent, st.messages_received,
                 st.segments_sent, st.segments_received};
@@ -193,6 +216,10 @@ int cmd_run(int argc, char** argv) {
     else
       std::printf("machine  no remote bytes (or 1 rank): the bound of Eq. 5 does not apply\n");
     std::printf("model    picks %s (smallest predicted time, paper 000 Eq. 1)\n", res.model_choice.c_str());
+    std::printf("buffers  %s at most on a rank, measured (the plan's packed buffers, every strategy run)%s\n",
+                human_bytes(double(peak)).c_str(),
+                opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()
+                                         : "");
     std::printf("\n%-15s %12s %12s %12s %14s %9s  %s\n", "strategy", "median", "min", "predicted", "bandwidth",
                 "of bound", mo.verify ? "verified" : "");
     for (const harness::MethodResult& m : res.methods) {

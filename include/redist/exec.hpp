@@ -42,6 +42,11 @@ void check_strategy(std::string_view name);
 // MPI). The plan's time is the max over ranks (Eq. 2). Throws for an unknown name
 // or "auto".
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m);
+// The bytes `strategy` allocates on this rank for its data buffers beyond the
+// source and target (packed messages; no MPI): the plan's whole volume sent and
+// received for the strategies that pack everything at once, one message each
+// way for `phased`, 0 for `alltoallw`. Throws for an unknown name or "auto".
+index_t extra_memory(const RankPlan& rp, std::string_view strategy);
 
 // --------------------------------------------------------------------- options
 struct Options {
@@ -49,6 +54,12 @@ struct Options {
   std::string strategy = "p2p";
   // Messages larger than this are sent as several messages (MPI counts are int).
   index_t max_message_bytes = index_t{1} << 30;
+  // Memory budget (bytes per rank, 0: none): the most a strategy may allocate on
+  // any rank for its data buffers beyond the source and target (packed messages;
+  // see extra_memory). make_plan fails, naming the smallest budget that works,
+  // when options.strategy does not fit; auto picks among the strategies that
+  // fit; execute refuses a strategy that does not.
+  index_t max_buffer_bytes = 0;
   // The machine model of `auto` and Plan::predictions(), fixed when the plan is
   // made, never read or measured inside execute: `machine` when given; else the
   // calibration file `calibration` (which must exist); else, when `strategy` is
@@ -83,6 +94,10 @@ class Plan {
   // Collective: the max over ranks of each strategy's predicted seconds, in
   // strategies() order (the same vector on every rank). Needs a machine model.
   std::vector<double> predictions() const;
+  // The most bytes this rank's plan has held at once for data buffers (packed
+  // messages, whatever strategies it ran): the measured extra memory, which stays
+  // within Options::max_buffer_bytes when one is set.
+  index_t buffer_bytes() const;
 
   // Collective. One buffer per rank for `tile` and `local_array` storage (may be
   // null when this rank stores nothing). Source and target buffers must not

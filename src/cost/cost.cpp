@@ -123,6 +123,18 @@ double stream_cost(const Machine& m, index_t in_flight) {
   return m.stream.empty() ? m.startup : m.stream.at(static_cast<double>(in_flight));
 }
 
+double datatype_engine_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt, const Machine& m) {
+  double t = 0;
+  for (const PeerPlan& pp : peers) {
+    const double wire = m.exchange_time(static_cast<double>(pp.bytes)) / static_cast<double>(pp.bytes);
+    for (const Segment& g : pp.segments) {
+      const Runs r = runs_of(g, es);
+      t += std::max(0.0, rt.datatype.time(r) - wire * r.rows * r.row_bytes) / 2;
+    }
+  }
+  return t;
+}
+
 }  // namespace detail
 
 double achieved_bandwidth(index_t max_remote_bytes, double seconds) {

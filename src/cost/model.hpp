@@ -53,6 +53,11 @@ inline double packed_copy_time(const RankPlan& rp, const Rates& rt) {
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
 // Runs of `peers` (plan entries: messages, for one message per run).
 index_t segment_count(const std::vector<PeerPlan>& peers);
+// Seconds MPI's datatype engine adds to one side of messages described by
+// derived datatypes (rows of `peers` read or written in place): half of what the
+// `datatype` curve has beyond a contiguous exchange, at the side's own rows
+// (alltoallw, phased_dt).
+double datatype_engine_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt, const Machine& m);
 // Seconds per message in a stream with `in_flight` messages in flight each way.
 double stream_cost(const Machine& m, index_t in_flight);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <limits>
 
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
@@ -21,6 +22,8 @@ class PlanImpl {
   // its place (itself, or its fallback when not available here).
   std::vector<std::unique_ptr<detail::Strategy>> states;
   std::vector<int> runs_as;
+  // With a memory budget: per registry entry, its extra_memory's max over ranks.
+  std::vector<index_t> extra_max;
   // Set while one thread runs a collective of the plan (OneThread, below).
   std::atomic<bool> busy{false};
   // The MpiError an execute threw here, empty if none (docs/strategies.md, "Faults").
@@ -135,6 +138,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                       {"region differs", region.str()},
                       {"options differ",
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
+                                   " max_buffer_bytes=", options.max_buffer_bytes,
                                    " calibration=", options.calibration, " machine=", options.machine ? "given" : "none")}},
                      "every rank must pass the same");
 }
@@ -249,16 +253,86 @@ std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Opti
   return std::make_shared<const Machine>(machine_for(p.comm, o.calibration));  // throws for a bad file
 }
 
+// Collective (make_plan, with a memory budget): every strategy's extra memory, max
+// over ranks (the same vector everywhere). Fails on every rank when
+// options.strategy does not fit, naming the smallest budget that works for it and
+// the strategies that fit; for auto, when none does.
+std::vector<index_t> agree_budget(const detail::PlanCore& p, const Options& o) {
+  const auto& reg = detail::registry();
+  std::vector<index_t> x;
+  for (const detail::StrategyEntry& e : reg) x.push_back(extra_memory(p.rp, e.name));
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
+            "MPI_Allreduce", p.comm);
+  const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
+  std::string fit;
+  for (size_t i = 0; i < reg.size(); ++i)
+    if (x[i] <= o.max_buffer_bytes) fit += detail::cat(fit.empty() ? "" : ", ", reg[i].name);
+  const bool is_auto = o.strategy == kAuto;
+  const index_t need = is_auto ? x[best] : x[static_cast<size_t>(detail::find_strategy(o.strategy))];
+  if (need <= o.max_buffer_bytes) return x;
+  const std::string what =
+      is_auto ? std::string("every strategy (auto)")
+              : detail::cat("strategy ", o.strategy, " (it needs ", need, " bytes on the busiest rank)");
+  detail::fail("redist: options.max_buffer_bytes = ", o.max_buffer_bytes, " is too small for ", what,
+               "; the smallest budget that works is ", x[best], " (strategy ", reg[best].name, ")",
+               fit.empty() ? "" : "; within this budget: ", fit);
+  return x;
+}
+
 }  // namespace
 
 std::byte* detail::PlanCore::send_scratch() {
-  if (!send_ && rp.stats.bytes_sent > 0) send_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_sent)]);
+  if (!send_ && rp.stats.bytes_sent > 0) {
+    allocated(rp.stats.bytes_sent);
+    send_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_sent)]);
+  }
   return send_.get();
 }
 
 std::byte* detail::PlanCore::recv_scratch() {
-  if (!recv_ && rp.stats.bytes_received > 0) recv_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_received)]);
+  if (!recv_ && rp.stats.bytes_received > 0) {
+    allocated(rp.stats.bytes_received);
+    recv_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_received)]);
+  }
   return recv_.get();
+}
+
+// The one-message buffers are dropped when a whole-volume buffer is made (no
+// strategy keeps data in them between runs), so that the plan never holds both:
+// its peak is the larger, which a memory budget bounds.
+void detail::PlanCore::allocated(index_t bytes) {
+  if (round_) {
+    round_.reset();
+    buffer_bytes = (send_ ? rp.stats.bytes_sent : 0) + (recv_ ? rp.stats.bytes_received : 0);
+  }
+  buffer_bytes += bytes;
+  buffer_peak = std::max(buffer_peak, buffer_bytes);
+}
+
+namespace {
+index_t largest_message(const std::vector<PeerPlan>& peers) {
+  index_t m = 0;
+  for (const PeerPlan& q : peers) m = std::max(m, q.bytes);
+  return m;
+}
+}  // namespace
+
+std::byte* detail::PlanCore::round_send() {
+  const bool whole = (send_ || rp.stats.bytes_sent == 0) && (recv_ || rp.stats.bytes_received == 0);
+  if (whole) return send_.get();
+  if (!round_) {
+    round_send_bytes_ = largest_message(rp.sends);
+    const index_t bytes = round_send_bytes_ + largest_message(rp.receives);
+    round_.reset(new std::byte[static_cast<size_t>(bytes)]);
+    buffer_bytes += bytes;
+    buffer_peak = std::max(buffer_peak, buffer_bytes);
+  }
+  return round_.get();
+}
+
+std::byte* detail::PlanCore::round_recv() {
+  round_send();
+  return round_ ? round_.get() + round_send_bytes_ : recv_.get();
 }
 
 detail::Strategy& PlanImpl::state(int i) {
@@ -296,6 +370,8 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   std::string err = local_checks(src, dst, region, p.size);
   if (err.empty() && options.max_message_bytes < 1)
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
+  if (err.empty() && options.max_buffer_bytes < 0)
+    err = detail::cat("options.max_buffer_bytes must be >= 0 (0: no budget), got ", options.max_buffer_bytes);
   if (err.empty()) try {
       check_strategy(options.strategy);
     } catch (const Error& e) {
@@ -320,6 +396,7 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   const size_t n = detail::registry().size();
   impl->states.resize(n);
   impl->runs_as.assign(n, -1);
+  if (options.max_buffer_bytes > 0) impl->extra_max = agree_budget(p, options);
   impl->machine = fix_machine(p, options);  // collective; the same outcome on every rank
   return Plan(std::move(impl));
 }
@@ -339,6 +416,7 @@ const Options& Plan::options() const { return impl_->core.options; }
 MPI_Comm Plan::comm() const { return impl_->core.comm; }
 const Machine* Plan::machine() const { return impl_->machine.get(); }
 const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
+index_t Plan::buffer_bytes() const { return impl_->core.buffer_peak; }
 
 std::vector<double> Plan::predictions() const {
   if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
@@ -410,6 +488,11 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
     } catch (const Error& e) {
       err = e.what();
     }
+  if (err.empty() && !extra_max.empty() && index >= 0 && index < static_cast<int>(reg.size()) &&
+      extra_max[static_cast<size_t>(index)] > p.options.max_buffer_bytes)
+    err = detail::cat("strategy ", strategy, " needs ", extra_max[static_cast<size_t>(index)],
+                      " bytes of buffers on the busiest rank, over the plan's options.max_buffer_bytes = ",
+                      p.options.max_buffer_bytes);
   if (err.empty() && strategy == kAuto && !machine)
     err = "strategy auto needs the machine model, fixed when the plan is made: make the plan with "
           "options.strategy = \"auto\", options.machine or options.calibration";
@@ -419,7 +502,9 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
       // Collective once per plan (every rank asked for auto, checked above): the same
       // machine figures everywhere, predictions reduced with MPI_MAX.
       if (auto_choice.empty()) {
-        const std::vector<double> t = predictions();
+        std::vector<double> t = predictions();
+        for (size_t i = 0; i < extra_max.size(); ++i)  // the memory budget first (some strategy fits: make_plan)
+          if (extra_max[i] > p.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
         auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
       }
       index = detail::find_strategy(auto_choice);

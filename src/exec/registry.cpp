@@ -10,7 +10,11 @@
   X(segment)                 \
   X(alltoallv)               \
   X(alltoallw)               \
-  X(direct)
+  X(direct)                  \
+  X(phased)                  \
+  X(phased_sendrecv)         \
+  X(phased_unsync)           \
+  X(phased_dt)
 
 namespace redist {
 namespace detail {
@@ -62,6 +66,16 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
     detail::fail("predict: auto is not a strategy to predict; predict each strategy and take the smallest");
   }
   return detail::registry()[static_cast<size_t>(i)].predict(rp, m);
+}
+
+index_t extra_memory(const RankPlan& rp, std::string_view strategy) {
+  const int i = detail::find_strategy(strategy);
+  if (i < 0) {
+    check_strategy(strategy);
+    detail::fail("extra_memory: auto is not a strategy; ask each strategy");
+  }
+  const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
+  return e.extra_bytes ? e.extra_bytes(rp) : detail::packed_volume(rp);
 }
 
 }  // namespace redist

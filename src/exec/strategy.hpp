@@ -70,15 +70,26 @@ class PlanCore {
 
   std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
   std::byte* recv_scratch();  // rp.stats.bytes_received bytes
+  // One packed message each way (`phased`): the largest this rank sends, then
+  // the largest it receives; the whole-volume buffers above when they exist.
+  // Call at the start of every run: the pointers may change between runs.
+  std::byte* round_send();
+  std::byte* round_recv();
+  // Bytes of data buffers this plan holds now and at most (the scratch buffers):
+  // Plan::buffer_bytes, what Options::max_buffer_bytes bounds.
+  index_t buffer_bytes = 0, buffer_peak = 0;
   // After an MPI error, operations may still be in flight into the scratch
   // buffers: they are never freed (a leak, not a write into freed memory).
   void abandon_scratch() {
     leak_on_purpose(send_.release());
     leak_on_purpose(recv_.release());
+    leak_on_purpose(round_.release());
   }
 
  private:
-  std::unique_ptr<std::byte[]> send_, recv_;
+  void allocated(index_t bytes);  // counts, and frees round_ before a whole-volume buffer
+  std::unique_ptr<std::byte[]> send_, recv_, round_;
+  index_t round_send_bytes_ = 0;
 };
 
 // One strategy's state for one plan, made on the plan's first run of it.
@@ -108,7 +119,13 @@ struct StrategyEntry {
   std::unique_ptr<Strategy> (*make)(PlanCore& plan);
   // This rank's predicted seconds per execute (paper 000 Eq. 1), beside its code.
   Prediction (*predict)(const RankPlan& rp, const Machine& m);
+  // The data buffers it allocates on this rank (Options::max_buffer_bytes); null:
+  // the plan's packed send and receive volume (packed_volume).
+  index_t (*extra_bytes)(const RankPlan& rp) = nullptr;
 };
+
+// What a strategy that packs every message at once holds: all it sends and receives.
+inline index_t packed_volume(const RankPlan& rp) { return rp.stats.bytes_sent + rp.stats.bytes_received; }
 
 // The registry entry of strategy class S: each strategy file ends with
 //   StrategyEntry NAME_strategy() { return entry<Class>("NAME", "summary", predict); }
@@ -116,7 +133,7 @@ template <class S>
 StrategyEntry entry(std::string_view name, std::string_view summary, Prediction (*predict)(const RankPlan&, const Machine&),
                     std::string_view fallback = {}) {
   return {name, summary, fallback, [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<S>(p); },
-          predict};
+          predict, nullptr};
 }
 
 // Every strategy, in the order --help and `all` list them.

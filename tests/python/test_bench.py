@@ -7,6 +7,10 @@ import pytest
 
 from conftest import BUILD, MPIRUN, ROOT
 
+# The registry, in its order (src/exec/registry.cpp).
+STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "phased", "phased_sendrecv", "phased_unsync",
+              "phased_dt"]
+
 BENCH = BUILD / "bench" / "redist-bench"
 
 
@@ -29,7 +33,7 @@ def test_smoke_results_and_plots(tmp_path):
     assert suites == {"categories", "volume", "scatter", "gather", "random", "blocksize", "submatrix"}
     for case in data["cases"]:
         names = [m["name"] for m in case["methods"]]
-        assert {"p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"} <= set(names)
+        assert set(STRATEGIES + ["auto"]) <= set(names)
         assert ("pdgemr2d" in names) == (case["suite"] not in ("blocksize",) and "random " not in case["name"])
         for m in case["methods"]:
             # alltoall moves no array: not verified (null), every other method is
@@ -140,7 +144,7 @@ def test_bench_compare_suite(tmp_path):
     (case,) = json.loads((tmp_path / "results.json").read_text())["cases"]
     assert case["suite"] == "compare" and "storage=local_array" in case["src"]
     names = [m["name"] for m in case["methods"]]
-    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto", "pdgemr2d"]
+    assert names == STRATEGIES + ["auto", "pdgemr2d"]
     assert all(m["verified"] is True for m in case["methods"])
     assert case["total_remote_bytes"] + case["total_local_bytes"] == 100 * 90 * 8
     bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",

@@ -6,6 +6,10 @@ import re
 
 import pytest
 
+# The registry, in its order (src/exec/registry.cpp).
+STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "phased", "phased_sendrecv", "phased_unsync",
+              "phased_dt"]
+
 SRC = "120x90 tile=16x11 block_cyclic grid=1x2"
 DST = "100x130 tile=9x20 block_cyclic grid=2x1 storage=local_array"
 
@@ -27,7 +31,7 @@ def test_help_for_every_subcommand(redist):
     st = redist(["help", "strategies"])
     assert st.returncode == 0
     names = re.findall(r"^  (\w+) ", st.stdout, re.M)
-    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"], st.stdout
+    assert names == STRATEGIES + ["auto"], st.stdout
 
 
 def test_unknown_command_is_an_error(redist):
@@ -48,7 +52,7 @@ def test_run_json_verifies_every_strategy(redist, ranks):
     (out,) = doc["cases"]  # the same schema as every bench suite's results.json
     assert out["ranks"] == ranks
     # `all`: every strategy of the registry, then auto
-    assert [e["name"] for e in out["methods"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"]
+    assert [e["name"] for e in out["methods"]] == STRATEGIES + ["auto"]
     for e in out["methods"]:
         assert e["verified"] is True and e["wrong"] == 0 and e["checked"] > 0
         assert len(e["times_s"]) == 2 and e["median_s"] > 0
@@ -100,6 +104,12 @@ BAD_RUN = [
      ["100x100", "100x100", "--reps", "4294967297"], ["--reps needs an integer >= 1 and <= 2147483647"]),
     ("a negative --warmup", "redist run options",
      ["100x100", "100x100", "--warmup", "-1"], ["--warmup needs an integer >= 0"]),
+    ("a memory budget the named strategy does not fit", "make_plan (Options::max_buffer_bytes)",
+     ["100x100 tile=10x10 block_cyclic grid=1x2", "100x100 tile=10x10 block_cyclic grid=2x1", "--memory", "10",
+      "--strategy", "p2p"],
+     ["max_buffer_bytes = 10 is too small for strategy p2p", "smallest budget that works is 0 (strategy alltoallw)"]),
+    ("--memory 0", "redist run options",
+     ["100x100", "100x100", "--memory", "0"], ["--memory needs an integer >= 1"]),
     ("--max-message 0", "redist run options",
      ["100x100", "100x100", "--max-message", "0"], ["--max-message needs an integer >= 1"]),
     ("--timeout 0", "redist run options",
@@ -274,7 +284,7 @@ def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
     o = doc["cases"][0]
     auto, p2p = o["methods"]
     assert auto["name"] == "auto" and p2p["name"] == "p2p"
-    assert auto["chose"] in ("p2p", "segment", "alltoallv", "alltoallw", "direct")
+    assert auto["chose"] in STRATEGIES
     assert auto["chose"] == o["model_choice"]
     assert auto["verified"] is True and p2p["verified"] is True
     assert auto["predicted_s"] > 0 and p2p["predicted_s"] > 0
@@ -312,8 +322,8 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
                      ("64x64x8 tile=16x16x8 random ranks=2", "64x64x8 tile=8x32x4 block_cyclic grid=2x1x1")):
         p = redist(["plan", src, dst, "--ranks", "2", "--predict", "--calibration", str(out)])
         assert p.returncode == 0, p.stderr
-        times = dict(re.findall(r"^\s+(p2p|segment|alltoallv|alltoallw|direct)\s+([\d.]+ \w+)", p.stdout, re.M))
-        assert set(times) == {"p2p", "segment", "alltoallv", "alltoallw", "direct"}, p.stdout
+        times = dict(re.findall(r"^\s+(" + "|".join(STRATEGIES) + r")\s+([\d.]+ \w+)", p.stdout, re.M))
+        assert set(times) == set(STRATEGIES), p.stdout
         picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto$", p.stdout, re.M)
         assert len(picks) == 1, p.stdout
         env = dict(os.environ, REDIST_CALIBRATION=str(out))
@@ -406,7 +416,7 @@ def test_timeout_ends_a_job_that_would_hang(tmp_path, sig, mpirun_args):
         assert rc == 3, err  # MPI_Abort's code (a killed rank's signal may be reported instead)
     line = re.search(r"^redist run: rank 0: (.*) exceeded --timeout 5 s \(.*\); ending the job$", err, re.M)
     assert line, err
-    assert re.fullmatch(r"execute (p2p|segment|alltoallv|alltoallw|direct|auto) \(timed repetition \d+ of 100000\)",
+    assert re.fullmatch(r"execute (" + "|".join(STRATEGIES + ["auto"]) + r") \(timed repetition \d+ of 100000\)",
                         line.group(1)), line.group(0)
 
 
@@ -464,3 +474,31 @@ def test_repartition_bad_grid_is_one_clear_error(redist):
     assert r.stderr.count("--grid 3x1x1 has 3 ranks, 2 are launched") == 1, r.stderr
     r = redist(["repartition", "--patch", "4x4"], ranks=1)
     assert r.returncode == 2 and "three positive integers" in r.stderr
+
+
+def test_plan_prints_buffers_and_phased_rounds(redist):
+    """Paper 001's example, P = 16 and K = 12: phased needs K rounds; under a budget
+    only the strategies that buffer one message each way (or none) fit."""
+    p = redist(["plan", "1x1600000 tile=1x4 block_cyclic grid=1x16", "1x1600000 tile=1x48 block_cyclic grid=1x16",
+                "--memory", "200000"])
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"^phased +12 rounds", p.stdout, re.M), p.stdout
+    lines = dict(re.findall(r"^  (\w+) +([\d.]+ \w?B.*)$", p.stdout, re.M))
+    assert set(lines) == set(STRATEGIES), p.stdout
+    over = {n for n, rest in lines.items() if "over the budget" in rest}
+    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync"}, p.stdout
+
+
+def test_run_with_memory_budget_runs_what_fits(redist):
+    """3 ranks, r -> 3r: p2p buffers two messages each way, phased one; a budget
+    between the two runs phased (verified), not p2p, and the measured buffers stay
+    within it."""
+    r = redist(["run", "1x6000 tile=1x4 block_cyclic grid=1x3", "1x6000 tile=1x12 block_cyclic grid=1x3",
+                "--memory", "12000", "--reps", "1"], ranks=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ran = re.findall(r"^(\w+(?:\(\w+\))?) +[\d.]+ \w+ ", r.stdout, re.M)
+    assert "phased" in ran and "alltoallw" in ran and "p2p" not in ran, r.stdout
+    m = re.search(r"^buffers +([\d.]+) (\w?B) at most on a rank, measured .* within --memory", r.stdout, re.M)
+    assert m, r.stdout
+    scale = {"B": 1, "KB": 1e3, "MB": 1e6}[m.group(2)]
+    assert 0 < float(m.group(1)) * scale <= 12000, r.stdout

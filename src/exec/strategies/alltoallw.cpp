@@ -58,19 +58,10 @@ class Alltoallw final : public Strategy {
 // strategy that packs: the engine packs into and unpacks from MPI's buffers.
 Prediction predict(const RankPlan& rp, const Machine& m) {
   const Rates rt = rates(rp, m, /*packs=*/true);
-  auto engine = [&](const std::vector<PeerPlan>& peers) {
-    double t = 0;
-    for (const PeerPlan& pp : peers) {
-      const double wire = m.exchange_time(static_cast<double>(pp.bytes)) / static_cast<double>(pp.bytes);
-      for (const Segment& g : pp.segments) {
-        const Runs r = runs_of(g, rp.elem_size);
-        t += std::max(0.0, rt.datatype.time(r) - wire * r.rows * r.row_bytes) / 2;
-      }
-    }
-    return t;
-  };
   Prediction p;
-  p.comm = engine(rp.sends) + engine(rp.receives) + std::max(message_time(rp.sends, m), message_time(rp.receives, m));
+  p.comm = datatype_engine_time(rp.sends, rp.elem_size, rt, m) +
+           datatype_engine_time(rp.receives, rp.elem_size, rt, m) +
+           std::max(message_time(rp.sends, m), message_time(rp.receives, m));
   p.memcpy = local_copy_time(rp, rt);
   return p;
 }
@@ -78,7 +69,10 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry alltoallw_strategy() {
-  return entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
+  StrategyEntry e =
+      entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
+  e.extra_bytes = [](const RankPlan&) { return index_t{0}; };  // no packed buffers (the fallback packs)
+  return e;
 }
 
 }  // namespace redist::detail

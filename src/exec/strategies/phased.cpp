@@ -1,0 +1,326 @@
+// `phased`: contention-free rounds (paper 001, Walker & Otto, secs. 2.2-2.3) for
+// any plan. The rounds are a proper edge colouring of the plan's bipartite
+// sender/receiver graph (one edge per pair of ranks that exchange data, local
+// pieces aside) with exactly D colours, D its maximum degree (Konig; the paper's
+// r -> Kr optimal schedule is such a colouring with D = K when P >= K): in each
+// round every rank sends at most one message and receives at most one. The
+// graph is gathered once, when the plan first runs the strategy; every rank
+// colours it the same way (schedule::colour_edges is deterministic).
+//
+// Variants (registered under their own names, to compare, as in the paper's Fig. 13):
+//  - `phased`: synchronized, non-blocking receive (Fig. 4 with a known source):
+//    per round post the receive, pack and send, wait, unpack. Extra memory: the
+//    largest message sent plus the largest received, not the whole volume.
+//  - `phased_sendrecv`: one MPI_Sendrecv per round (Fig. 12); the same memory.
+//  - `phased_unsync`: every receive posted first, sends in round order, unpack as
+//    each arrives (Fig. 5): the whole volume buffered, no waiting between rounds.
+// Messages above Options::max_message_bytes go as several within their round.
+#include <algorithm>
+
+#include "cost/model.hpp"
+#include "exec/datatypes.hpp"
+#include "exec/pack.hpp"
+#include "mpi/agree.hpp"
+#include "plan/schedule.hpp"
+
+namespace redist::detail {
+namespace {
+
+constexpr int kTag = 11;  // one tag: each pair of ranks exchanges in one round only
+
+enum class Variant { synchronized, sendrecv, unsynchronized, datatypes };
+
+// This rank's part of the rounds: in round c it sends rp.sends[send[c]] and
+// receives rp.receives[recv[c]] (-1: nothing).
+struct Rounds {
+  std::vector<int> send, recv;
+};
+
+// Collective: gathers every rank's send peers and colours the graph.
+Rounds make_rounds(const PlanCore& p) {
+  const int n = static_cast<int>(p.rp.sends.size());
+  std::vector<int> counts(static_cast<size_t>(p.size)), displs(static_cast<size_t>(p.size));
+  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, p.comm), "MPI_Allgather", p.comm);
+  int total = 0;
+  for (int r = 0; r < p.size; ++r) displs[r] = total, total += counts[r];
+  std::vector<int> mine(static_cast<size_t>(n)), peers(static_cast<size_t>(total));
+  for (int i = 0; i < n; ++i) mine[i] = p.rp.sends[i].peer;
+  check_mpi(MPI_Allgatherv(mine.data(), n, MPI_INT, peers.data(), counts.data(), displs.data(), MPI_INT, p.comm),
+            "MPI_Allgatherv", p.comm);
+  std::vector<std::pair<int, int>> edges(static_cast<size_t>(total));
+  for (int r = 0; r < p.size; ++r)
+    for (int i = 0; i < counts[r]; ++i) edges[displs[r] + i] = {r, peers[displs[r] + i]};
+  const std::vector<int> colour = schedule::colour_edges(p.size, p.size, edges);
+  const int D = schedule::max_degree(p.size, p.size, edges);
+  Rounds rd{std::vector<int>(static_cast<size_t>(D), -1), std::vector<int>(static_cast<size_t>(D), -1)};
+  for (int i = 0; i < n; ++i) rd.send[colour[displs[p.rank] + i]] = i;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    if (edges[e].second != p.rank) continue;
+    const auto it = std::find_if(p.rp.receives.begin(), p.rp.receives.end(),
+                                 [&](const PeerPlan& q) { return q.peer == edges[e].first; });
+    REDIST_ASSERT(it != p.rp.receives.end(), "rank ", p.rank, " has no receive from ", edges[e].first);
+    rd.recv[colour[e]] = static_cast<int>(it - p.rp.receives.begin());
+  }
+  return rd;
+}
+
+index_t largest(const std::vector<PeerPlan>& peers) {
+  index_t m = 0;
+  for (const PeerPlan& q : peers) m = std::max(m, q.bytes);
+  return m;
+}
+
+// The synchronized variants' buffers: one packed message each way.
+index_t one_message_each_way(const RankPlan& rp) { return largest(rp.sends) + largest(rp.receives); }
+
+template <Variant V>
+class Phased final : public Strategy {
+ public:
+  explicit Phased(PlanCore& p) : Strategy(p), rounds_(make_rounds(p)) {
+    if constexpr (V == Variant::datatypes) {
+      requests_.resize(2);
+    } else if constexpr (V != Variant::unsynchronized) {
+      const index_t max = p.options.max_message_bytes;
+      const index_t chunks = (largest(p.rp.sends) + max - 1) / max + (largest(p.rp.receives) + max - 1) / max;
+      requests_.resize(static_cast<size_t>(chunks));
+    } else {
+      requests_.resize(p.rp.sends.size() + p.rp.receives.size());
+      done_.resize(p.rp.receives.size());
+    }
+    status_.resize(requests_.size());
+  }
+
+  void run(const SrcBlocks& src, const DstBlocks& dst) override {
+    if constexpr (V == Variant::unsynchronized)
+      run_unsynchronized(src, dst);
+    else if constexpr (V == Variant::datatypes)
+      run_datatypes(src, dst);
+    else
+      run_rounds(src, dst);
+  }
+
+ private:
+  void run_rounds(const SrcBlocks& src, const DstBlocks& dst) {
+    PlanCore& p = plan_;
+    const index_t max = p.options.max_message_bytes;
+    std::byte* const sbuf = p.round_send();  // the plan's (kept after an MPI error: Plan abandons them)
+    std::byte* const rbuf = p.round_recv();
+    copy_locals(p, src, dst);
+    for (size_t c = 0; c < rounds_.send.size(); ++c) {
+      const int si = rounds_.send[c], ri = rounds_.recv[c];
+      const index_t sbytes = si < 0 ? 0 : p.rp.sends[si].bytes, rbytes = ri < 0 ? 0 : p.rp.receives[ri].bytes;
+      const int to = si < 0 ? MPI_PROC_NULL : p.rp.sends[si].peer;
+      const int from = ri < 0 ? MPI_PROC_NULL : p.rp.receives[ri].peer;
+      if (si >= 0) pack_peer(p, si, src, sbuf);
+      if constexpr (V == Variant::sendrecv) {
+        // Both sides split their message at the same max_message_bytes: chunk j pairs with chunk j.
+        for (index_t off = 0; off < std::max(sbytes, rbytes); off += max) {
+          const int sn = static_cast<int>(std::clamp<index_t>(sbytes - off, 0, max));
+          const int rn = static_cast<int>(std::clamp<index_t>(rbytes - off, 0, max));
+          MPI_Status st;
+          check_mpi(MPI_Sendrecv(sbuf + std::min(off, sbytes), sn, MPI_BYTE, sn ? to : MPI_PROC_NULL, kTag,
+                                 rbuf + std::min(off, rbytes), rn, MPI_BYTE, rn ? from : MPI_PROC_NULL, kTag,
+                                 p.comm, &st),
+                    "MPI_Sendrecv", p.comm, "exchange with", rn ? from : to);
+        }
+      } else {
+        int nreq = 0;
+        for (index_t off = 0; off < rbytes; off += max)
+          check_mpi(MPI_Irecv(rbuf + off, static_cast<int>(std::min(max, rbytes - off)), MPI_BYTE, from, kTag,
+                              p.comm, &requests_[nreq++]),
+                    "MPI_Irecv", p.comm, "receive from", from);
+        const int nrecv = nreq;
+        for (index_t off = 0; off < sbytes; off += max)
+          check_mpi(MPI_Isend(sbuf + off, static_cast<int>(std::min(max, sbytes - off)), MPI_BYTE, to, kTag,
+                              p.comm, &requests_[nreq++]),
+                    "MPI_Isend", p.comm, "send to", to);
+        check_wait(MPI_Waitall(nreq, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), nreq,
+                   nullptr,
+                   [&](int i) { return i < nrecv ? cat("receive from rank ", from) : cat("send to rank ", to); });
+      }
+      if (ri >= 0) unpack_peer(p, ri, rbuf, dst);
+    }
+  }
+
+  // Fig. 2/3's derived datatypes, generalised: per peer one struct of the segments'
+  // run types at absolute addresses (as alltoallw), so MPI reads the source and
+  // writes the target in place: no packed buffer. Rebuilt when the block
+  // pointers change. Per round: receive posted, send, wait.
+  void run_datatypes(const SrcBlocks& src, const DstBlocks& dst) {
+    PlanCore& p = plan_;
+    const index_t es = p.rp.elem_size;
+    const bool same = !src_key_.empty() &&
+                      std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
+                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
+    if (!same) {
+      types_.reset();
+      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
+        for (const PeerPlan& pp : peers) {
+          std::vector<MPI_Datatype> t;
+          std::vector<MPI_Aint> a;
+          for (const Segment& s : pp.segments) {
+            t.push_back(run_type(s, es));
+            a.push_back(address_of(at(s.at)));
+          }
+          out.push_back(struct_of(t, a));
+        }
+      };
+      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
+      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
+      src_key_.assign(src.ptr.begin(), src.ptr.end());
+      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
+    }
+    copy_locals(p, src, dst);
+    for (size_t c = 0; c < rounds_.send.size(); ++c) {
+      const int si = rounds_.send[c], ri = rounds_.recv[c];
+      int n = 0;
+      if (ri >= 0)
+        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types_.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
+                  "MPI_Irecv", p.comm, "receive from", p.rp.receives[ri].peer);
+      const int nrecv = n;
+      if (si >= 0)
+        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types_.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
+                  "MPI_Isend", p.comm, "send to", p.rp.sends[si].peer);
+      check_wait(MPI_Waitall(n, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), n, nullptr,
+                 [&](int i) {
+                   return i < nrecv ? cat("receive from rank ", p.rp.receives[ri].peer)
+                                    : cat("send to rank ", p.rp.sends[si].peer);
+                 });
+    }
+  }
+
+  // Fig. 5: all receives posted, sends in round order; the plan's packed scratch.
+  void run_unsynchronized(const SrcBlocks& src, const DstBlocks& dst) {
+    PlanCore& p = plan_;
+    const index_t max = p.options.max_message_bytes;
+    std::byte* rbuf = p.recv_scratch();
+    std::byte* sbuf = p.send_scratch();
+    // One request per peer when messages fit max_message_bytes; else chunked requests.
+    std::vector<MPI_Request>& req = requests_;
+    req.clear();
+    std::vector<int>& owner = done_;  // request -> receive peer index
+    owner.clear();
+    for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+      const PeerPlan& q = p.rp.receives[i];
+      for (index_t off = 0; off < q.bytes; off += max) {
+        req.emplace_back();
+        owner.push_back(static_cast<int>(i));
+        check_mpi(MPI_Irecv(rbuf + p.recv_offset[i] + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE,
+                            q.peer, kTag, p.comm, &req.back()),
+                  "MPI_Irecv", p.comm, "receive from", q.peer);
+      }
+    }
+    const size_t nr = req.size();
+    for (int si : rounds_.send) {
+      if (si < 0) continue;
+      const PeerPlan& q = p.rp.sends[si];
+      pack_peer(p, si, src, sbuf + p.send_offset[si]);
+      for (index_t off = 0; off < q.bytes; off += max) {
+        req.emplace_back();
+        check_mpi(MPI_Isend(sbuf + p.send_offset[si] + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE,
+                            q.peer, kTag, p.comm, &req.back()),
+                  "MPI_Isend", p.comm, "send to", q.peer);
+      }
+    }
+    copy_locals(p, src, dst);
+    pending_.assign(p.rp.receives.size(), 0);
+    for (int i : owner) ++pending_[i];
+    status_.resize(req.size());
+    index_.resize(nr);
+    for (size_t left = nr; left > 0;) {
+      int count = 0;
+      check_wait(MPI_Waitsome(static_cast<int>(nr), req.data(), &count, index_.data(), status_.data()), "MPI_Waitsome",
+                 p.comm, status_.data(), count, index_.data(),
+                 [&](int i) { return cat("receive from rank ", p.rp.receives[owner[i]].peer); });
+      for (int j = 0; j < count; ++j) {
+        const int i = owner[index_[j]];
+        if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+      }
+      left -= static_cast<size_t>(count);
+    }
+    const int ns = static_cast<int>(req.size() - nr);
+    check_wait(MPI_Waitall(ns, req.data() + nr, status_.data()), "MPI_Waitall", p.comm, status_.data(), ns, nullptr,
+               [&](int) { return std::string("a send"); });
+  }
+
+  Rounds rounds_;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Status> status_;
+  std::vector<int> done_, index_, pending_;
+  PeerTypes types_;  // phased_dt: one per peer and direction, for the block pointers last seen
+  std::vector<const void*> src_key_;
+  std::vector<void*> dst_key_;
+};
+
+// Messages of one side, largest first.
+std::vector<index_t> sorted_bytes(const std::vector<PeerPlan>& peers) {
+  std::vector<index_t> b;
+  for (const PeerPlan& q : peers) b.push_back(q.bytes);
+  std::sort(b.rbegin(), b.rend());
+  return b;
+}
+
+// Synchronized rounds: each round costs the exchange of its larger message, and
+// a round cannot start before its partner is there (t_m per round, T_runtime).
+// The rank's own rounds pair its sends and receives largest with largest (the
+// colouring is global; this is the rank's best case). T_memcpy as p2p.
+Prediction predict_rounds(const RankPlan& rp, const Machine& m) {
+  const std::vector<index_t> s = sorted_bytes(rp.sends), r = sorted_bytes(rp.receives);
+  Prediction p;
+  for (size_t c = 0; c < std::max(s.size(), r.size()); ++c)
+    p.comm += m.exchange_time(static_cast<double>(std::max(c < s.size() ? s[c] : 0, c < r.size() ? r[c] : 0)));
+  p.memcpy = packed_copy_time(rp, rates(rp, m, true));
+  p.runtime = m.startup * static_cast<double>(std::max(s.size(), r.size()));
+  return p;
+}
+
+// Unsynchronized: as p2p (every message in flight at once).
+Prediction predict_unsync(const RankPlan& rp, const Machine& m) {
+  Prediction p;
+  p.comm = std::max(message_time(rp.sends, m), message_time(rp.receives, m));
+  p.memcpy = packed_copy_time(rp, rates(rp, m, true));
+  return p;
+}
+
+// Rounds as predict_rounds, plus the datatype engine on both sides (as alltoallw); no packing.
+Prediction predict_datatypes(const RankPlan& rp, const Machine& m) {
+  Prediction p = predict_rounds(rp, m);
+  const Rates rt = rates(rp, m, true);
+  p.comm +=
+      datatype_engine_time(rp.sends, rp.elem_size, rt, m) + datatype_engine_time(rp.receives, rp.elem_size, rt, m);
+  p.memcpy = local_copy_time(rp, rt);
+  return p;
+}
+
+}  // namespace
+
+StrategyEntry phased_strategy() {
+  StrategyEntry e = entry<Phased<Variant::synchronized>>(
+      "phased", "contention-free rounds (edge colouring): per round one receive posted, one send, wait; "
+                "buffers one message each way", predict_rounds);
+  e.extra_bytes = one_message_each_way;
+  return e;
+}
+StrategyEntry phased_sendrecv_strategy() {
+  StrategyEntry e = entry<Phased<Variant::sendrecv>>(
+      "phased_sendrecv", "contention-free rounds, one MPI_Sendrecv per round", predict_rounds);
+  e.extra_bytes = one_message_each_way;
+  return e;
+}
+StrategyEntry phased_unsync_strategy() {
+  return entry<Phased<Variant::unsynchronized>>(
+      "phased_unsync", "every receive posted, sends in contention-free round order, whole volume buffered",
+      predict_unsync);
+}
+
+}  // namespace redist::detail
+
+namespace redist::detail {
+StrategyEntry phased_dt_strategy() {
+  StrategyEntry e = entry<Phased<Variant::datatypes>>(
+      "phased_dt", "contention-free rounds, data moved by derived datatypes in place (no packed buffer)",
+      predict_datatypes);
+  e.extra_bytes = [](const RankPlan&) { return index_t{0}; };
+  return e;
+}
+}  // namespace redist::detail

@@ -1,0 +1,242 @@
+// Paper 001 schedules (src/plan/schedule.hpp), without MPI: their properties for
+// every P <= 128 and K <= 32, data moved by them against a serial oracle (the
+// block-cyclic owner of every element, computed directly), and the edge colouring
+// of `phased` on random graphs and on every plan the conformance generator makes.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+#include "../common/random_layout.hpp"
+#include "plan/schedule.hpp"
+
+using namespace redist;
+using namespace redist::schedule;
+using redist::testing::Rng;
+
+namespace {
+
+// Properties every r -> K*r schedule has: K phases (the fewest: each process holds
+// K blocks and sends one per phase), entry p of each phase sent by p, every block
+// (p, b) sent once and every slot (q, t) filled once, each move obeying Eq. 4.
+void check_expand(const Schedule& s, int P, int K, const std::string& what) {
+  ASSERT_EQ(s.size(), static_cast<size_t>(K)) << what;
+  std::vector<char> sent(static_cast<size_t>(P) * K, 0), filled(static_cast<size_t>(P) * K, 0);
+  for (const Phase& ph : s) {
+    ASSERT_EQ(ph.size(), static_cast<size_t>(P)) << what;
+    for (int p = 0; p < P; ++p) {
+      const Move& m = ph[p];
+      ASSERT_EQ(m.src_rank, p) << what;
+      ASSERT_TRUE(m.src_index >= 0 && m.src_index < K && m.dst_rank >= 0 && m.dst_rank < P && m.dst_index >= 0 &&
+                  m.dst_index < K)
+          << what;
+      ASSERT_EQ(index_t{P} * m.src_index + p, index_t{K} * m.dst_rank + m.dst_index) << what << " (Eq. 4)";
+      ASSERT_EQ(sent[p * K + m.src_index]++, 0) << what << ": block sent twice";
+      ASSERT_EQ(filled[m.dst_rank * K + m.dst_index]++, 0) << what << ": slot filled twice";
+    }
+  }
+}
+
+TEST(Schedule, OptimalIsContentionFreeForAllPUpTo128AndKUpTo32) {
+  for (int P = 1; P <= 128; ++P)
+    for (int K = 1; K <= 32; ++K) {
+      const std::string what = "P=" + std::to_string(P) + " K=" + std::to_string(K);
+      const Schedule s = expand_optimal(P, K);
+      check_expand(s, P, K, what);
+      if (HasFatalFailure()) return;
+      // Each process sends to exactly one and receives from exactly one per phase.
+      ASSERT_EQ(max_receives_per_phase(s, P), 1) << what;
+      const Schedule r = receive_schedule(s, P);
+      for (size_t k = 0; k < s.size(); ++k)
+        for (int q = 0; q < P; ++q) ASSERT_EQ(s[k][r[k][q].src_rank], r[k][q]) << what;
+      // Reversed (K*r -> r): still K phases, each a permutation.
+      const Schedule v = reverse(s);
+      ASSERT_EQ(max_receives_per_phase(v, P), 1) << what;
+      for (size_t k = 0; k < v.size(); ++k)
+        for (int q = 0; q < P; ++q) ASSERT_EQ(v[k][q].src_rank, q) << what;
+    }
+}
+
+TEST(Schedule, SimpleAndRandomSendEveryBlockOnceButContend) {
+  for (int P = 1; P <= 128; P += (P < 16 ? 1 : 7))
+    for (int K = 1; K <= 32; ++K) {
+      const std::string what = "P=" + std::to_string(P) + " K=" + std::to_string(K);
+      const Schedule s = expand_simple(P, K);
+      check_expand(s, P, K, "simple " + what);
+      for (int k = 0; k < K; ++k)
+        for (int p = 0; p < P; ++p) ASSERT_EQ(s[k][p].src_index, k) << what << " (Eq. 2)";
+      check_expand(expand_random(P, K, 7u * P + K), P, K, "random " + what);
+      if (HasFatalFailure()) return;
+    }
+  // The hot spot of sec. 2.2.2: P = 4, K = 3, phase 0 sends blocks 0..3 to 0, 0, 0, 1.
+  EXPECT_EQ(max_receives_per_phase(expand_simple(4, 3), 4), 3);
+  EXPECT_THROW(receive_schedule(expand_simple(4, 3), 4), Error);
+  // The random schedule is repeatable and depends on its seed.
+  EXPECT_EQ(expand_random(16, 12, 5), expand_random(16, 12, 5));
+  EXPECT_NE(expand_random(16, 12, 5), expand_random(16, 12, 6));
+}
+
+// The paper's example (sec. 2.2.2, Fig. 8): P = 16, K = 12, g = 4, P' = 4, K' = 3.
+TEST(Schedule, PaperExampleP16K12) {
+  const Schedule s = expand_optimal(16, 12);
+  check_expand(s, 16, 12, "P=16 K=12");
+  EXPECT_EQ(max_receives_per_phase(s, 16), 1);
+  // Processes with the same p' = p / g send to the same set of processes (Eq. 6):
+  // processes 0..3 send to floor((P' b' + 0) / K') + P' beta = {0, 1, 2} + 4 beta.
+  for (int p = 0; p < 4; ++p) {
+    std::set<int> to;
+    for (const Phase& ph : s) to.insert(ph[p].dst_rank);
+    EXPECT_EQ(to, (std::set<int>{0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14})) << p;
+  }
+}
+
+// One superblock or more of a 1-D array, moved by the moves of `s` with block
+// size `r` on the sending side (b: local block index) and r*K on the receiving
+// one (t: slot), or the reverse for a reversed schedule.
+using Local = std::vector<std::vector<index_t>>;  // per process: global element ids
+Local apply(const Local& from, const Schedule& s, int P, int K, index_t r) {
+  Local to(static_cast<size_t>(P), std::vector<index_t>(from[0].size(), -1));
+  const index_t super = index_t{K} * r;  // elements per process per superblock
+  const index_t nsuper = static_cast<index_t>(from[0].size()) / super;
+  for (const Phase& ph : s)
+    for (const Move& m : ph)
+      for (index_t sb = 0; sb < nsuper; ++sb)
+        for (index_t e = 0; e < r; ++e) {
+          // r -> K*r: block b at (sb*K + b)*r; slot t at sb*K*r + t*r. Both are
+          // sb*super + index*r, so one formula serves both directions.
+          to[m.dst_rank][sb * super + m.dst_index * r + e] = from[m.src_rank][sb * super + m.src_index * r + e];
+        }
+  return to;
+}
+
+// The oracle: element m of a block-cyclic array with block size r on P processes.
+Local distribute(index_t M, int P, index_t r) {
+  Local out(static_cast<size_t>(P));
+  for (index_t m = 0; m < M; ++m) out[(m / r) % P].push_back(m);  // in local order (Eq. 1)
+  return out;
+}
+
+TEST(Schedule, ResizeThroughLcmMovesTheData) {
+  for (int P = 1; P <= 9; ++P)
+    for (index_t r1 = 1; r1 <= 6; ++r1)
+      for (index_t r2 = 1; r2 <= 6; ++r2) {
+        const Resize z = resize(P, r1, r2);
+        ASSERT_EQ(z.l, std::lcm(r1, r2));
+        const index_t M = 2 * P * z.l;  // two superblocks
+        Local a = distribute(M, P, r1);
+        if (z.K1 > 1) a = apply(a, z.expand, P, z.K1, r1);
+        ASSERT_EQ(a, distribute(M, P, z.l)) << "P=" << P << " r1=" << r1 << " l=" << z.l;
+        if (z.K2 > 1) a = apply(a, z.shrink, P, z.K2, r2);
+        ASSERT_EQ(a, distribute(M, P, r2)) << "P=" << P << " r1=" << r1 << " r2=" << r2;
+      }
+}
+
+// 2-D: a column-major matrix on a P0 x P1 grid, block sizes changed one dimension
+// at a time within the grid's columns, then its rows (sec. 4).
+TEST(Schedule, MultiDimPerDimensionOnSubgroups) {
+  for (auto [P0, P1] : {std::pair{2, 3}, {3, 2}, {1, 4}, {4, 4}})
+    for (auto [a, b] : {std::pair<index_t, index_t>{2, 3}, {3, 1}, {4, 4}}) {
+      const std::vector<int> grid{P0, P1};
+      const std::vector<index_t> r1{a, b}, r2{b + 1, a};
+      const std::vector<DimStep> steps = multi_dim(grid, r1, r2);
+      // Extents: a multiple of every superblock (P_d * lcm).
+      const index_t M0 = P0 * std::lcm(r1[0], r2[0]) * 2, M1 = P1 * std::lcm(r1[1], r2[1]);
+      // Owner and local position of global (i, j) with block sizes (s0, s1).
+      auto place = [&](index_t s0, index_t s1) {
+        std::vector<std::vector<index_t>> out(static_cast<size_t>(P0 * P1));
+        for (index_t j = 0; j < M1; ++j)
+          for (index_t i = 0; i < M0; ++i) {
+            const int rank = static_cast<int>((i / s0) % P0 + P0 * ((j / s1) % P1));
+            out[rank].push_back(i + M0 * j);  // column-major local order
+          }
+        return out;
+      };
+      std::vector<std::vector<index_t>> data = place(r1[0], r1[1]);
+      index_t s0 = r1[0], s1 = r1[1];
+      for (const DimStep& st : steps) {
+        const int Pd = grid[st.dim];
+        ASSERT_EQ(st.groups.size(), static_cast<size_t>(P0 * P1 / Pd));
+        const index_t rows = M0 / P0, cols = M1 / P1;  // local extents (full superblocks)
+        for (const std::vector<int>& g : st.groups) {
+          // 1-D lines along st.dim through the group's local arrays.
+          const index_t lines = st.dim == 0 ? cols : rows, len = st.dim == 0 ? rows : cols;
+          for (index_t line = 0; line < lines; ++line) {
+            Local l(static_cast<size_t>(Pd));
+            auto at = [&](index_t k) { return st.dim == 0 ? k + rows * line : line + rows * k; };
+            for (int i = 0; i < Pd; ++i)
+              for (index_t k = 0; k < len; ++k) l[i].push_back(data[g[i]][at(k)]);
+            const Resize& z = st.resize;
+            if (z.K1 > 1) l = apply(l, z.expand, Pd, z.K1, z.r1);
+            if (z.K2 > 1) l = apply(l, z.shrink, Pd, z.K2, z.r2);
+            for (int i = 0; i < Pd; ++i)
+              for (index_t k = 0; k < len; ++k) data[g[i]][at(k)] = l[i][k];
+          }
+        }
+        (st.dim == 0 ? s0 : s1) = st.dim == 0 ? r2[0] : r2[1];
+        ASSERT_EQ(data, place(s0, s1)) << "grid " << P0 << "x" << P1 << " after dim " << st.dim;
+      }
+      EXPECT_EQ(data, place(r2[0], r2[1]));
+    }
+}
+
+// A colouring is proper and uses exactly max-degree colours.
+void check_colouring(int nl, int nr, const std::vector<std::pair<int, int>>& edges, const std::string& what) {
+  const std::vector<int> c = colour_edges(nl, nr, edges);
+  const int D = max_degree(nl, nr, edges);
+  ASSERT_EQ(c.size(), edges.size());
+  std::set<std::pair<int, int>> left, right;  // (vertex, colour)
+  int used = 0;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    ASSERT_TRUE(c[e] >= 0 && c[e] < D) << what;
+    ASSERT_TRUE(left.insert({edges[e].first, c[e]}).second) << what << ": sender twice in one round";
+    ASSERT_TRUE(right.insert({edges[e].second, c[e]}).second) << what << ": receiver twice in one round";
+    used = std::max(used, c[e] + 1);
+  }
+  EXPECT_EQ(used, D) << what;
+}
+
+TEST(Schedule, EdgeColouringRandomGraphs) {
+  Rng rng(99);
+  for (int c = 0; c < 400; ++c) {
+    auto pick = [&](int lo, int hi) { return static_cast<int>(redist::testing::uniform(rng, lo, hi)); };
+    const int nl = pick(1, 40), nr = pick(1, 40);
+    std::set<std::pair<int, int>> set;
+    const index_t ne = redist::testing::uniform(rng, 0, index_t{nl} * nr);
+    for (index_t i = 0; i < ne; ++i)
+      set.insert({pick(0, nl - 1), pick(0, nr - 1)});
+    std::vector<std::pair<int, int>> edges(set.begin(), set.end());
+    std::shuffle(edges.begin(), edges.end(), rng);
+    check_colouring(nl, nr, edges, "graph " + std::to_string(c));
+    if (HasFatalFailure()) return;
+  }
+  // Complete bipartite K_{n,n}: n rounds, as MPI_Alltoall's pairwise exchange.
+  std::vector<std::pair<int, int>> all;
+  for (int u = 0; u < 64; ++u)
+    for (int v = 0; v < 64; ++v) all.push_back({u, v});
+  check_colouring(64, 64, all, "K64,64");
+}
+
+// The sender/receiver graph of every plan the conformance generator makes (as
+// `phased` builds it: one edge per pair of ranks that exchange data, local
+// pieces aside) is coloured with exactly its maximum degree of rounds.
+TEST(Schedule, EdgeColouringOnGeneratorPlans) {
+  Rng rng(2024);
+  for (int c = 0; c < 600; ++c) {
+    const int nranks = static_cast<int>(redist::testing::uniform(rng, 1, 8));
+    const auto [src, dst, r] = redist::testing::random_case(rng, nranks);
+    std::vector<std::pair<int, int>> edges;
+    std::set<std::pair<int, int>> received;
+    for (int p = 0; p < nranks; ++p) {
+      const RankPlan rp = plan_rank(src, dst, r, p, nranks);
+      for (const PeerPlan& s : rp.sends) edges.push_back({p, s.peer});
+      for (const PeerPlan& s : rp.receives) received.insert({s.peer, p});
+    }
+    using Pairs = std::set<std::pair<int, int>>;
+    ASSERT_EQ(Pairs(edges.begin(), edges.end()), received);
+    check_colouring(nranks, nranks, edges,
+                    "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "]");
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
