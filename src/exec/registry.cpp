@@ -10,7 +10,8 @@
   X(segment)                 \
   X(alltoallv)               \
   X(alltoallw)               \
-  X(direct)
+  X(direct)                  \
+  X(taskgraph)
 
 namespace redist {
 namespace detail {
