@@ -87,6 +87,12 @@ struct Options {
 
 class PlanImpl;
 
+// The `taskgraph` strategy's task graph (Init/Send/Receive/Finish) for this
+// redistribution on `ranks` ranks, unrolled into Graphviz DOT (docs/taskgraph.md).
+// No MPI; meant for small cases. Throws redist::Error on invalid layouts or region.
+std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& region, int ranks,
+                          const TaskgraphOptions& options = {});
+
 class Plan {
  public:
   Plan();

@@ -19,6 +19,7 @@
 #include "cost/model.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
+#include "redist/runtime/dot.hpp"
 #include "redist/runtime/runtime.hpp"
 
 namespace redist::detail {
@@ -59,11 +60,11 @@ class TaskGraphStrategy final : public Strategy {
     }
     rows_ = nd_ > 0 && dims_[nd_ - 1].nt > 0 ? tiles_ / dims_[nd_ - 1].nt : 0;
     batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
-    check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
     build();
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
+    if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
     src_ = &src;
     dst_ = &dst;
     rt::Options o;
@@ -76,6 +77,8 @@ class TaskGraphStrategy final : public Strategy {
     src_ = nullptr;
     dst_ = nullptr;
   }
+
+  rt::TaskGraph& graph() { return graph_; }
 
  private:
   struct Seg {
@@ -147,7 +150,7 @@ class TaskGraphStrategy final : public Strategy {
   int nd_;
   std::array<DimOverlap, kMaxDims> dims_;
   index_t tiles_ = 0, rows_ = 0, batch_ = 0;
-  int thread_level_ = MPI_THREAD_SINGLE;
+  int thread_level_ = -1;  // MPI's, asked on the first run
   rt::TaskGraph graph_;
   const SrcBlocks* src_ = nullptr;
   const DstBlocks* dst_ = nullptr;
@@ -279,3 +282,19 @@ StrategyEntry taskgraph_strategy() {
 }
 
 }  // namespace redist::detail
+
+namespace redist {
+
+std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& region, int ranks,
+                          const TaskgraphOptions& options) {
+  for (const Layout* l : {&src, &dst})
+    if (std::string err = l->check(ranks); !err.empty()) detail::fail("taskgraph_dot: ", err);
+  if (std::string err = region.check(src.shape(), dst.shape()); !err.empty()) detail::fail("taskgraph_dot: ", err);
+  detail::PlanCore core;
+  core.src = src, core.dst = dst, core.region = region, core.size = ranks;
+  core.options.taskgraph = options;
+  detail::TaskGraphStrategy s(core);
+  return runtime::to_dot(s.graph(), ranks);
+}
+
+}  // namespace redist
