@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
   if (scale == 0) scale = 1;
   if (reps < 1) fail("--reps must be >= 1");
   const std::vector<Case> cases =
-      suite == "compare" ? std::vector<Case>{compare_case(positional)} : make_suite(suite, nranks_, scale, smoke, threads);
+      suite == "compare" ? std::vector<Case>{compare_case(positional)}
+                         : make_suite(suite, nranks_, scale, smoke, threads);
   if (cases.empty()) fail("unknown suite '" + suite + "' (see --help)");
   if (out.empty()) out = "results/" + suite;
 

@@ -140,7 +140,7 @@ def test_bench_compare_suite(tmp_path):
     (case,) = json.loads((tmp_path / "results.json").read_text())["cases"]
     assert case["suite"] == "compare" and "storage=local_array" in case["src"]
     names = [m["name"] for m in case["methods"]]
-    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto", "pdgemr2d"]
+    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "taskgraph", "auto", "pdgemr2d"]
     assert all(m["verified"] is True for m in case["methods"])
     assert case["total_remote_bytes"] + case["total_local_bytes"] == 100 * 90 * 8
     bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",

@@ -27,7 +27,7 @@ def test_help_for_every_subcommand(redist):
     st = redist(["help", "strategies"])
     assert st.returncode == 0
     names = re.findall(r"^  (\w+) ", st.stdout, re.M)
-    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"], st.stdout
+    assert names == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "taskgraph", "auto"], st.stdout
 
 
 def test_unknown_command_is_an_error(redist):
@@ -48,7 +48,8 @@ def test_run_json_verifies_every_strategy(redist, ranks):
     (out,) = doc["cases"]  # the same schema as every bench suite's results.json
     assert out["ranks"] == ranks
     # `all`: every strategy of the registry, then auto
-    assert [e["name"] for e in out["methods"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "auto"]
+    assert [e["name"] for e in out["methods"]] == ["p2p", "segment", "alltoallv", "alltoallw", "direct", "taskgraph",
+                                                   "auto"]
     for e in out["methods"]:
         assert e["verified"] is True and e["wrong"] == 0 and e["checked"] > 0
         assert len(e["times_s"]) == 2 and e["median_s"] > 0
@@ -274,7 +275,7 @@ def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
     o = doc["cases"][0]
     auto, p2p = o["methods"]
     assert auto["name"] == "auto" and p2p["name"] == "p2p"
-    assert auto["chose"] in ("p2p", "segment", "alltoallv", "alltoallw", "direct")
+    assert auto["chose"] in ("p2p", "segment", "alltoallv", "alltoallw", "direct", "taskgraph")
     assert auto["chose"] == o["model_choice"]
     assert auto["verified"] is True and p2p["verified"] is True
     assert auto["predicted_s"] > 0 and p2p["predicted_s"] > 0
@@ -312,8 +313,9 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
                      ("64x64x8 tile=16x16x8 random ranks=2", "64x64x8 tile=8x32x4 block_cyclic grid=2x1x1")):
         p = redist(["plan", src, dst, "--ranks", "2", "--predict", "--calibration", str(out)])
         assert p.returncode == 0, p.stderr
-        times = dict(re.findall(r"^\s+(p2p|segment|alltoallv|alltoallw|direct)\s+([\d.]+ \w+)", p.stdout, re.M))
-        assert set(times) == {"p2p", "segment", "alltoallv", "alltoallw", "direct"}, p.stdout
+        times = dict(re.findall(r"^\s+(p2p|segment|alltoallv|alltoallw|direct|taskgraph)\s+([\d.]+ \w+)", p.stdout,
+                                re.M))
+        assert set(times) == {"p2p", "segment", "alltoallv", "alltoallw", "direct", "taskgraph"}, p.stdout
         picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto$", p.stdout, re.M)
         assert len(picks) == 1, p.stdout
         env = dict(os.environ, REDIST_CALIBRATION=str(out))
@@ -406,7 +408,8 @@ def test_timeout_ends_a_job_that_would_hang(tmp_path, sig, mpirun_args):
         assert rc == 3, err  # MPI_Abort's code (a killed rank's signal may be reported instead)
     line = re.search(r"^redist run: rank 0: (.*) exceeded --timeout 5 s \(.*\); ending the job$", err, re.M)
     assert line, err
-    assert re.fullmatch(r"execute (p2p|segment|alltoallv|alltoallw|direct|auto) \(timed repetition \d+ of 100000\)",
+    assert re.fullmatch(r"execute (p2p|segment|alltoallv|alltoallw|direct|taskgraph|auto)"
+                        r" \(timed repetition \d+ of 100000\)",
                         line.group(1)), line.group(0)
 
 

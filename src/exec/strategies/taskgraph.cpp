@@ -208,7 +208,9 @@ void TaskGraphStrategy::build() {
     send.control("batch").in_if([b](auto t) { return t >= b; },
                                 rt::from(fin, "batch", [b](auto t) { return Targets{t - b}; }));
     fin.control("batch").out_if([this, b, cols](auto t) { return column(t) + batch_ < cols; },
-                                rt::to(send, "batch", [b, kmax](auto t) { return Targets{t + b, Span{0, kmax(t + b)}}; }));
+                                rt::to(send, "batch", [b, kmax](auto t) {
+                                  return Targets{t + b, Span{0, kmax(t + b)}};
+                                }));
   }
 
   init.body([](TaskContext&, auto /*t*/) {});
