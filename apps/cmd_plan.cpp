@@ -75,7 +75,7 @@ int cmd_plan(int argc, char** argv) {
     if (!err.empty()) detail::fail(err);
     if (a.has("--dot")) {
       TaskgraphOptions tg;
-      tg.batch = a.get("--tg-batch", "0") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
+      tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
       tg.isolate_segments = !a.has("--tg-chained");
       const std::string dot = taskgraph_dot(pb.src, pb.dst, pb.region, P, tg);
       const std::string file = a.get("--dot", "");

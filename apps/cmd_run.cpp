@@ -45,8 +45,8 @@ options:
   --tg-threads N   worker threads per rank (default 1; one rank with N > 1:
                    launch with --bind-to none)
   --tg-batch N     at most N target tile columns of Send tasks exposed per tile
-                   row (control dependencies); auto: the paper's choice; 0: no
-                   bound (default 0)
+                   row (control dependencies); auto: the paper's choice
+                   (default); 0: no bound
   --tg-chained     receive the segments of a target tile one after another
                    (default: isolated, in parallel, joined by Finish)
   --tg-whole-tiles send each segment's whole source tile (default: only the
@@ -138,7 +138,7 @@ int cmd_run(int argc, char** argv) {
     opt.max_message_bytes = a.get_int("--max-message", opt.max_message_bytes, 1);
     TaskgraphOptions& tg = opt.taskgraph;
     tg.threads = static_cast<int>(a.get_int("--tg-threads", 1, 1, 1024));
-    tg.batch = a.get("--tg-batch", "0") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
+    tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
     tg.isolate_segments = !a.has("--tg-chained");
     tg.dynamic_volume = !a.has("--tg-whole-tiles");
     tg.multiple_send = !a.has("--tg-funneled");

@@ -50,10 +50,10 @@ struct TaskgraphOptions {
   static constexpr index_t kBatchAuto = -1;
   int threads = 1;  // worker threads per rank (the runtime's Options::threads)
   // Control dependencies that let the Send tasks of at most `batch` target tile
-  // columns (last dimension) per tile row be exposed at once: 0 none, kBatchAuto the
-  // paper's choice (lcm(Qs*SNBs, Qt*SNBt) for two block-cyclic layouts, else
-  // min(target tile columns, ranks)).
-  index_t batch = 0;
+  // columns (last dimension) per tile row be exposed at once: 0 none, kBatchAuto
+  // (default) the paper's choice (lcm(Qs*SNBs, Qt*SNBt) for two block-cyclic
+  // layouts, else min(target tile columns, ranks)).
+  index_t batch = kBatchAuto;
   // Receive tasks of one target tile run in parallel, joined by Finish; off: they
   // run one after another (a chain through the tile).
   bool isolate_segments = true;

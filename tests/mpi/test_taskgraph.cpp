@@ -32,7 +32,7 @@ const Variant kVariants[] = {
     {"defaults", with([](TaskgraphOptions&) {})},
     {"threads2", with([](TaskgraphOptions& o) { o.threads = 2; })},
     {"threads2_funneled", with([](TaskgraphOptions& o) { o.threads = 2, o.multiple_send = false; })},
-    {"batch_auto", with([](TaskgraphOptions& o) { o.batch = TaskgraphOptions::kBatchAuto; })},
+    {"no_batch", with([](TaskgraphOptions& o) { o.batch = 0; })},
     {"batch1_threads2", with([](TaskgraphOptions& o) { o.batch = 1, o.threads = 2; })},
     {"chained_segments", with([](TaskgraphOptions& o) { o.isolate_segments = false; })},
     {"chained_threads2", with([](TaskgraphOptions& o) { o.isolate_segments = false, o.threads = 2; })},
