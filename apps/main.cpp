@@ -19,7 +19,8 @@ usage:
                                                         cost model (--strategy auto)
   mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
                                                         beside pdgemr2d; compare SRC DST;
-                                                        pingpong|sched|tasks|cholesky
+                                                        pingpong|sched|tasks|cholesky;
+                                                        taskgraph (its optimizations)
   redist help [run|plan|calibrate|bench|spec|strategies]
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.

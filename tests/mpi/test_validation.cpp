@@ -349,7 +349,8 @@ TEST(Validation, UnknownStrategyName) {
   kind("an unknown strategy name", "check_strategy");
   for (const char* name : {"p2q", "P2P", "alltoall"})
     expect_same_error(capture([&] { check_strategy(name); }),
-                      {"unknown strategy '" + std::string(name) + "'", "p2p, segment, alltoallv, alltoallw, direct, auto"});
+                      {"unknown strategy '" + std::string(name) + "'",
+                       "p2p, segment, alltoallv, alltoallw, direct, taskgraph, auto"});
   for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
   EXPECT_NO_THROW(check_strategy("auto"));
 }
@@ -617,7 +618,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
   kind("an unknown strategy on one rank at execute", "Plan::execute, before anything moves");
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
-      {"rank " + S(last) + ":", "unknown strategy 'fast'", "allowed: p2p, segment, alltoallv, alltoallw, direct, auto"});
+      {"rank " + S(last) + ":", "unknown strategy 'fast'", "allowed: p2p, segment, alltoallv, alltoallw, direct, taskgraph, auto"});
 }
 
 TEST(Validation, MissingBuffer) {
