@@ -34,6 +34,10 @@ options:
   --top K           heaviest peer pairs to list (default 10)
   --predict         print the model's time per strategy and its pick
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
+  --dot FILE        write the taskgraph strategy's task graph on P ranks (Init, Send,
+                    Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
+                    (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained
+                    and --tg-batch N as in `redist run`
   --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
                     strategies whose buffers exceed it; auto picks among the rest
 
@@ -62,8 +66,9 @@ struct Pair {
 int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
-    const Args a = parse_args(argc, argv, 2, {"--ranks", "--rank", "--top", "--calibration", "--memory"},
-                              {"--help", "--predict"});
+    const Args a = parse_args(argc, argv, 2,
+                              {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch"},
+                              {"--help", "--predict", "--tg-chained"});
     const long long budget = a.get_int("--memory", 0, 1);
     const Problem pb = parse_problem(a, kUsage);
     auto check_layouts = [&pb](int ranks) {
@@ -83,6 +88,18 @@ int cmd_plan(int argc, char** argv) {
       detail::fail("element size mismatch: source esize=", pb.src.elem_size(), ", target esize=", pb.dst.elem_size());
     err = pb.region.check(pb.src.shape(), pb.dst.shape());
     if (!err.empty()) detail::fail(err);
+    if (a.has("--dot")) {
+      TaskgraphOptions tg;
+      tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
+      tg.isolate_segments = !a.has("--tg-chained");
+      const std::string dot = taskgraph_dot(pb.src, pb.dst, pb.region, P, tg);
+      const std::string file = a.get("--dot", "");
+      std::FILE* f = std::fopen(file.c_str(), "w");
+      if (!f) detail::fail("--dot: cannot write ", file);
+      std::fputs(dot.c_str(), f);
+      std::fclose(f);
+      std::printf("task graph: %s\n", file.c_str());
+    }
     const int top = static_cast<int>(a.get_int("--top", 10, 0, INT_MAX));
     const int only = static_cast<int>(a.get_int("--rank", -1, 0, INT_MAX));
     if (only >= P) detail::fail("--rank ", only, " must be < --ranks ", P);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "cli.hpp"
@@ -46,6 +47,22 @@ options:
                    seconds on a rank: a rank that stopped or hangs, or died
                    while the launcher keeps the job alive; the rank prints which
                    step (default: no limit; MPI starts with MPI_THREAD_MULTIPLE)
+  taskgraph strategy (paper 000 sec. 6.2, docs/taskgraph.md):
+  --tg-threads N   worker threads per rank (default 1; one rank with N > 1:
+                   launch with --bind-to none)
+  --tg-batch N     at most N target tile columns of Send tasks exposed per tile
+                   row (control dependencies); auto: the paper's choice
+                   (default); 0: no bound
+  --tg-chained     receive the segments of a target tile one after another
+                   (default: isolated, in parallel, joined by Finish)
+  --tg-whole-tiles send each segment's whole source tile (default: only the
+                   segment's bytes, dynamic volume)
+  --tg-funneled    only the communication thread posts messages (default:
+                   workers post their own, multiple_send)
+  --tg-eager B     payloads up to B bytes ride inside the activation message
+                   (default 16384; 0: none)
+  MPI starts with MPI_THREAD_MULTIPLE when taskgraph may run (it falls back to
+  funneled otherwise).
   --help           this text
 
 exit codes: 0 verified, 1 a wrong element, 2 bad input (the same message on
@@ -100,12 +117,22 @@ int cmd_run(int argc, char** argv) {
   // The watchdog's thread may call MPI_Abort: MPI_THREAD_MULTIPLE, only then
   // (the thread level is chosen before MPI starts, so before the options are parsed).
   const bool watch = has_option(argc, argv, 2, "--timeout");
+  // taskgraph's workers post their own messages: MPI_THREAD_MULTIPLE when it may run.
+  bool taskgraph = true;
+  for (int i = 2; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--strategy")) {
+      const std::string s = argv[i + 1];
+      taskgraph = s.find("taskgraph") != std::string::npos || s.find("all") != std::string::npos ||
+                  s.find("auto") != std::string::npos;
+    }
   return run_with_mpi(argc, argv, "run", [&](int rank, int size) {
     // Everything is checked (collectively where it needs the ranks) before any
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
-                              {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout"},
-                              {"--no-verify", "--json", "--help"}, {"--test-ready-file"});
+                              {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
+                               "--tg-threads", "--tg-batch", "--tg-eager"},
+                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled"},
+                              {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
@@ -118,6 +145,13 @@ int cmd_run(int argc, char** argv) {
     opt.max_buffer_bytes = a.get_int("--memory", 0, 1);
     // make_plan checks the budget against the plan's strategy: the one named, else auto (something fits).
     if (opt.max_buffer_bytes > 0) opt.strategy = names.size() == 1 ? names[0] : std::string(kAuto);
+    TaskgraphOptions& tg = opt.taskgraph;
+    tg.threads = static_cast<int>(a.get_int("--tg-threads", 1, 1, 1024));
+    tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
+    tg.isolate_segments = !a.has("--tg-chained");
+    tg.dynamic_volume = !a.has("--tg-whole-tiles");
+    tg.multiple_send = !a.has("--tg-funneled");
+    tg.eager_limit = a.get_int("--tg-eager", tg.eager_limit, 0);
     const int timeout = static_cast<int>(a.get_int("--timeout", 0, 1, INT_MAX));
     std::unique_ptr<harness::Watchdog> watchdog;
     if (timeout > 0) watchdog = std::make_unique<harness::Watchdog>(timeout, "redist run", rank);
@@ -246,7 +280,7 @@ int cmd_run(int argc, char** argv) {
     }
     if (size > 64) std::printf("  ... %d more ranks\n", size - 64);
     return res.ok() ? 0 : 1;
-  }, watch);
+  }, watch || taskgraph);
 }
 
 }  // namespace redist::cli

@@ -19,7 +19,8 @@ usage:
                                                         cost model (--strategy auto)
   mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
                                                         beside pdgemr2d; compare SRC DST;
-                                                        pingpong|sched|tasks|cholesky
+                                                        pingpong|sched|tasks|cholesky;
+                                                        taskgraph (its optimizations)
   mpirun -np P redist repartition [options]             paper 003: a 3-D volume onto a
                                                         patch grid, greedy/balanced,
                                                         per-patch/per-rank

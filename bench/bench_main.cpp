@@ -29,12 +29,17 @@ namespace {
 const char* kUsage =
     "redist bench SUITE [--out DIR] [--reps N] [--scale S] [--smoke] [--no-plots] [--launches-note]\n"
     "redist bench compare SRC DST [REGION] [--out DIR] [--reps N]\n"
+    "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
     "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
+    "  taskgraph suites (paper 000 sec. 8.2, docs/taskgraph.md): each times the taskgraph\n"
+    "  strategy with one optimization switched (batch Fig. 6a, isolate_segments Fig. 6b,\n"
+    "  dynamic_volume Fig. 7, multiple_send and eager payloads Fig. 8) beside its base\n"
+    "  and p2p, and prints each variant's speedup over the base; `taskgraph` runs all four.\n"
     "  Times every redist strategy, auto and ScaLAPACK's pdgemr2d (2-D block-cyclic\n"
     "  local_array cases only) on each case, interleaved, after one verified warm-up\n"
     "  each; prints bandwidth (paper 000 Eq. 3), its ratio to the bound (Eq. 5) and\n"
@@ -48,6 +53,8 @@ const char* kUsage =
     "  --scale S        multiplies the array sizes (default 1)\n"
     "  --smoke          two small cases per suite, --reps 2, --scale 0.1 unless given\n"
     "  --no-plots       do not run bench/plot.py at the end\n"
+    "  --threads N      worker threads per rank of the taskgraph strategy (default 1;\n"
+    "                   with one rank and N > 1 launch with --bind-to none)\n"
     "  --launches-note  print how the ranks are placed (ranks per node vs cores)\n"
     "  --inject-error   testing only: corrupt one target element after the first\n"
     "                   warm-up, to show that a wrong result fails the run\n"
@@ -89,6 +96,25 @@ Case compare_case(const std::vector<std::string>& pos) {
   return c;
 }
 
+// Taskgraph suites: each variant's speedup over the base `taskgraph`, measured in
+// this run (and, for dynamic_volume, its share of the theoretical speedup).
+void print_effects(const Case& c, const harness::CaseResult& r) {
+  auto median = [&r](const std::string& name) {
+    for (const harness::MethodResult& m : r.methods)
+      if (m.name == name) return m.median;
+    return 0.0;
+  };
+  const double base = median("taskgraph");
+  for (const Variant& v : c.variants) {
+    const double t = median(v.name);
+    if (!(base > 0 && t > 0)) continue;
+    std::printf("  effect: %-26s %6.2fx the speed of taskgraph (%s)", v.name.c_str(), base / t, c.name.c_str());
+    if (c.theory > 1)
+      std::printf(", theory %.2fx: %.0f%% of it", c.theory, 100.0 * (base / t) / c.theory);
+    std::printf("\n");
+  }
+}
+
 // Runs one case on every rank; the result is the same on every rank.
 harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>& machine, int reps,
                              bool inject_error) {
@@ -101,11 +127,29 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     region = c.region.empty() ? Region::whole(src.shape()) : Region::parse(c.region);
     Options opt;
     opt.machine = machine;  // one model for the whole run: auto and the predictions
+    opt.taskgraph = c.base;
     run = std::make_unique<harness::CaseRun>(src, dst, region, MPI_COMM_WORLD, opt);
   } catch (const std::exception& e) {
     fail(c.name + ": " + e.what());
   }
-  if (c.strategies.empty()) {
+  // Taskgraph suites: the base, its variants (plans of their own on the same
+  // storage) and p2p for scale; the other suites: every strategy and auto.
+  std::vector<Plan> variant_plans;
+  if (!c.variants.empty()) {
+    run->add_strategy("taskgraph");
+    run->add_strategy("p2p");
+    for (const Variant& v : c.variants) {
+      Options o;
+      o.taskgraph = v.opt;
+      variant_plans.push_back(make_plan(src, dst, region, MPI_COMM_WORLD, o));
+    }
+    for (size_t i = 0; i < c.variants.size(); ++i) {
+      Plan* plan = &variant_plans[i];
+      const void* a = run->source().data();
+      void* b = run->target().data();
+      run->add_method(c.variants[i].name, [plan, a, b] { plan->execute(a, b, "taskgraph"); });
+    }
+  } else if (c.strategies.empty()) {
     for (const std::string& s : strategy_names()) run->add_strategy(s);
     run->add_strategy(std::string(kAuto));
   } else {
@@ -193,12 +237,15 @@ void plot(const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // The taskgraph strategy's workers post their own messages (multiple_send):
+  // MPI_THREAD_MULTIPLE, as `redist run` asks for when threads are used.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
   std::string suite, out;
   std::vector<std::string> positional;
-  int reps = 5;
+  int reps = 5, threads = 1;
   double scale = 0;
   bool smoke = false, launches_note = false, inject_error = false, plots = true;
   for (int i = 1; i < argc; ++i) {
@@ -215,6 +262,9 @@ int main(int argc, char** argv) {
     } else if (a == "--scale" && has_value) {
       scale = std::atof(argv[++i]);
       if (!(scale > 0)) fail("--scale needs a positive number");
+    } else if (a == "--threads" && has_value) {
+      threads = std::atoi(argv[++i]);
+      if (threads < 1) fail("--threads needs a number >= 1");
     } else if (a == "--smoke") {
       smoke = true;
     } else if (a == "--no-plots") {
@@ -240,7 +290,8 @@ int main(int argc, char** argv) {
   if (scale == 0) scale = 1;
   if (reps < 1) fail("--reps must be >= 1");
   const std::vector<Case> cases =
-      suite == "compare" ? std::vector<Case>{compare_case(positional)} : make_suite(suite, nranks_, scale, smoke);
+      suite == "compare" ? std::vector<Case>{compare_case(positional)}
+                         : make_suite(suite, nranks_, scale, smoke, threads);
   if (cases.empty()) fail("unknown suite '" + suite + "' (see --help)");
   if (out.empty()) out = "results/" + suite;
 
@@ -270,6 +321,7 @@ int main(int argc, char** argv) {
     if (rank_ == 0) {
       progress_done(stderr);
       print_case(stdout, r, i + 1, cases.size());
+      if (!cases[i].variants.empty()) print_effects(cases[i], r);
     }
     report.add(std::move(r));
     if (rank_ == 0 && !report.write(out)) std::fprintf(stderr, "redist bench: cannot write to %s\n", out.c_str());

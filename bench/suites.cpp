@@ -157,7 +157,104 @@ std::vector<Case> repartition(int p, double scale) {
   return out;
 }
 
+// ------------------------------------------------ taskgraph suites (paper 000 sec. 8.2)
+// The optimization suites' base: no batch (as measured in docs/taskgraph.md), so
+// that each suite switches one thing.
+TaskgraphOptions tg(int threads) {
+  TaskgraphOptions o;
+  o.threads = threads;
+  o.batch = 0;
+  return o;
+}
+
+std::string bct(long m, long n, long mb, long nb, const std::string& grid) {
+  return s(m) + "x" + s(n) + " tile=" + s(mb) + "x" + s(nb) + " block_cyclic grid=" + grid;
+}
+
+// Fig. 6a: Ms = Mt = 2000, tiles 100x100, Ns growing; batch (control
+// dependencies bounding the Send tasks exposed) against none.
+std::vector<Case> ctl_batch(int p, double scale, int threads) {
+  std::vector<Case> out;
+  const long m = scaled(2000, scale), t = std::max(4L, std::lround(100 * scale));
+  for (long ns : {2000L, 4000L, 8000L, 16000L}) {
+    const long n = scaled(ns, scale);
+    Case c{"ctl_batch", "taskgraph", "Ns=" + s(ns), double(ns), "Ns (at scale 1)", bct(m, n, t, t, "1x" + s(p)),
+           bct(m, n, t, t, s(p) + "x1"), "", false};
+    c.base = tg(threads);
+    c.base.batch = 0;  // the base exposes every Send at once
+    TaskgraphOptions b = c.base;
+    b.batch = TaskgraphOptions::kBatchAuto;
+    c.variants = {{"taskgraph batch=auto", b}};
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Fig. 6b: 10000^2 (scaled: 3000^2 at scale 1 here), MBs = 100, MBt growing:
+// more segments per target tile; isolate_segments against a chain.
+std::vector<Case> ctl_isolate(int p, double scale, int threads) {
+  std::vector<Case> out;
+  const long n = scaled(3000, scale), mbs = std::max(4L, std::lround(100 * scale));
+  for (long mbt : {100L, 200L, 400L, 800L}) {
+    const long t = std::max(4L, std::lround(mbt * scale));
+    Case c{"ctl_isolate", "taskgraph", "MBt=" + s(mbt), double(mbt), "target tile MBt (at scale 1)",
+           bct(n, n, mbs, mbs, "1x" + s(p)), bct(n, n, t, t, s(p) + "x1"), "", false};
+    c.base = tg(threads);
+    TaskgraphOptions b = c.base;
+    b.isolate_segments = false;
+    c.variants = {{"taskgraph chained", b}};
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Fig. 7: target tiles 100x100, source tiles larger: without dynamic volume each
+// segment carries its whole source tile, (MBs/MBt)(NBs/NBt) times the bytes.
+std::vector<Case> dynamic_volume(int p, double scale, int threads) {
+  std::vector<Case> out;
+  const long n = scaled(2000, scale), mbt = std::max(4L, std::lround(100 * scale));
+  for (long k : {1L, 2L, 4L}) {
+    const long mbs = mbt * k;
+    Case c{"dynamic_volume", "taskgraph", "MBs/MBt=" + s(k), double(k * k), "MBs/MBt * NBs/NBt",
+           bct(n, n, mbs, mbs, "1x" + s(p)), bct(n, n, mbt, mbt, s(p) + "x1"), "", false};
+    c.base = tg(threads);
+    c.base.dynamic_volume = false;  // the base here is the whole-tile transfer
+    TaskgraphOptions b = c.base;
+    b.dynamic_volume = true;
+    c.variants = {{"taskgraph dynamic_volume", b}};
+    c.theory = double(k * k);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Fig. 8: 10x10 tiles: tens of thousands of small segments; multiple_send and
+// eager payloads against the funneled, rendezvous-only runtime.
+std::vector<Case> multiple_send(int p, double scale, int threads) {
+  std::vector<Case> out;
+  for (long n0 : {1000L, 2000L}) {
+    const long n = scaled(n0, scale);
+    Case c{"multiple_send", "taskgraph", s(n0) + "^2 tiles 10", double(n0), "N (at scale 1)",
+           bct(n, n, 10, 10, "1x" + s(p)), bct(n, n, 10, 10, s(p) + "x1"), "", false};
+    c.base = tg(threads);
+    c.base.multiple_send = false;
+    c.base.eager_limit = 0;
+    TaskgraphOptions ms = c.base, eager = c.base, both = c.base;
+    ms.multiple_send = true;
+    eager.eager_limit = 16384;
+    both.multiple_send = true, both.eager_limit = 16384;
+    c.variants = {{"taskgraph multiple_send", ms}, {"taskgraph eager", eager}, {"taskgraph both", both}};
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
+
+const std::vector<std::string>& taskgraph_suite_names() {
+  static const std::vector<std::string> names = {"ctl_batch", "ctl_isolate", "dynamic_volume", "multiple_send"};
+  return names;
+}
 
 const std::vector<std::string>& suite_names() {
   static const std::vector<std::string> names = {"categories", "volume", "scatter",  "gather",
@@ -165,11 +262,11 @@ const std::vector<std::string>& suite_names() {
   return names;
 }
 
-std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool smoke) {
+std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool smoke, int threads) {
   std::vector<Case> out;
-  if (suite == "all") {
-    for (const std::string& name : suite_names()) {
-      auto part = make_suite(name, p, scale, smoke);
+  if (suite == "all" || suite == "taskgraph") {
+    for (const std::string& name : suite == "all" ? suite_names() : taskgraph_suite_names()) {
+      auto part = make_suite(name, p, scale, smoke, threads);
       out.insert(out.end(), part.begin(), part.end());
     }
     return out;
@@ -182,6 +279,12 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "submatrix") out = submatrix(p, scale);
   else if (suite == "fine") out = fine(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);
+  else if (suite == "ctl_batch") out = ctl_batch(p, scale, threads);
+  else if (suite == "ctl_isolate") out = ctl_isolate(p, scale, threads);
+  else if (suite == "dynamic_volume") out = dynamic_volume(p, scale, threads);
+  else if (suite == "multiple_send") out = multiple_send(p, scale, threads);
+  for (Case& c : out)
+    if (c.variants.empty()) c.base.threads = threads;  // taskgraph beside the others
   if (smoke && out.size() > 2) out = {out.front(), out.back()};
   return out;
 }

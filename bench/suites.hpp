@@ -5,7 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "redist/exec.hpp"
+
 namespace redist::bench {
+
+// One more method of a taskgraph suite: the strategy with other switches
+// (paper 000 sec. 6.2), timed beside the default `taskgraph` on the same storage.
+struct Variant {
+  std::string name;  // "taskgraph batch=auto"
+  TaskgraphOptions opt;
+};
 
 struct Case {
   std::string suite, series, name;  // series: a line of the suite's plot
@@ -14,13 +23,22 @@ struct Case {
   std::string src, dst, region;      // spec strings; region empty: the whole array
   bool alltoall = false;             // also time MPI_Alltoall of the same volume
   std::vector<std::string> strategies = {};  // the strategies to time; empty: every one and auto
+  // Taskgraph suites: `taskgraph` (base) and these variants, plus p2p for scale;
+  // `theory`: the speedup the last variant should have over the base at most
+  // (dynamic_volume: MBs/MBt * NBs/NBt), 0 for none.
+  TaskgraphOptions base{};
+  std::vector<Variant> variants{};
+  double theory = 0;
 };
 
 // Suite names in the order `all` runs them.
 const std::vector<std::string>& suite_names();
+// The taskgraph optimization suites (paper 000 sec. 8.2), what `taskgraph` runs.
+const std::vector<std::string>& taskgraph_suite_names();
 // The cases of `suite` ("all": every suite) for `ranks` ranks, sizes times
 // `scale`. `smoke`: the first and last case of each suite only. Empty for an
 // unknown suite.
-std::vector<Case> make_suite(const std::string& suite, int ranks, double scale, bool smoke);
+// `threads`: the taskgraph strategy's worker threads per rank (--threads).
+std::vector<Case> make_suite(const std::string& suite, int ranks, double scale, bool smoke, int threads = 1);
 
 }  // namespace redist::bench

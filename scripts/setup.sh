@@ -4,6 +4,7 @@
 # Python: a venv in .venv with pytest (and later numpy/matplotlib for plots).
 #
 #   scripts/setup.sh          what `make demo` and `make test` need
+#   scripts/setup.sh docs     also graphviz (`dot`: docs/taskgraph.md's task graph picture)
 #   scripts/setup.sh fuzz     also clang-14, libFuzzer's runtime (libclang-rt-14-dev:
 #                             libclang_rt.fuzzer*.a is not in clang-14 itself) and
 #                             llvm-14 (llvm-symbolizer, for sanitizer stacks): `make fuzz`
@@ -18,7 +19,8 @@ pkgs=(g++ cmake ninja-build make pkg-config
 for extra in "$@"; do
   case "$extra" in
     fuzz) pkgs+=(clang-14 libclang-rt-14-dev llvm-14) ;;
-    *) echo "setup.sh: unknown extra '$extra' (known: fuzz)" >&2; exit 2 ;;
+    docs) pkgs+=(graphviz) ;;
+    *) echo "setup.sh: unknown extra '$extra' (known: fuzz, docs)" >&2; exit 2 ;;
   esac
 done
 

@@ -22,7 +22,7 @@ STANDS_ON = {
     "kernels": ["geometry"],
     "mpi": ["error"],
     "cost": ["plan", "mpi", "kernels"],
-    "exec": ["cost"],
+    "exec": ["cost", "runtime"],     # the taskgraph strategy runs on the task runtime
     "pattern": ["plan"],             # the serial oracle: no MPI, used by the planner's tests
     "harness": ["exec", "pattern"],
     "runtime": ["layout", "mpi"],    # the task runtime stands on the core's layouts only

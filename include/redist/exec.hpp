@@ -49,6 +49,31 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 index_t extra_memory(const RankPlan& rp, std::string_view strategy);
 
 // --------------------------------------------------------------------- options
+// The `taskgraph` strategy's switches (paper 000, sec. 6.2; docs/taskgraph.md):
+// each optimization of the paper on its own, so that its effect can be measured.
+struct TaskgraphOptions {
+  static constexpr index_t kBatchAuto = -1;
+  int threads = 1;  // worker threads per rank (the runtime's Options::threads)
+  // Control dependencies that let the Send tasks of at most `batch` target tile
+  // columns (last dimension) per tile row be exposed at once: 0 none, kBatchAuto
+  // (default) the paper's choice (lcm(Qs*SNBs, Qt*SNBt) for two block-cyclic
+  // layouts, else min(target tile columns, ranks)).
+  index_t batch = kBatchAuto;
+  // Receive tasks of one target tile run in parallel, joined by Finish; off: they
+  // run one after another (a chain through the tile).
+  bool isolate_segments = true;
+  // Send only the segment's bytes; off: the whole source tile travels.
+  bool dynamic_volume = true;
+  // Workers post their own activation messages (MPI_THREAD_MULTIPLE needed; without
+  // it the strategy falls back to the funneled mode); off: the communication thread
+  // posts every message.
+  bool multiple_send = true;
+  // Payloads up to this many bytes travel inside the activation message (0: none).
+  index_t eager_limit = 16384;
+  // Check every local edge of the graph both ways before each run (the tests).
+  bool validate = false;
+};
+
 struct Options {
   // The strategy execute() runs when none is named ("auto" allowed).
   std::string strategy = "p2p";
@@ -68,9 +93,16 @@ struct Options {
   // there is none. A plan made without a model cannot run auto.
   std::shared_ptr<const Machine> machine;
   std::string calibration;
+  TaskgraphOptions taskgraph;
 };
 
 class PlanImpl;
+
+// The `taskgraph` strategy's task graph (Init/Send/Receive/Finish) for this
+// redistribution on `ranks` ranks, unrolled into Graphviz DOT (docs/taskgraph.md).
+// No MPI; meant for small cases. Throws redist::Error on invalid layouts or region.
+std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& region, int ranks,
+                          const TaskgraphOptions& options = {});
 
 class Plan {
  public:

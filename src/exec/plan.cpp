@@ -139,7 +139,12 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                       {"options differ",
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
                                    " max_buffer_bytes=", options.max_buffer_bytes,
-                                   " calibration=", options.calibration, " machine=", options.machine ? "given" : "none")}},
+                                   " calibration=", options.calibration,
+                                   " machine=", options.machine ? "given" : "none",
+                                   " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
+                                   options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
+                                   options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
+                                   options.taskgraph.validate)}},
                      "every rank must pass the same");
 }
 
@@ -372,6 +377,12 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
   if (err.empty() && options.max_buffer_bytes < 0)
     err = detail::cat("options.max_buffer_bytes must be >= 0 (0: no budget), got ", options.max_buffer_bytes);
+  if (err.empty() && options.taskgraph.threads < 1)
+    err = detail::cat("options.taskgraph.threads must be >= 1, got ", options.taskgraph.threads);
+  if (err.empty() && options.taskgraph.batch < TaskgraphOptions::kBatchAuto)
+    err = detail::cat("options.taskgraph.batch must be >= 0 (columns) or -1 (auto), got ", options.taskgraph.batch);
+  if (err.empty() && options.taskgraph.eager_limit < 0)
+    err = detail::cat("options.taskgraph.eager_limit must be >= 0, got ", options.taskgraph.eager_limit);
   if (err.empty()) try {
       check_strategy(options.strategy);
     } catch (const Error& e) {

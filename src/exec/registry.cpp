@@ -14,7 +14,8 @@
   X(phased)                  \
   X(phased_sendrecv)         \
   X(phased_unsync)           \
-  X(phased_dt)
+  X(phased_dt)              \
+  X(taskgraph)
 
 namespace redist {
 namespace detail {

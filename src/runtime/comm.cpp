@@ -44,8 +44,13 @@ int reap(std::vector<MPI_Request>& reqs, std::vector<T>& items, std::vector<T>& 
     if (reqs[j] == MPI_REQUEST_NULL) {  // completed just now: Testsome nulls it
       done.push_back(std::move(items[j]));
     } else {
-      reqs[w] = reqs[j];
-      items[w++] = std::move(items[j]);
+      // Never move an item onto itself: a self-moved vector is left empty and its
+      // buffer freed while its send is still in flight (garbage on the wire).
+      if (w != j) {
+        reqs[w] = reqs[j];
+        items[w] = std::move(items[j]);
+      }
+      ++w;
     }
   }
   reqs.resize(w);

@@ -1,0 +1,303 @@
+// `taskgraph`: the redistribution of paper 000 (sec. 5, 6) as a parameterized task
+// graph on our runtime (src/runtime, paper 004), not as a loop over the plan. Four
+// task classes; t is a target tile touched by the region (a linear index over the
+// box of such tiles, column-major, so that one multi-index of any dimension fits
+// one parameter) and k one of the source tiles overlapping it (column-major over
+// the product of the 1-D overlap lists of its dimensions):
+//   Init(t)       on t's owner: opens the tile (the first link of its chain);
+//   Send(t, k)    on the source tile's owner: packs the segment (or, without
+//                 dynamic_volume, the whole source tile) when the target is remote;
+//   Receive(t, k) on t's owner: writes the segment, from the Send's data when
+//                 remote, straight from the source storage when local (no MPI);
+//   Finish(t)     on t's owner: the join of the tile's Receives.
+// Execution spaces and dependencies are functions of (t, k) evaluated from the
+// layouts' 1-D overlap lists, never an unrolled graph. Optimizations (sec. 6.2)
+// are the TaskgraphOptions switches; docs/taskgraph.md.
+#include <numeric>
+
+#include "exec/pack.hpp"
+#include "cost/model.hpp"
+#include "kernels/copy.hpp"
+#include "mpi/agree.hpp"
+#include "redist/runtime/dot.hpp"
+#include "redist/runtime/runtime.hpp"
+
+namespace redist::detail {
+namespace {
+
+namespace rt = redist::runtime;
+using rt::Span;
+using rt::TaskContext;
+using rt::Targets;
+
+// Along one dimension: the target tiles the region touches, and for each the
+// source tiles its part of the region overlaps (paper 000 Alg. 1, in 1-D).
+struct DimOverlap {
+  index_t t0 = 0, nt = 0;               // target tiles t0 .. t0 + nt - 1
+  std::vector<index_t> s_first, s_num;  // per target tile: first overlapping source tile, how many
+};
+
+class TaskGraphStrategy final : public Strategy {
+ public:
+  explicit TaskGraphStrategy(PlanCore& p) : Strategy(p), opt_(p.options.taskgraph), nd_(p.dst.ndim()) {
+    const Region& r = p.region;
+    tiles_ = 1;
+    for (int d = 0; d < nd_; ++d) {
+      DimOverlap& o = dims_[d];
+      const DimPartition& tp = p.dst.partition(d);
+      const DimPartition& sp = p.src.partition(d);
+      if (r.size[d] > 0) {
+        o.t0 = tp.tile_of(r.dst_offset[d]);
+        o.nt = tp.tile_of(r.dst_offset[d] + r.size[d] - 1) - o.t0 + 1;
+      }
+      for (index_t j = 0; j < o.nt; ++j) {
+        const Interval piece = intersect(tp.tile_interval(o.t0 + j), {r.dst_offset[d], r.size[d]});
+        const index_t lo = piece.lo - r.dst_offset[d] + r.src_offset[d];
+        o.s_first.push_back(sp.tile_of(lo));
+        o.s_num.push_back(sp.tile_of(lo + piece.size - 1) - o.s_first.back() + 1);
+      }
+      tiles_ *= o.nt;
+    }
+    rows_ = nd_ > 0 && dims_[nd_ - 1].nt > 0 ? tiles_ / dims_[nd_ - 1].nt : 0;
+    batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
+    build();
+  }
+
+  void run(const SrcBlocks& src, const DstBlocks& dst) override {
+    if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
+    src_ = &src;
+    dst_ = &dst;
+    rt::Options o;
+    o.threads = opt_.threads;
+    o.eager_limit = static_cast<std::size_t>(opt_.eager_limit);
+    o.validate = opt_.validate;
+    o.comm_mode = opt_.multiple_send && thread_level_ >= MPI_THREAD_MULTIPLE ? rt::CommMode::multiple
+                                                                               : rt::CommMode::funneled;
+    stats_ = rt::run(graph_, plan_.comm, o);
+    src_ = nullptr;
+    dst_ = nullptr;
+  }
+
+  rt::TaskGraph& graph() { return graph_; }
+
+ private:
+  struct Seg {
+    Coord tile, stile;  // target and source tile
+    Box box;            // the segment, in target coordinates
+  };
+
+  Coord target_tile(index_t t) const {
+    Coord c(nd_);
+    for (int d = 0; d < nd_; ++d) c[d] = dims_[d].t0 + t % dims_[d].nt, t /= dims_[d].nt;
+    return c;
+  }
+  // Source tiles overlapping target tile t (>= 1 for every t in the space).
+  index_t overlaps(index_t t) const {
+    index_t k = 1;
+    for (int d = 0; d < nd_; ++d) k *= dims_[d].s_num[t % dims_[d].nt], t /= dims_[d].nt;
+    return k;
+  }
+  Seg segment(index_t t, index_t k) const {
+    const Region& r = plan_.region;
+    Seg s{Coord(nd_), Coord(nd_), {Coord(nd_), Coord(nd_)}};
+    for (int d = 0; d < nd_; ++d) {
+      const DimOverlap& o = dims_[d];
+      const index_t j = t % o.nt;
+      t /= o.nt;
+      s.tile[d] = o.t0 + j;
+      s.stile[d] = o.s_first[j] + k % o.s_num[j];
+      k /= o.s_num[j];
+      Interval in = intersect(plan_.dst.partition(d).tile_interval(s.tile[d]), {r.dst_offset[d], r.size[d]});
+      const Interval st = plan_.src.partition(d).tile_interval(s.stile[d]);
+      in = intersect(in, {st.lo - r.src_offset[d] + r.dst_offset[d], st.size});
+      s.box.lo[d] = in.lo;
+      s.box.size[d] = in.size;
+    }
+    return s;
+  }
+  Coord source_point(const Coord& g) const {
+    Coord c(nd_);
+    for (int d = 0; d < nd_; ++d) c[d] = g[d] - plan_.region.dst_offset[d] + plan_.region.src_offset[d];
+    return c;
+  }
+  int target_owner(index_t t) const { return plan_.dst.owner(target_tile(t)); }
+  bool remote(index_t t, index_t k) const {
+    const Seg s = segment(t, k);
+    return plan_.src.owner(s.stile) != plan_.dst.owner(s.tile);
+  }
+  index_t column(index_t t) const { return rows_ > 0 ? t / rows_ : 0; }
+  index_t columns() const { return nd_ > 0 ? dims_[nd_ - 1].nt : 0; }
+
+  // Paper 000 sec. 6.2.1: lcm(Qs*SNBs, Qt*SNBt) for two block-cyclic layouts (the
+  // last dimension is the columns), else min(ceil(size_col / NBt), ranks).
+  index_t auto_batch() const {
+    const Ownership& so = plan_.src.ownership();
+    const Ownership& to = plan_.dst.ownership();
+    if (nd_ > 0 && so.per_dimension() && to.per_dimension()) {
+      const int d = nd_ - 1;
+      const index_t qs = so.bc().grid[d] * std::max<index_t>(1, so.bc().super.ndim() ? so.bc().super[d] : 1);
+      const index_t qt = to.bc().grid[d] * std::max<index_t>(1, to.bc().super.ndim() ? to.bc().super[d] : 1);
+      return std::max<index_t>(1, std::lcm(qs, qt));
+    }
+    return std::max<index_t>(1, std::min<index_t>(columns(), plan_.size));
+  }
+
+  void build();
+  void send_body(TaskContext& c, index_t t, index_t k) const;
+  void receive_body(TaskContext& c, index_t t, index_t k) const;
+
+  TaskgraphOptions opt_;
+  int nd_;
+  std::array<DimOverlap, kMaxDims> dims_;
+  index_t tiles_ = 0, rows_ = 0, batch_ = 0;
+  int thread_level_ = -1;  // MPI's, asked on the first run
+  rt::TaskGraph graph_;
+  const SrcBlocks* src_ = nullptr;
+  const DstBlocks* dst_ = nullptr;
+  rt::Stats stats_;
+};
+
+void TaskGraphStrategy::build() {
+  auto& init = graph_.task_class("Init");
+  auto& send = graph_.task_class("Send");
+  auto& recv = graph_.task_class("Receive");
+  auto& fin = graph_.task_class("Finish");
+  const index_t last = tiles_ - 1;
+  auto kmax = [this](auto t) { return overlaps(t) - 1; };
+
+  init.param("t", 0, last).affinity([this](auto t) { return target_owner(t); });
+  send.param("t", 0, last).param("k", 0, kmax).affinity([this](auto t, auto k) {
+    return plan_.src.owner(segment(t, k).stile);
+  });
+  recv.param("t", 0, last).param("k", 0, kmax).affinity([this](auto t) { return target_owner(t); });
+  fin.param("t", 0, last).affinity([this](auto t) { return target_owner(t); });
+
+  // The segment's bytes: remote ones only; local segments are copied by Receive.
+  send.flow("seg")
+      .out_if([this](auto t, auto k) { return remote(t, k); }, rt::to(recv, "seg", [](auto t, auto k) {
+        return Targets{t, k};
+      }));
+  recv.flow("seg", rt::Access::read)
+      .in_if([this](auto t, auto k) { return remote(t, k); }, rt::from(send, "seg", [](auto t, auto k) {
+        return Targets{t, k};
+      }));
+
+  // The tile's chain Init -> Receive(s) -> Finish: with isolate_segments the
+  // Receives of a tile are independent, joined by Finish (sec. 6.2.1); without,
+  // they run one after another.
+  if (opt_.isolate_segments) {
+    init.control("tile").out(rt::to(recv, "tile", [kmax](auto t) { return Targets{t, Span{0, kmax(t)}}; }));
+    recv.control("tile").in(rt::from(init, "tile", [](auto t) { return Targets{t}; }));
+    recv.control("done").out(rt::to(fin, "done", [](auto t) { return Targets{t}; }));
+    fin.control("done").in(rt::from(recv, "done", [kmax](auto t) { return Targets{t, Span{0, kmax(t)}}; }));
+  } else {
+    init.control("tile").out(rt::to(recv, "tile", [](auto t) { return Targets{t, 0}; }));
+    recv.control("tile")
+        .in_if([](auto /*t*/, auto k) { return k == 0; }, rt::from(init, "tile", [](auto t) { return Targets{t}; }))
+        .otherwise(rt::from(recv, "tile", [](auto t, auto k) { return Targets{t, k - 1}; }))
+        .out_if([kmax](auto t, auto k) { return k < kmax(t); },
+                rt::to(recv, "tile", [](auto t, auto k) { return Targets{t, k + 1}; }))
+        .otherwise(rt::to(fin, "done", [](auto t) { return Targets{t}; }));
+    fin.control("done").in(rt::from(recv, "tile", [kmax](auto t) { return Targets{t, kmax(t)}; }));
+  }
+
+  // batch (sec. 6.2.1): the Sends of target tile (row, column c) wait for
+  // Finish(row, c - batch), so at most `batch` columns of each row are exposed.
+  if (batch_ > 0 && batch_ < columns()) {
+    const index_t b = batch_ * rows_, cols = columns();
+    send.control("batch").in_if([b](auto t) { return t >= b; },
+                                rt::from(fin, "batch", [b](auto t) { return Targets{t - b}; }));
+    fin.control("batch").out_if([this, b, cols](auto t) { return column(t) + batch_ < cols; },
+                                rt::to(send, "batch", [b, kmax](auto t) {
+                                  return Targets{t + b, Span{0, kmax(t + b)}};
+                                }));
+  }
+
+  init.body([](TaskContext&, auto /*t*/) {});
+  fin.body([](TaskContext&, auto /*t*/) {});
+  send.body([this](TaskContext& c, auto t, auto k) { this->send_body(c, t, k); });
+  recv.body([this](TaskContext& c, auto t, auto k) { this->receive_body(c, t, k); });
+}
+
+void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
+  if (!remote(t, k)) return;  // a local segment: its Receive copies it
+  const Seg s = segment(t, k);
+  const index_t es = plan_.rp.elem_size;
+  // dynamic_volume (sec. 6.2.2): only the segment; else the whole source tile,
+  // as a runtime moving whole tiles would.
+  const Box b = opt_.dynamic_volume ? Box{source_point(s.box.lo), s.box.size} : plan_.src.tile_box(s.stile);
+  rt::Data& d = c.allocate("seg", static_cast<std::size_t>(b.size.volume() * es));
+  const Address a = plan_.src_local->address(s.stile, b.lo);
+  copy_run(b.size, contiguous_run(b.size, a.strides), es, {1, 1}, src_->at(a, es), a.strides, {0, 0}, d.bytes(),
+           packed_strides(b.size), {0, 0});
+}
+
+void TaskGraphStrategy::receive_body(TaskContext& c, index_t t, index_t k) const {
+  const Seg s = segment(t, k);
+  const index_t es = plan_.rp.elem_size;
+  const Address to = plan_.dst_local->address(s.tile, s.box.lo);
+  std::byte* out = dst_->at(to, es);
+  const Coord from_lo = source_point(s.box.lo);
+  if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile)) {  // local: straight from the source, no MPI
+    const Address from = plan_.src_local->address(s.stile, from_lo);
+    const index_t run = std::min(contiguous_run(s.box.size, from.strides), contiguous_run(s.box.size, to.strides));
+    copy_run(s.box.size, run, es, {1, 1}, src_->at(from, es), from.strides, {0, 0}, out, to.strides, {0, 0});
+    return;
+  }
+  const std::byte* buf = c.data("seg").bytes();
+  Coord ps = packed_strides(s.box.size);
+  if (!opt_.dynamic_volume) {  // the segment inside the whole source tile
+    const Box tb = plan_.src.tile_box(s.stile);
+    ps = packed_strides(tb.size);
+    for (int d = 0; d < nd_; ++d) buf += (from_lo[d] - tb.lo[d]) * ps[d] * es;
+  }
+  const index_t run = std::min(contiguous_run(s.box.size, ps), contiguous_run(s.box.size, to.strides));
+  copy_run(s.box.size, run, es, {1, 1}, buf, ps, {0, 0}, out, to.strides, {0, 0});
+}
+
+// Per-task cost of the runtime (T_runtime of Eq. 1): a task's scheduling,
+// dependency bookkeeping and activation: 2000^2 with 10x10 tiles on 2 ranks runs
+// 80,000 tasks per rank in 68-75 ms here, about 1 us each (docs/taskgraph.md).
+constexpr double kTaskSeconds = 1e-6;
+
+// One message per remote segment, many in flight (as `segment`), each segment
+// packed and unpacked once, local ones copied once; plus T_runtime: Send and
+// Receive per segment, Init and Finish per target tile.
+Prediction predict(const RankPlan& rp, const Machine& m) {
+  const Rates rt = rates(rp, m, true);
+  const PlanStats& st = rp.stats;
+  auto side = [&](const std::vector<PeerPlan>& peers, index_t n) {
+    return message_time(peers, m) + static_cast<double>(n) * stream_cost(m, std::min<index_t>(n, 64));
+  };
+  Prediction p;
+  p.comm = std::max(side(rp.sends, st.segments_sent), side(rp.receives, st.segments_received));
+  p.memcpy = packed_copy_time(rp, rt);
+  const index_t tasks = st.segments_sent + st.segments_received + 2 * st.local_copies + 2 * st.target_tiles;
+  p.runtime = static_cast<double>(tasks) * kTaskSeconds;
+  return p;
+}
+
+}  // namespace
+
+StrategyEntry taskgraph_strategy() {
+  return entry<TaskGraphStrategy>(
+      "taskgraph", "paper 000's task graph on the runtime: Init/Send/Receive/Finish tasks per segment", predict);
+}
+
+}  // namespace redist::detail
+
+namespace redist {
+
+std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& region, int ranks,
+                          const TaskgraphOptions& options) {
+  for (const Layout* l : {&src, &dst})
+    if (std::string err = l->check(ranks); !err.empty()) detail::fail("taskgraph_dot: ", err);
+  if (std::string err = region.check(src.shape(), dst.shape()); !err.empty()) detail::fail("taskgraph_dot: ", err);
+  detail::PlanCore core;
+  core.src = src, core.dst = dst, core.region = region, core.size = ranks;
+  core.options.taskgraph = options;
+  detail::TaskGraphStrategy s(core);
+  return runtime::to_dot(s.graph(), ranks);
+}
+
+}  // namespace redist
