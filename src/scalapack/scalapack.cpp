@@ -113,8 +113,10 @@ int release_all(MPI_Comm, int, void*, void*) {
     u.plans.clear();
     if (u.comm != MPI_COMM_NULL) MPI_Comm_free(&u.comm);  // unchecked: finalizing, nothing to report to
   }
+  int keyval = state->keyval;
   delete state;
   state = nullptr;
+  MPI_Comm_free_keyval(&keyval);  // unchecked: finalizing, nothing to report to
   return MPI_SUCCESS;
 }
 

@@ -13,6 +13,8 @@
 // Execution spaces and dependencies are functions of (t, k) evaluated from the
 // layouts' 1-D overlap lists, never an unrolled graph. Optimizations (sec. 6.2)
 // are the TaskgraphOptions switches; docs/taskgraph.md.
+#include <algorithm>
+#include <climits>
 #include <numeric>
 
 #include "exec/pack.hpp"
@@ -37,8 +39,35 @@ struct DimOverlap {
   std::vector<index_t> s_first, s_num;  // per target tile: first overlapping source tile, how many
 };
 
+// The most elements a tile of `p` holds along its dimension.
+index_t max_tile_extent(const DimPartition& p) {
+  if (p.is_regular()) return std::min(p.tile(), p.extent());
+  index_t m = 0;
+  const std::vector<index_t>& b = p.bounds();
+  for (size_t i = 1; i < b.size(); ++i) m = std::max(m, b[i] - b[i - 1]);
+  return m;
+}
+
+// The most bytes one flow of the runtime may carry (an int count), against the
+// largest a Send task can produce: a segment (the intersection of a source and a
+// target tile), or a whole source tile without dynamic_volume.
+bool flows_fit(const PlanCore& p) {
+  double seg = static_cast<double>(p.src.elem_size()), tile = seg;
+  for (int d = 0; d < p.src.ndim(); ++d) {
+    const double s = static_cast<double>(max_tile_extent(p.src.partition(d)));
+    seg *= std::min(s, static_cast<double>(max_tile_extent(p.dst.partition(d))));
+    tile *= s;
+  }
+  return (p.options.taskgraph.dynamic_volume ? seg : tile) <= static_cast<double>(INT_MAX);
+}
+
 class TaskGraphStrategy final : public Strategy {
  public:
+  // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
+  // segments (tiles above 2 GiB) run p2p instead, which splits messages. Decided
+  // from the layouts alone, so the same on every rank.
+  bool available() override { return flows_fit(plan_); }
+
   explicit TaskGraphStrategy(PlanCore& p) : Strategy(p), opt_(p.options.taskgraph), nd_(p.dst.ndim()) {
     const Region& r = p.region;
     tiles_ = 1;
@@ -281,7 +310,8 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 
 StrategyEntry taskgraph_strategy() {
   return entry<TaskGraphStrategy>(
-      "taskgraph", "paper 000's task graph on the runtime: Init/Send/Receive/Finish tasks per segment", predict);
+      "taskgraph", "paper 000's task graph on the runtime: Init/Send/Receive/Finish tasks per segment", predict,
+      "p2p");
 }
 
 }  // namespace redist::detail
