@@ -253,7 +253,10 @@ class Balancer {
     int target = -1;
     std::vector<int> pred(N, -1);
     while (!q.empty()) {
-      const auto [d, u] = q.top();
+      // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+      const auto top = q.top();
+      const auto d = top.first;
+      const auto u = top.second;
       q.pop();
       if (done[u] || d != dr[u]) continue;
       if (deficit(u)) {
