@@ -17,19 +17,34 @@ namespace redist {
 
 // The part of the array to move: `size` elements per dimension, read at
 // `src_offset` in the source, written at `dst_offset` in the target.
+//
+// `axes` (empty: the identity) permutes the dimensions, as numpy.transpose does:
+// target dimension d reads source dimension axes[d], so in 2-D axes = {1, 0} is
+// the transpose, target(i, j) = source(j, i). `size` and `dst_offset` are in the
+// target's order of dimensions, `src_offset` in the source's: the source box is
+// src_offset + src_size(). The planner expresses every segment in the target's
+// order, with the source's strides permuted to it (docs/transforms.md).
 struct Region {
   Coord size;
   Coord src_offset;
   Coord dst_offset;
+  Coord axes = Coord();
 
   // The whole of `shape`, offsets 0.
   static Region whole(const Coord& shape);
-  // Parses "7000x7000 from=500x300 to=1000x0" (from/to default to 0).
+  // Parses "7000x7000 from=500x300 to=1000x0 axes=1,0" (from/to default to 0,
+  // axes to the identity; `transpose` is axes=1,0 for 2-D).
   static Region parse(const std::string& text);
   std::string str() const;
   bool empty() const;
   // Empty when the region fits both shapes, else what is wrong.
   std::string check(const Coord& src_shape, const Coord& dst_shape) const;
+  // Does it permute dimensions (axes given and not the identity)?
+  bool permutes() const;
+  // The source dimension target dimension d reads.
+  int src_dim(int d) const { return axes.ndim() ? static_cast<int>(axes[d]) : d; }
+  // The extent in the source's order of dimensions.
+  Coord src_size() const;
 };
 
 // A RUN of segments, the plan's unit (a compressed plan): one segment of `shape`
@@ -72,9 +87,9 @@ std::vector<Segment> expand(const Segment& run);
 std::vector<LocalCopy> expand(const LocalCopy& run);
 
 // Elements of the leading run of a box of `shape` that is contiguous in storage
-// with element strides `strides` (dimension 0 contiguous): the product of the
-// leading extents while each next stride equals the run so far (dimensions of
-// extent 1 are skipped).
+// with element strides `strides`: the product of the leading extents while each
+// next stride equals the run so far (dimensions of extent 1 are skipped); 1 when
+// dimension 0 is not contiguous (a source side permuted by Region::axes).
 index_t contiguous_run(const Coord& shape, const Coord& strides);
 
 // Everything exchanged with one peer, in message order: the message is the

@@ -27,8 +27,11 @@ MPI_Datatype byte_run(index_t bytes) {
 }
 
 MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
-  MPI_Datatype t = byte_run(shape[0] * es);
-  for (int d = 1; d < shape.ndim(); ++d) {
+  // Dimension 0 is contiguous unless a permuting region (Region::axes) gave it
+  // the stride of another source dimension: then one element per index.
+  const bool contiguous0 = st[0] == 1 || shape[0] == 1;
+  MPI_Datatype t = byte_run(contiguous0 ? shape[0] * es : es);
+  for (int d = contiguous0 ? 1 : 0; d < shape.ndim(); ++d) {
     if (shape[d] > INT_MAX)
       fail("alltoallw: a segment spans ", shape[d], " indices in dimension ", d,
            ", more than an MPI count holds; use the p2p strategy");

@@ -73,16 +73,23 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
     const index_t lin_dst = linear_index(g0, dst.shape());
     // The source's linear index at the region's first column of this row; along
     // dimension 0 it grows by one per element (linear_index is column-major).
-    index_t lin_src = 0;
+    // With a permuting region target dimension d reads source dimension
+    // region.src_dim(d): along target dimension 0 the source index grows by
+    // that dimension's column-major stride.
+    index_t lin_src = 0, step_src = 1;
     if (row_in) {
-      for (int d = 0; d < n; ++d) sg[d] = d == 0 ? region.src_offset[0] : g0[d] - region.dst_offset[d] + region.src_offset[d];
+      for (int d = 0; d < n; ++d) {
+        const int sd = region.src_dim(d);
+        sg[sd] = d == 0 ? region.src_offset[sd] : g0[d] - region.dst_offset[d] + region.src_offset[sd];
+      }
       lin_src = linear_index(sg, src.shape());
+      for (int d = 0; d < region.src_dim(0); ++d) step_src *= src.shape()[d];
     }
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
       const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
       if (in) {
-        pattern_element(src_id, lin_src + (x - region.dst_offset[0]), es, want.data());
+        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, want.data());
       } else {
         pattern_element(dst_id, lin_dst + i, es, want.data());
       }

@@ -63,6 +63,7 @@ inline void copy_row(std::byte* to, const std::byte* from, size_t n, bool stream
 // `run` elements (a product of leading extents): the rows of the box are walked
 // over the dimensions from there on.
 inline int first_dim_outside(const Coord& shape, index_t run) {
+  if (shape.ndim() && run < shape[0]) return 0;  // a row of one element (a permuted side: Region::axes)
   int d = 1;
   for (index_t merged = shape[0]; d < shape.ndim() && merged < run; ++d) merged *= shape[d];
   return d;

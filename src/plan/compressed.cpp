@@ -455,7 +455,8 @@ TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d
 
 bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
                      const Region& region, int rank, int nranks, RankPlan& plan) {
-  if (!compressible(src) || !compressible(dst)) return false;
+  // A permuting region (Region::axes) takes the segment list (not yet in closed form here).
+  if (!compressible(src) || !compressible(dst) || region.permutes()) return false;
   const int n = src.ndim();
   const index_t es = src.elem_size();
   std::vector<std::array<Axis, 2>> axes(n);

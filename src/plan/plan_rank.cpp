@@ -147,6 +147,8 @@ class PeerTable {
 
 index_t contiguous_run(const Coord& shape, const Coord& strides) {
   const int n = shape.ndim();
+  // A permuted source (Region::axes) may give dimension 0 a stride other than 1.
+  if (n && shape[0] > 1 && strides[0] != 1) return 1;
   index_t run = n ? shape[0] : 1;
   for (int d = 1; d < n; ++d) {
     if (shape[d] == 1) continue;  // one index: its stride does not matter
@@ -233,27 +235,44 @@ RankPlan detail::plan_segment_list(const Layout& src, const Layout& dst, const L
 
   const Coord src_nt = src.ntiles(), dst_nt = dst.ntiles();
   const index_t es = src.elem_size();
-  const Box src_region{region.src_offset, region.size};
+  const Box src_region{region.src_offset, region.src_size()};
   const Box dst_region{region.dst_offset, region.size};
   std::vector<std::vector<Piece>> pieces(n);
-  Coord g(n);
+  Coord g(n), stile(n);
+  // Segments are in the target's order of dimensions: target dimension d reads
+  // source dimension sd[d] (Region::axes), and a source address's strides are
+  // permuted to that order.
+  int sd[kMaxDims];
+  for (int d = 0; d < n; ++d) sd[d] = region.src_dim(d);
+  auto source_address = [&](const Coord& tile, const Coord& at) {
+    Address a = src_local.address(tile, at);
+    const Coord st = a.strides;
+    for (int d = 0; d < n; ++d) a.strides[d] = st[sd[d]];
+    return a;
+  };
 
   // Receive side: target tiles of this rank.
   PeerTable recv(nranks);
   for_each_owned_tile(dst, dst_local, rank, dst_region, [&](const Coord& t) {
     const Box tb = intersect(dst.tile_box(t), dst_region);
     for (int d = 0; d < n; ++d)
-      overlap_pieces(src.partition(d), {tb.lo[d] - region.dst_offset[d] + region.src_offset[d], tb.size[d]},
+      overlap_pieces(src.partition(sd[d]), {tb.lo[d] - region.dst_offset[d] + region.src_offset[sd[d]], tb.size[d]},
                      pieces[d]);
     index_t count = 0;
-    for_each_segment(pieces, [&](const Coord& s, const Box& sb) {
+    // st, sb: the source tile and the segment's source box, both in the target's order.
+    for_each_segment(pieces, [&](const Coord& st, const Box& sb) {
       ++count;
-      for (int d = 0; d < n; ++d) g[d] = sb.lo[d] - region.src_offset[d] + region.dst_offset[d];
+      Coord slo(n);
+      for (int d = 0; d < n; ++d) {
+        g[d] = sb.lo[d] - region.src_offset[sd[d]] + region.dst_offset[d];
+        stile[sd[d]] = st[d];
+        slo[sd[d]] = sb.lo[d];
+      }
       const Address to = dst_local.address(t, g);
-      const int p = checked_owner(src, s, src_nt, nranks, "source");
+      const int p = checked_owner(src, stile, src_nt, nranks, "source");
       const index_t bytes = sb.size.volume() * es;
       if (p == rank) {
-        const Address from = src_local.address(s, sb.lo);
+        const Address from = source_address(stile, slo);
         plan.locals.push_back({sb.size, from, to,
                                std::min(contiguous_run(sb.size, from.strides), contiguous_run(sb.size, to.strides))});
         plan.stats.bytes_local += bytes;
@@ -275,14 +294,14 @@ RankPlan detail::plan_segment_list(const Layout& src, const Layout& dst, const L
   for_each_owned_tile(src, src_local, rank, src_region, [&](const Coord& s) {
     const Box sb = intersect(src.tile_box(s), src_region);
     for (int d = 0; d < n; ++d)
-      overlap_pieces(dst.partition(d), {sb.lo[d] - region.src_offset[d] + region.dst_offset[d], sb.size[d]},
-                     pieces[d]);
+      overlap_pieces(dst.partition(d),
+                     {sb.lo[sd[d]] - region.src_offset[sd[d]] + region.dst_offset[d], sb.size[sd[d]]}, pieces[d]);
     for_each_segment(pieces, [&](const Coord& t, const Box& tb) {
       const int q = checked_owner(dst, t, dst_nt, nranks, "target");
       if (q == rank) return;
-      for (int d = 0; d < n; ++d) g[d] = tb.lo[d] - region.dst_offset[d] + region.src_offset[d];
+      for (int d = 0; d < n; ++d) g[sd[d]] = tb.lo[d] - region.dst_offset[d] + region.src_offset[sd[d]];
       PeerPlan& pp = send.at(q);
-      const Address at = src_local.address(s, g);
+      const Address at = source_address(s, g);
       pp.segments.push_back({tb.size, at, contiguous_run(tb.size, at.strides)});
       const Box tile = dst.tile_box(t);
       Coord in_tile(n);

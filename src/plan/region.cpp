@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <sstream>
 
 #include "redist/plan.hpp"
@@ -34,7 +35,40 @@ Coord parse_dims(const std::string& text, const std::string& what) {
   return c;
 }
 
+// "1,0,2": a permutation of the dimensions (checked by Region::check).
+Coord parse_axes(const std::string& text) {
+  Coord c;
+  std::vector<index_t> v;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    if (item.empty() || item.size() > 2 || item.find_first_not_of("0123456789") != std::string::npos)
+      detail::fail("bad region: expected dimension numbers joined by ',' for axes=, e.g. axes=1,0; got '", text, "'");
+    v.push_back(std::stoll(item));
+    if (v.size() > static_cast<size_t>(kMaxDims))
+      detail::fail("bad region: axes='", text, "' names more than ", kMaxDims, " dimensions");
+    pos = end + 1;
+  }
+  c = Coord(static_cast<int>(v.size()));
+  for (size_t d = 0; d < v.size(); ++d) c[static_cast<int>(d)] = v[d];
+  return c;
+}
+
 }  // namespace
+
+bool Region::permutes() const {
+  for (int d = 0; d < axes.ndim(); ++d)
+    if (axes[d] != d) return true;
+  return false;
+}
+
+Coord Region::src_size() const {
+  Coord s = size;
+  for (int d = 0; d < size.ndim() && d < axes.ndim(); ++d)
+    if (axes[d] >= 0 && axes[d] < size.ndim()) s[static_cast<int>(axes[d])] = size[d];
+  return s;
+}
 
 Region Region::whole(const Coord& shape) {
   return {shape, Coord(shape.ndim(), 0), Coord(shape.ndim(), 0)};
@@ -44,7 +78,7 @@ Region Region::parse(const std::string& text) {
   std::istringstream is(text);
   std::string tok;
   Region r;
-  bool have_size = false, have_from = false, have_to = false;
+  bool have_size = false, have_from = false, have_to = false, have_axes = false;
   while (is >> tok) {
     if (tok.rfind("from=", 0) == 0 && !have_from) {
       r.src_offset = parse_dims(tok.substr(5), "from=");
@@ -52,12 +86,15 @@ Region Region::parse(const std::string& text) {
     } else if (tok.rfind("to=", 0) == 0 && !have_to) {
       r.dst_offset = parse_dims(tok.substr(3), "to=");
       have_to = true;
+    } else if ((tok.rfind("axes=", 0) == 0 || tok == "transpose") && !have_axes) {
+      r.axes = tok == "transpose" ? Coord{1, 0} : parse_axes(tok.substr(5));
+      have_axes = true;
     } else if (!have_size && tok.find('=') == std::string::npos) {
       r.size = parse_dims(tok, "the size");
       have_size = true;
     } else {
       detail::fail("bad region '", text, "': unexpected '", tok,
-                   "'; expected SIZE [from=OFFSET] [to=OFFSET], e.g. '7000x7000 from=500x300 to=0x0'");
+                   "'; expected SIZE [from=OFFSET] [to=OFFSET] [axes=A,B,...|transpose], e.g. '7000x7000 from=500x300 to=0x0'");
     }
   }
   if (!have_size)
@@ -69,7 +106,15 @@ Region Region::parse(const std::string& text) {
 }
 
 std::string Region::str() const {
-  return size.str() + " from=" + src_offset.str() + " to=" + dst_offset.str();
+  std::string s = size.str() + " from=" + src_offset.str() + " to=" + dst_offset.str();
+  if (permutes()) {
+    s += " axes=";
+    for (int d = 0; d < axes.ndim(); ++d) {
+      if (d) s += ',';
+      s += std::to_string(axes[d]);
+    }
+  }
+  return s;
 }
 
 bool Region::empty() const {
@@ -85,15 +130,33 @@ std::string Region::check(const Coord& src_shape, const Coord& dst_shape) const 
     return cat("source has ", n, " dimensions, target has ", dst_shape.ndim());
   if (size.ndim() != n || src_offset.ndim() != n || dst_offset.ndim() != n)
     return cat("region ", str(), " must have ", n, " dimensions like the arrays");
+  if (axes.ndim() != 0) {
+    bool seen[kMaxDims] = {};
+    bool perm = axes.ndim() == n;
+    for (int d = 0; d < axes.ndim() && perm; ++d) {
+      perm = axes[d] >= 0 && axes[d] < n && !seen[axes[d]];
+      if (perm) seen[axes[d]] = true;
+    }
+    if (!perm) {
+      std::string a;
+      for (int d = 0; d < axes.ndim(); ++d) {
+        if (d) a += ',';
+        a += std::to_string(axes[d]);
+      }
+      return cat("region axes=", a, " must name each of the ", n, " dimensions 0..", n - 1,
+                 " once (target dimension d reads source dimension axes[d])");
+    }
+  }
   for (int d = 0; d < n; ++d) {
     if (size[d] < 0) return cat("region size ", size.str(), " must be >= 0 in every dimension");
     if (src_offset[d] < 0 || dst_offset[d] < 0)
       return cat("region offsets from=", src_offset.str(), " to=", dst_offset.str(), " must be >= 0");
   }
   if (empty()) return {};  // a zero-size region is a valid no-op
+  const Coord ssize = src_size();
   for (int d = 0; d < n; ++d) {
     index_t end;
-    if (!fits_add(src_offset[d], size[d], end) || end > src_shape[d])
+    if (!fits_add(src_offset[d], ssize[d], end) || end > src_shape[d])
       return cat("region ", str(), " leaves the source array ", src_shape.str(), " in dimension ", d);
     if (!fits_add(dst_offset[d], size[d], end) || end > dst_shape[d])
       return cat("region ", str(), " leaves the target array ", dst_shape.str(), " in dimension ", d);

@@ -153,6 +153,24 @@ inline Region random_region(Rng& rng, const Coord& a, const Coord& b) {
   return r;
 }
 
+// A region that permutes dimensions (Region::axes, numpy.transpose's meaning):
+// a random permutation (not the identity when there are 2 dimensions or more),
+// then as random_region with target dimension d fitting source dimension axes[d].
+inline Region random_permuted_region(Rng& rng, const Coord& a, const Coord& b) {
+  const int n = a.ndim();
+  std::vector<index_t> perm(static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d) perm[d] = d;
+  do {
+    for (int d = n - 1; d > 0; --d) std::swap(perm[d], perm[uniform(rng, 0, d)]);
+  } while (n > 1 && std::is_sorted(perm.begin(), perm.end()));
+  Coord axes(n), a_in_target_order(n);
+  for (int d = 0; d < n; ++d) axes[d] = perm[d], a_in_target_order[d] = a[static_cast<int>(perm[d])];
+  const Region t = random_region(rng, a_in_target_order, b);
+  Region r{t.size, Coord(n), t.dst_offset, axes};
+  for (int d = 0; d < n; ++d) r.src_offset[static_cast<int>(axes[d])] = t.src_offset[d];
+  return r;
+}
+
 // One random case of the MPI suites: layouts for `nranks` ranks with 1 to
 // `max_ndim` dimensions, element size `esize` (0: one of 1, 2, 3, 4, 5, 7, 8, 12, 16, 24),
 // and a region fitting both.
@@ -179,14 +197,16 @@ inline Layout random_fine_layout(Rng& rng, const Coord& shape, int nranks, index
 }
 
 // `fine`: both layouts from random_fine_layout (block-cyclic, compressed plans).
-inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0, bool fine = false) {
+// `permute`: the region permutes dimensions (random_permuted_region).
+inline RandomCase random_case(Rng& rng, int nranks, int max_ndim = 4, index_t esize = 0, bool fine = false,
+                              bool permute = false) {
   const int ndim = static_cast<int>(uniform(rng, 1, max_ndim));
   const index_t max_extent = ndim == 1 ? 300 : ndim == 2 ? 60 : ndim == 3 ? 14 : 8;
   const index_t es = esize ? esize : std::vector<index_t>{1, 2, 4, 8, 16, 3, 24, 5, 7, 12}[uniform(rng, 0, 9)];
   Coord a = random_shape(rng, ndim, max_extent), b = random_shape(rng, ndim, max_extent);
   auto make = fine ? random_fine_layout : random_layout;
   Layout src = make(rng, a, nranks, es), dst = make(rng, b, nranks, es);
-  Region r = random_region(rng, a, b);
+  Region r = permute ? random_permuted_region(rng, a, b) : random_region(rng, a, b);
   return {std::move(src), std::move(dst), r};
 }
 

@@ -37,14 +37,15 @@ std::string run_case(const Layout& src, const Layout& dst, const Region& region,
 
 // Random cases [first, end) of tests/common/random_cases.hpp (REDIST_CASES,
 // REDIST_SEED, REDIST_CASE); a failure prints the command that replays it.
-void random_cases(const std::string& ex, int ncases, std::uint64_t seed, index_t max_message_bytes) {
+void random_cases(const std::string& ex, int ncases, std::uint64_t seed, index_t max_message_bytes,
+                  bool permute = false) {
   const int nranks = world_size();
   const CaseRange range = case_range(ncases, seed);
   Options opt;
   opt.max_message_bytes = max_message_bytes;
   for (int c = range.first; c < range.end; ++c) {
     Rng rng = case_rng(range.seed, c);  // same seed on every rank: every rank builds the same case
-    const auto [src0, dst0, r] = random_case(rng, nranks);
+    const auto [src0, dst0, r] = random_case(rng, nranks, 4, 0, false, permute);
     const Layout src = with_rank_ld(src0, world_rank()), dst = with_rank_ld(dst0, world_rank());
     std::string err = run_case(src, dst, r, ex, opt);
     const bool ok = all_ok(err.empty());
@@ -61,6 +62,10 @@ TEST_P(Conformance, RandomLayouts) { random_cases(GetParam(), 150, 2024, index_t
 
 // Tiny message limit: every message and segment is split into many MPI messages.
 TEST_P(Conformance, SplitMessages) { random_cases(GetParam(), 15, 77, 7); }
+
+// Regions that permute dimensions (Region::axes: transposes in 2-D, any axis
+// order in 3-D and 4-D), every layout kind and storage (docs/transforms.md).
+TEST_P(Conformance, PermutedAxes) { random_cases(GetParam(), 80, 4242, index_t{1} << 30, /*permute=*/true); }
 
 TEST_P(Conformance, PaperCaseSubmatrix) {
   // Paper 000 Fig. 1 in small: a submatrix at an offset, tiles 7x5 on one grid to

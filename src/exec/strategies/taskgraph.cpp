@@ -66,10 +66,13 @@ class TaskGraphStrategy final : public Strategy {
   // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
   // segments (tiles above 2 GiB) run p2p instead, which splits messages. Decided
   // from the layouts alone, so the same on every rank.
-  bool available() override { return flows_fit(plan_); }
+  // A permuting region (Region::axes) runs p2p too: the task graph's overlap
+  // lists pair each target dimension with the same source dimension.
+  bool available() override { return !plan_.region.permutes() && flows_fit(plan_); }
 
   explicit TaskGraphStrategy(PlanCore& p) : Strategy(p), opt_(p.options.taskgraph), nd_(p.dst.ndim()) {
     const Region& r = p.region;
+    if (r.permutes()) return;  // not available(): nothing to build
     tiles_ = 1;
     for (int d = 0; d < nd_; ++d) {
       DimOverlap& o = dims_[d];
@@ -323,6 +326,7 @@ std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& re
   for (const Layout* l : {&src, &dst})
     if (std::string err = l->check(ranks); !err.empty()) detail::fail("taskgraph_dot: ", err);
   if (std::string err = region.check(src.shape(), dst.shape()); !err.empty()) detail::fail("taskgraph_dot: ", err);
+  if (region.permutes()) detail::fail("taskgraph_dot: a region with axes= runs p2p, not the task graph");
   detail::PlanCore core;
   core.src = src, core.dst = dst, core.region = region, core.size = ranks;
   core.options.taskgraph = options;
