@@ -35,7 +35,8 @@ STANDS_ON = {
 # top: they may include anything.
 PATHS = [
     ("include/redist/error.hpp", "error"),
-    ("include/redist/geometry.hpp", "geometry"), ("src/geometry/", "geometry"),
+    ("include/redist/geometry.hpp", "geometry"), ("include/redist/element.hpp", "geometry"),
+    ("src/geometry/", "geometry"),
     ("include/redist/layout.hpp", "layout"), ("src/layout/", "layout"),
     ("include/redist/plan.hpp", "plan"), ("src/plan/", "plan"),
     ("src/kernels/", "kernels"),

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "redist/cost.hpp"
+#include "redist/element.hpp"
 #include "redist/error.hpp"
 #include "redist/layout.hpp"
 #include "redist/plan.hpp"
@@ -28,9 +29,12 @@ namespace redist {
 // alltoallw, direct, ...). `auto` is not one: it names the strategy with the
 // smallest predicted time, chosen collectively on a plan's first auto execute.
 struct StrategyInfo {
-  std::string name;     // as on the command line: "p2p"
-  std::string summary;  // one line for --help
+  std::string name;         // as on the command line: "p2p"
+  std::string summary;      // one line for --help
+  bool arithmetic = false;  // applies Options::arithmetic (alpha, beta, conjugate)
 };
+// The strategies that apply Options::arithmetic, ", "-joined (for messages).
+std::string arithmetic_strategies();
 // Every strategy, in the registry's order (what `all`, --help, the conformance
 // suite and the benchmarks iterate); without auto.
 const std::vector<StrategyInfo>& strategies();
@@ -85,6 +89,12 @@ struct Options {
   // when options.strategy does not fit; auto picks among the strategies that
   // fit; execute refuses a strategy that does not.
   index_t max_buffer_bytes = 0;
+  // target = alpha * op(source) + beta * target, applied while copying (the
+  // region's axes= transposes; docs/transforms.md). Only the strategies that
+  // unpack into the target apply it (StrategyInfo::arithmetic): make_plan and
+  // execute refuse the others with an error naming those that can, and auto picks
+  // among those. The default (the identity) moves the bytes as they are.
+  Arithmetic arithmetic;
   // The machine model of `auto` and Plan::predictions(), fixed when the plan is
   // made, never read or measured inside execute: `machine` when given; else the
   // calibration file `calibration` (which must exist); else, when `strategy` is

@@ -1,7 +1,7 @@
 /* libredist_scalapack: ScaLAPACK's p?gemr2d as drop-ins (docs/scalapack.md).
  *
  * Link -lredist_scalapack before ScaLAPACK (or LD_PRELOAD=libredist_scalapack.so)
- * and the program's pdgemr2d_ / Cpdgemr2d calls run on redist, with ScaLAPACK's
+ * and the program's pdgemr2d_ / Cpdgemr2d / pdtran_ calls run on redist, with ScaLAPACK's
  * exact argument semantics. REDIST_SCALAPACK=native in the environment (or
  * redist_scalapack_set_native(1)) forwards every call to the routine of the same
  * name found next in link order, the real ScaLAPACK.
@@ -46,6 +46,24 @@ void Cpzgemr2d(int m, int n, void* a, int ia, int ja, int* desca, void* b, int i
                int gcontext);
 void Cpigemr2d(int m, int n, int* a, int ia, int ja, int* desca, int* b, int ib, int jb, int* descb,
                int gcontext);
+
+/* PBLAS's p?tran (Fortran entry points, PBLAS has no others):
+ * sub(C) := beta * sub(C) + alpha * op(sub(A)), sub(C) = C(ic:ic+m-1, jc:jc+n-1),
+ * sub(A) = A(ia:ia+n-1, ja:ja+m-1), op(A) = A^T (p?tran, p?tranu) or A^H
+ * (p?tranc); A and C in one BLACS context. alpha and beta: one real, or a
+ * complex number as two (real, imaginary). beta = 0: C is not read. */
+void pstran_(const int* m, const int* n, const float* alpha, const void* a, const int* ia, const int* ja,
+             const int* desca, const float* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pdtran_(const int* m, const int* n, const double* alpha, const void* a, const int* ia, const int* ja,
+             const int* desca, const double* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pctranu_(const int* m, const int* n, const float* alpha, const void* a, const int* ia, const int* ja,
+              const int* desca, const float* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pctranc_(const int* m, const int* n, const float* alpha, const void* a, const int* ia, const int* ja,
+              const int* desca, const float* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pztranu_(const int* m, const int* n, const double* alpha, const void* a, const int* ia, const int* ja,
+              const int* desca, const double* beta, void* c, const int* ic, const int* jc, const int* descc);
+void pztranc_(const int* m, const int* n, const double* alpha, const void* a, const int* ia, const int* ja,
+              const int* desca, const double* beta, void* c, const int* ic, const int* jc, const int* descc);
 
 #ifdef __cplusplus
 }

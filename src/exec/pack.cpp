@@ -1,5 +1,6 @@
 #include "exec/pack.hpp"
 
+#include "kernels/arith.hpp"
 #include "kernels/copy.hpp"
 
 namespace redist::detail {
@@ -9,7 +10,10 @@ void pack_run(const Segment& s, const std::byte* from, std::byte* buf, index_t e
            packed_steps(s.shape, s.count), stream);
 }
 
-void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream) {
+void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream, const Arithmetic* a) {
+  if (a)
+    return axpby_run(*a, s.shape, s.run, es, s.count, buf, packed_strides(s.shape), packed_steps(s.shape, s.count), to,
+                     s.at.strides, s.step);
   copy_run(s.shape, s.run, es, s.count, buf, packed_strides(s.shape), packed_steps(s.shape, s.count), to,
            s.at.strides, s.step, stream);
 }
@@ -17,6 +21,12 @@ void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t e
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_local);
+  if (const Arithmetic* a = arithmetic_of(p)) {
+    for (const LocalCopy& c : p.rp.locals)
+      axpby_run(*a, c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
+                c.to.strides, c.to_step);
+    return;
+  }
   for (const LocalCopy& c : p.rp.locals)
     copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
              c.to.strides, c.to_step, stream);
@@ -36,8 +46,9 @@ void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf) {
 void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_received);
+  const Arithmetic* a = arithmetic_of(p);
   for (const Segment& s : p.rp.receives[i].segments) {
-    unpack_run(s, buf, dst.at(s.at, es), es, stream);
+    unpack_run(s, buf, dst.at(s.at, es), es, stream, a);
     buf += s.elements() * es;
   }
   if (stream) stream_fence();

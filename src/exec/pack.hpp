@@ -10,13 +10,21 @@ namespace redist::detail {
 
 // Packs one run (its segments one after another, each column-major) from its
 // place `from` in storage into `buf`; unpack_run is the reverse.
+// `a`: the plan's Options::arithmetic, applied while unpacking (null or the
+// identity: a plain copy).
 void pack_run(const Segment& s, const std::byte* from, std::byte* buf, index_t es, bool stream);
-void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream);
-// Copies this rank's local pieces (source and target both here).
+void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t es, bool stream,
+                const Arithmetic* a = nullptr);
+// The plan's arithmetic when there is any to do, else null.
+inline const Arithmetic* arithmetic_of(const PlanCore& p) {
+  return p.options.arithmetic.identity() ? nullptr : &p.options.arithmetic;
+}
+// Copies this rank's local pieces (source and target both here), with the plan's arithmetic.
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
 // Packs the segments sent to peer `i` of rp.sends into `buf`, one after another.
 void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
-// Unpacks the message of peer `i` of rp.receives from `buf` into the target.
+// Unpacks the message of peer `i` of rp.receives from `buf` into the target, with
+// the plan's arithmetic.
 void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst);
 
 }  // namespace redist::detail

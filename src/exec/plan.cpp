@@ -130,6 +130,15 @@ std::string agreed_spec(const Layout& l) {
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default strategy pairs different message schemes;
 // both would hang or truncate instead of failing.
+// Empty unless `strategy` cannot apply `a` (StrategyEntry::arithmetic).
+std::string arithmetic_refused(std::string_view strategy, const Arithmetic& a) {
+  if (a.identity() || strategy == kAuto) return {};
+  const int i = detail::find_strategy(strategy);
+  if (i < 0 || detail::registry()[static_cast<size_t>(i)].arithmetic) return {};
+  return detail::cat("strategy ", strategy, " writes the target without unpacking and cannot apply options.arithmetic (",
+                     a.str(), "); strategies that can: ", arithmetic_strategies(), ", auto");
+}
+
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
                            const Options& options) {
   detail::agree_same(p.comm,
@@ -139,6 +148,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                       {"options differ",
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
                                    " max_buffer_bytes=", options.max_buffer_bytes,
+                                   " arithmetic=", options.arithmetic.str(),
                                    " calibration=", options.calibration,
                                    " machine=", options.machine ? "given" : "none",
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
@@ -388,6 +398,11 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
     } catch (const Error& e) {
       err = detail::cat("options.strategy: ", e.what());
     }
+  if (err.empty()) {
+    err = options.arithmetic.check(src.elem_size());
+    if (!err.empty()) err = "options.arithmetic: " + err;
+  }
+  if (err.empty()) err = arithmetic_refused(options.strategy, options.arithmetic);
   agree(p.comm, err);
 
   agree_same_everywhere(p, src, dst, region, options);
@@ -504,6 +519,7 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
     err = detail::cat("strategy ", strategy, " needs ", extra_max[static_cast<size_t>(index)],
                       " bytes of buffers on the busiest rank, over the plan's options.max_buffer_bytes = ",
                       p.options.max_buffer_bytes);
+  if (err.empty() && index >= 0) err = arithmetic_refused(strategy, p.options.arithmetic);
   if (err.empty() && strategy == kAuto && !machine)
     err = "strategy auto needs the machine model, fixed when the plan is made: make the plan with "
           "options.strategy = \"auto\", options.machine or options.calibration";
@@ -516,6 +532,9 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
         std::vector<double> t = predictions();
         for (size_t i = 0; i < extra_max.size(); ++i)  // the memory budget first (some strategy fits: make_plan)
           if (extra_max[i] > p.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
+        if (!p.options.arithmetic.identity())  // only the strategies that apply it
+          for (size_t i = 0; i < reg.size(); ++i)
+            if (!reg[i].arithmetic) t[i] = std::numeric_limits<double>::infinity();
         auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
       }
       index = detail::find_strategy(auto_choice);

@@ -41,10 +41,18 @@ int find_strategy(std::string_view name) {
 const std::vector<StrategyInfo>& strategies() {
   static const std::vector<StrategyInfo> all = [] {
     std::vector<StrategyInfo> v;
-    for (const detail::StrategyEntry& e : detail::registry()) v.push_back({std::string(e.name), std::string(e.summary)});
+    for (const detail::StrategyEntry& e : detail::registry())
+      v.push_back({std::string(e.name), std::string(e.summary), e.arithmetic});
     return v;
   }();
   return all;
+}
+
+std::string arithmetic_strategies() {
+  std::string s;
+  for (const StrategyInfo& i : strategies())
+    if (i.arithmetic) s += (s.empty() ? "" : ", ") + i.name;
+  return s;
 }
 
 std::vector<std::string> strategy_names() {

@@ -122,6 +122,9 @@ struct StrategyEntry {
   // The data buffers it allocates on this rank (Options::max_buffer_bytes); null:
   // the plan's packed send and receive volume (packed_volume).
   index_t (*extra_bytes)(const RankPlan& rp) = nullptr;
+  // Applies Options::arithmetic: every target write goes through copy_locals and
+  // unpack_peer/unpack_run (exec/pack.hpp).
+  bool arithmetic = false;
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

@@ -1,6 +1,8 @@
 #include "harness/pattern.hpp"
 
+#include <complex>
 #include <cstring>
+#include <type_traits>
 
 namespace redist {
 namespace {
@@ -39,31 +41,67 @@ std::string hex(const unsigned char* p, index_t n) {
 
 }  // namespace
 
-void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out) {
+void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out, ElementType type) {
   const std::uint64_t base = mix64(id * 0x2545f4914f6cdd1dULL ^ static_cast<std::uint64_t>(linear));
+  const bool doubles = es == 8 && type == ElementType::bytes ? true : type == ElementType::f64 || type == ElementType::c128;
+  const bool floats = type == ElementType::f32 || type == ElementType::c64;
   for (index_t w = 0; w * 8 < es; ++w) {
     std::uint64_t h = mix64(base + static_cast<std::uint64_t>(w));
-    if (es == 8) h = (h & 0x800fffffffffffffULL) | 0x3ff0000000000000ULL;  // finite double
+    if (doubles) h = (h & 0x800fffffffffffffULL) | 0x3ff0000000000000ULL;  // finite double
+    if (floats) h = (h & 0x807fffff807fffffULL) | 0x3f8000003f800000ULL;   // two finite floats
     std::memcpy(out + w * 8, &h, static_cast<size_t>(es - w * 8 < 8 ? es - w * 8 : 8));
   }
 }
 
-void fill_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id) {
+void fill_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id, ElementType type) {
   const index_t es = l.elem_size();
   for_each_run(l, rank, blocks, [&](const Coord& g, unsigned char* p, index_t len) {
     const index_t lin = linear_index(g, l.shape());
-    for (index_t i = 0; i < len; ++i) pattern_element(id, lin + i, es, p + i * es);
+    for (index_t i = 0; i < len; ++i) pattern_element(id, lin + i, es, p + i * es, type);
   });
 }
 
+namespace {
+
+template <class T>
+void combine(const Arithmetic& a, T alpha, T beta, const unsigned char* x, unsigned char* y) {
+  T xv, yv, r;
+  std::memcpy(&xv, x, sizeof(T));
+  std::memcpy(&yv, y, sizeof(T));
+  if constexpr (!std::is_floating_point_v<T>)
+    if (a.conjugate) xv = std::conj(xv);
+  if (a.alpha == 0.0)
+    r = a.beta == 0.0 ? T(0) : beta * yv;
+  else
+    r = a.beta == 0.0 ? alpha * xv : alpha * xv + beta * yv;
+  std::memcpy(y, &r, sizeof(T));
+}
+
+// want = alpha * op(source) + beta * want (want holds the target's pattern).
+void expected_element(const Arithmetic& a, const unsigned char* source, unsigned char* want) {
+  switch (a.type) {
+    case ElementType::f32:
+      return combine<float>(a, static_cast<float>(a.alpha.real()), static_cast<float>(a.beta.real()), source, want);
+    case ElementType::f64: return combine<double>(a, a.alpha.real(), a.beta.real(), source, want);
+    case ElementType::c64:
+      return combine<std::complex<float>>(a, std::complex<float>(a.alpha), std::complex<float>(a.beta), source, want);
+    case ElementType::c128: return combine<std::complex<double>>(a, a.alpha, a.beta, source, want);
+    default: return;
+  }
+}
+
+}  // namespace
+
 CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* const> blocks,
                                 const Region& region, const Layout& src, std::uint64_t src_id,
-                                std::uint64_t dst_id) {
+                                std::uint64_t dst_id, const Arithmetic& arith) {
   CheckResult r;
   const index_t es = dst.elem_size();
   const int n = dst.ndim();
   const bool any = !region.empty();
-  std::vector<unsigned char> want(static_cast<size_t>(es));
+  const ElementType type = arith.type;
+  const bool compute = !arith.identity();
+  std::vector<unsigned char> want(static_cast<size_t>(es)), source(static_cast<size_t>(es));
   Coord sg(n);
   for_each_run(dst, rank, blocks, [&](const Coord& g0, unsigned char* p, index_t len) {
     // Is the run's row (dims >= 1) inside the region, and which part of dim 0?
@@ -88,10 +126,14 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
       const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
-      if (in) {
-        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, want.data());
+      if (in && compute) {
+        pattern_element(dst_id, lin_dst + i, es, want.data(), type);
+        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, source.data(), type);
+        expected_element(arith, source.data(), want.data());
+      } else if (in) {
+        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, want.data(), type);
       } else {
-        pattern_element(dst_id, lin_dst + i, es, want.data());
+        pattern_element(dst_id, lin_dst + i, es, want.data(), type);
       }
       ++r.checked;
       if (std::memcmp(want.data(), p + i * es, static_cast<size_t>(es)) != 0) {
@@ -108,9 +150,12 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
   return r;
 }
 
-CheckResult check_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id) {
+CheckResult check_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id,
+                          ElementType type) {
   Region none{Coord(l.ndim(), 0), Coord(l.ndim(), 0), Coord(l.ndim(), 0)};
-  return check_redistributed(l, rank, blocks, none, l, id, id);
+  Arithmetic a;
+  a.type = type;
+  return check_redistributed(l, rank, blocks, none, l, id, id, a);
 }
 
 }  // namespace redist

@@ -134,17 +134,18 @@ inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t 
 
 inline index_t absolute(index_t v) { return v < 0 ? -v : v; }
 
-// Copies a run (see RunRows) of elements of `es` bytes. Strides and steps are
-// in elements (dimension 0 contiguous). `run`: the elements of one box's leading
-// run contiguous on both sides (Segment::run / LocalCopy::run, computed by the
-// planner), copied as one row, so a whole tile-sized segment is one memcpy.
-// The rows are walked as one strided loop nest over the box's dimensions
-// outside the contiguous row and the repetition levels not merged into it,
-// ordered by step; the innermost loop copies its rows with copy_rows. `stream`: see kStreamAbove
-// (the caller fences).
-inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+// Walks a run (see RunRows) of elements of `es` bytes. Strides and steps are in
+// elements (dimension 0 contiguous unless a permuted side gives it a stride).
+// `run`: the elements of one box's leading run contiguous on both sides
+// (Segment::run / LocalCopy::run, computed by the planner), one row, so a whole
+// tile-sized segment is one row. The rows are walked as one strided loop nest
+// over the box's dimensions outside the contiguous row and the repetition levels
+// not merged into it, ordered by step; the two innermost loops go to
+// rows(to, ts0, ts1, from, fs0, fs1, n0, n1, row_bytes) (copy_rows' arguments).
+template <class Rows>
+inline void walk_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                      const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
-                     const Coord& ts, const std::array<index_t, 2>& tstep, bool stream = false) {
+                     const Coord& ts, const std::array<index_t, 2>& tstep, Rows&& rows) {
   const RunRows rr = run_rows(shape, run, count, fstep, tstep);
   const index_t row = rr.row * es;
   index_t ext[kMaxDims + 2], fb[kMaxDims + 2], tb[kMaxDims + 2];
@@ -155,7 +156,7 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
   if (rr.merged == 0)
     for (int d = first_dim_outside(shape, rr.row); d < shape.ndim(); ++d) add(shape[d], fs[d], ts[d]);
   for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
-  if (m == 0) return copy_row(to, from, static_cast<size_t>(row), stream);
+  if (m == 0) return rows(to, 0, 0, from, 0, 0, 1, 1, row);
   // The level with the smallest byte steps (both sides together) runs innermost,
   // the others outward by step: a cyclic piece repeated every few elements down a
   // column is walked down the column, not across columns 8 KB apart, and a box of
@@ -163,14 +164,14 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
   for (int i = 1; i < m; ++i)
     for (int j = i; j > 0 && absolute(fb[j]) + absolute(tb[j]) < absolute(fb[j - 1]) + absolute(tb[j - 1]); --j)
       std::swap(ext[j], ext[j - 1]), std::swap(fb[j], fb[j - 1]), std::swap(tb[j], tb[j - 1]);
-  // ext[0] is the innermost loop, ext[1] the next (copy_rows runs both); an
-  // odometer over the others.
+  // ext[0] is the innermost loop, ext[1] the next (rows runs both); an odometer
+  // over the others.
   if (m == 1) ext[1] = 1, fb[1] = tb[1] = 0, m = 2;
   index_t idx[kMaxDims + 2] = {};
   while (true) {
     index_t fo = 0, to_ = 0;
     for (int e = 2; e < m; ++e) fo += idx[e] * fb[e], to_ += idx[e] * tb[e];
-    copy_rows(to + to_, tb[0], tb[1], from + fo, fb[0], fb[1], ext[0], ext[1], row, stream);
+    rows(to + to_, tb[0], tb[1], from + fo, fb[0], fb[1], ext[0], ext[1], row);
     int e = 2;
     for (; e < m; ++e) {
       if (++idx[e] < ext[e]) break;
@@ -178,6 +179,18 @@ inline void copy_run(const Coord& shape, index_t run, index_t es, const std::arr
     }
     if (e >= m) return;
   }
+}
+
+// Copies a run (walk_run) with copy_rows. `stream`: see kStreamAbove (the caller fences).
+inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+                     const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
+                     const Coord& ts, const std::array<index_t, 2>& tstep, bool stream = false) {
+  walk_run(shape, run, es, count, from, fs, fstep, to, ts, tstep,
+           [stream](std::byte* t, index_t ts0, index_t ts1, const std::byte* f, index_t fs0, index_t fs1, index_t n0,
+                    index_t n1, index_t row) {
+             if (n0 == 1 && n1 == 1) return copy_row(t, f, static_cast<size_t>(row), stream);
+             copy_rows(t, ts0, ts1, f, fs0, fs1, n0, n1, row, stream);
+           });
 }
 
 // Strides of a column-major packed box.

@@ -230,8 +230,16 @@ std::string agree_arguments(MPI_Comm comm, const std::array<std::int64_t, 6>& ar
   return {};
 }
 
-// ScaLAPACK's own checks of the agreed values (its pdgemr2d reports these and stops).
-std::string check_arguments(const Agreed& g) {
+// What a call computes beyond moving: p?tran's transpose and arithmetic
+// (C := beta * C + alpha * op(A)); p?gemr2d's is none.
+struct Op {
+  bool transpose = false;
+  Arithmetic arith;
+};
+
+// ScaLAPACK's own checks of the agreed values (its pdgemr2d reports these and
+// stops). With `transpose` A's submatrix is n x m (p?tran: op(A) is m x n).
+std::string check_arguments(const Agreed& g, bool transpose) {
   const auto [m, n, ia, ja, ib, jb] = g.args;
   if (m < 0 || n < 0) return detail::cat("m = ", m, " and n = ", n, " must be >= 0");
   for (int s = 0; s < 2; ++s) {
@@ -239,14 +247,15 @@ std::string check_arguments(const Agreed& g) {
     const char* name = s == 0 ? "A" : "B";
     const char* lower = s == 0 ? "a" : "b";
     const std::int64_t i0 = s == 0 ? ia : ib, j0 = s == 0 ? ja : jb;
+    const std::int64_t sm = s == 0 && transpose ? n : m, sn = s == 0 && transpose ? m : n;
     const std::int64_t rows = d[7], cols = s == 0 ? g.npcol_a : g.npcol_b;
     if (d[0] != 1) return detail::cat("desc", name, "[DTYPE] = ", d[0], ": only 1 (dense block-cyclic) is allowed");
     if (d[1] < 0 || d[2] < 0) return detail::cat("desc", name, ": M = ", d[1], ", N = ", d[2], " must be >= 0");
     if (d[3] < 1 || d[4] < 1) return detail::cat("desc", name, ": MB = ", d[3], ", NB = ", d[4], " must be >= 1");
     if (d[5] < 0 || d[5] >= rows) return detail::cat("desc", name, "[RSRC] = ", d[5], " must lie in [0, ", rows, ")");
     if (d[6] < 0 || d[6] >= cols) return detail::cat("desc", name, "[CSRC] = ", d[6], " must lie in [0, ", cols, ")");
-    if (m > 0 && n > 0 && (i0 < 1 || j0 < 1 || i0 - 1 + m > d[1] || j0 - 1 + n > d[2]))
-      return detail::cat("the ", m, "x", n, " submatrix at i", lower, " = ", i0, ", j", lower, " = ", j0,
+    if (m > 0 && n > 0 && (i0 < 1 || j0 < 1 || i0 - 1 + sm > d[1] || j0 - 1 + sn > d[2]))
+      return detail::cat("the ", sm, "x", sn, " submatrix at i", lower, " = ", i0, ", j", lower, " = ", j0,
                          " does not fit ", name, " (", d[1], "x", d[2], ", indices from 1)");
   }
   return {};
@@ -296,8 +305,9 @@ Layout layout_of(const std::array<std::int64_t, kGridFields>& d, std::int64_t np
   std::abort();
 }
 
-void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int ia, int ja, const int* desca,
-            void* b, int ib, int jb, const int* descb, int gcontext) {
+// One call of p?gemr2d (op: none) or p?tran (B is C).
+void move(const char* routine, index_t esize, const Op& op, int m, int n, const void* a, int ia, int ja,
+          const int* desca, void* b, int ib, int jb, const int* descb, int gcontext) {
   int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
   Cblacs_gridinfo(gcontext, &nprow, &npcol, &myrow, &mycol);
   if (myrow < 0 || mycol < 0) return;  // not in the union context: nothing to do (as ScaLAPACK)
@@ -310,7 +320,7 @@ void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int
     const Side sa = side_of("A", desca), sb = side_of("B", descb);
     Agreed g;
     std::string err = agree_arguments(comm, {m, n, ia, ja, ib, jb}, sa, sb, g);
-    if (err.empty()) err = check_arguments(g);
+    if (err.empty()) err = check_arguments(g, op.transpose);
     if (!err.empty()) stop(routine, comm, err, me == 0);
     if (m == 0 || n == 0) return;
 
@@ -323,7 +333,13 @@ void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int
     key.v.insert(key.v.end(), g.a.begin(), g.a.end());
     key.v.insert(key.v.end(), g.b.begin(), g.b.end());
     key.v.insert(key.v.end(), {g.npcol_a, g.npcol_b, esize, sa.member ? desca[LLD] : 0, sb.member ? descb[LLD] : 0,
-                               sa.myrow, sa.mycol, sb.myrow, sb.mycol});
+                               sa.myrow, sa.mycol, sb.myrow, sb.mycol, op.transpose,
+                               static_cast<std::int64_t>(op.arith.type), op.arith.conjugate});
+    for (double x : {op.arith.alpha.real(), op.arith.alpha.imag(), op.arith.beta.real(), op.arith.beta.imag()}) {
+      std::int64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      key.v.push_back(bits);
+    }
     int hit = -1, pos = 0;
     std::vector<int> map_a, map_b;
     bool all_hit = false;
@@ -340,7 +356,9 @@ void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int
       const Layout dst = layout_of(g.b, g.npcol_b, std::move(map_b), sb.member ? descb[LLD] : 0, esize);
       Options opt;
       if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
-      Plan plan = make_plan(src, dst, Region{{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}}, comm, opt);
+      opt.arithmetic = op.arith;
+      const Region region{{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}, op.transpose ? Coord{1, 0} : Coord()};
+      Plan plan = make_plan(src, dst, region, comm, opt);
       u.plans.emplace_front(std::move(key), std::move(plan));
       if (u.plans.size() > kMaxPlans) u.plans.pop_back();
     } else if (hit > 0) {
@@ -365,7 +383,8 @@ void gemr2d(const char* routine, index_t esize, int m, int n, const void* a, int
 }  // namespace redist::scalapack
 
 // ------------------------------------------------------------ entry points
-using redist::scalapack::gemr2d;
+using redist::scalapack::move;
+using redist::scalapack::Op;
 using redist::scalapack::native;
 using redist::scalapack::next_symbol;
 
@@ -390,7 +409,7 @@ int redist_scalapack_cached_plans(void) {
       static const F f = reinterpret_cast<F>(next_symbol(#p "gemr2d_"));                                        \
       return f(m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);                                                \
     }                                                                                                           \
-    gemr2d(#p "gemr2d", bytes, *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, *ictxt);                         \
+    move(#p "gemr2d", bytes, Op{}, *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, *ictxt);                         \
   }                                                                                                             \
   void C##p##gemr2d(int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib, int jb, int* descb,          \
                     int gcontext) {                                                                             \
@@ -399,7 +418,7 @@ int redist_scalapack_cached_plans(void) {
       static const F f = reinterpret_cast<F>(next_symbol("C" #p "gemr2d"));                                     \
       return f(m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                                             \
     }                                                                                                           \
-    gemr2d("C" #p "gemr2d", bytes, m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                         \
+    move("C" #p "gemr2d", bytes, Op{}, m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                         \
   }
 
 REDIST_GEMR2D(ps, float, 4)
@@ -407,5 +426,36 @@ REDIST_GEMR2D(pd, double, 8)
 REDIST_GEMR2D(pc, void, 8)
 REDIST_GEMR2D(pz, void, 16)
 REDIST_GEMR2D(pi, int, 4)
+
+// PBLAS's p?tran: sub(C) := beta * sub(C) + alpha * op(sub(A)), op(A) = A^T
+// (p?tran, p?tranu) or A^H (p?tranc); sub(C) is m x n at (ic, jc), sub(A) n x m
+// at (ia, ja); A and C in one context (the union). R: the real type of a
+// component; alpha and beta point to 1 (real) or 2 (complex) components.
+#define REDIST_TRAN(name, R, etype, conj)                                                                           \
+  void name##_(const int* m, const int* n, const R* alpha, const void* a, const int* ia, const int* ja,           \
+               const int* desca, const R* beta, void* c, const int* ic, const int* jc, const int* descc) {       \
+    if (native()) {                                                                                              \
+      using F = void (*)(const int*, const int*, const R*, const void*, const int*, const int*, const int*,      \
+                         const R*, void*, const int*, const int*, const int*);                                   \
+      static const F f = reinterpret_cast<F>(next_symbol(#name "_"));                                            \
+      return f(m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);                                           \
+    }                                                                                                            \
+    Op op;                                                                                                       \
+    op.transpose = true;                                                                                         \
+    op.arith.type = redist::ElementType::etype;                                                                  \
+    const bool cplx = redist::is_complex(op.arith.type);                                                         \
+    op.arith.alpha = {static_cast<double>(alpha[0]), cplx ? static_cast<double>(alpha[1]) : 0.0};               \
+    op.arith.beta = {static_cast<double>(beta[0]), cplx ? static_cast<double>(beta[1]) : 0.0};                  \
+    op.arith.conjugate = conj;                                                                                   \
+    const redist::index_t bytes = redist::element_type_size(op.arith.type);                                      \
+    move(#name, bytes, op, *m, *n, a, *ia, *ja, desca, c, *ic, *jc, descc, desca[1]);                            \
+  }
+
+REDIST_TRAN(pstran, float, f32, false)
+REDIST_TRAN(pdtran, double, f64, false)
+REDIST_TRAN(pctranu, float, c64, false)
+REDIST_TRAN(pctranc, float, c64, true)
+REDIST_TRAN(pztranu, double, c128, false)
+REDIST_TRAN(pztranc, double, c128, true)
 
 }  // extern "C"

@@ -17,9 +17,11 @@ class OracleCase {
  public:
   static constexpr std::uint64_t kSource = 101, kTarget = 202;
 
-  OracleCase(const Layout& src, const Layout& dst, const Region& region, int rank)
-      : src_(src), dst_(dst), region_(region), rank_(rank), s_(src, rank), d_(dst, rank) {
-    fill_pattern(src_, rank_, s_.blocks(), kSource);
+  // `arith`: the plan's Options::arithmetic; patterns of its element type (finite
+  // values), expected target = alpha * op(source) + beta * target.
+  OracleCase(const Layout& src, const Layout& dst, const Region& region, int rank, const Arithmetic& arith = {})
+      : src_(src), dst_(dst), region_(region), rank_(rank), arith_(arith), s_(src, rank), d_(dst, rank) {
+    fill_pattern(src_, rank_, s_.blocks(), kSource, arith_.type);
     reset_target();
   }
 
@@ -29,16 +31,16 @@ class OracleCase {
   std::span<void* const> dst_blocks() const { return d_.blocks(); }
 
   // The target back to its own pattern (the next run must write the region again).
-  void reset_target() { fill_pattern(dst_, rank_, d_.blocks(), kTarget); }
+  void reset_target() { fill_pattern(dst_, rank_, d_.blocks(), kTarget, arith_.type); }
 
   // After a run: empty when every target element of the region holds its source
   // element's bytes, every other target element its old pattern and the source
   // its pattern; else the first error found, prefixed by `what`. Local (no MPI).
   std::string check(const std::string& what = {}) const {
-    const CheckResult c = check_redistributed(dst_, rank_, d_.blocks(), region_, src_, kSource, kTarget);
+    const CheckResult c = check_redistributed(dst_, rank_, d_.blocks(), region_, src_, kSource, kTarget, arith_);
     if (!c.ok())
       return detail::cat(what, what.empty() ? "" : ": ", c.wrong, " of ", c.checked, " wrong; first: ", c.first_error);
-    const CheckResult cs = check_pattern(src_, rank_, s_.blocks(), kSource);
+    const CheckResult cs = check_pattern(src_, rank_, s_.blocks(), kSource, arith_.type);
     if (!cs.ok()) return detail::cat(what, what.empty() ? "" : ": ", "source changed: ", cs.first_error);
     return {};
   }
@@ -47,6 +49,7 @@ class OracleCase {
   Layout src_, dst_;
   Region region_;
   int rank_;
+  Arithmetic arith_;
   harness::LocalStorage s_, d_;
 };
 

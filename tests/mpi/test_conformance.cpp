@@ -24,7 +24,7 @@ namespace {
 // Runs one case with one strategy; returns an empty string on success.
 std::string run_case(const Layout& src, const Layout& dst, const Region& region, const std::string& ex,
                      const Options& opt) {
-  OracleCase c(src, dst, region, world_rank());
+  OracleCase c(src, dst, region, world_rank(), opt.arithmetic);
   Plan plan = make_plan(src, dst, region, MPI_COMM_WORLD, opt);
   std::string err;  // every rank runs both executes (collectives) whatever it finds
   for (int rep = 0; rep < 2; ++rep) {
@@ -66,6 +66,58 @@ TEST_P(Conformance, SplitMessages) { random_cases(GetParam(), 15, 77, 7); }
 // Regions that permute dimensions (Region::axes: transposes in 2-D, any axis
 // order in 3-D and 4-D), every layout kind and storage (docs/transforms.md).
 TEST_P(Conformance, PermutedAxes) { random_cases(GetParam(), 80, 4242, index_t{1} << 30, /*permute=*/true); }
+
+// target = alpha * op(source) + beta * target while copying (Options::arithmetic):
+// random cases, half of them transposing (Region::axes), elements f32, f64, c64
+// and c128, alpha and beta among 0, 1, -1 and others (complex ones for complex
+// elements), conjugation, against the oracle's std::complex arithmetic bit for
+// bit. A strategy that cannot apply it is refused by make_plan, on every rank,
+// with an error naming those that can.
+TEST_P(Conformance, Arithmetic) {
+  const std::string ex = GetParam();
+  bool can = false;
+  for (const StrategyInfo& i : strategies()) can = can || (i.name == ex && i.arithmetic);
+  const int nranks = world_size();
+  const CaseRange range = case_range(60, 5151);
+  const std::complex<double> reals[] = {0.0, 1.0, -1.0, 2.5, 0.75};
+  const std::complex<double> complexes[] = {{0.5, -2.0}, {0.0, 1.0}, {-1.25, 0.5}};
+  for (int c = range.first; c < range.end; ++c) {
+    Rng rng = case_rng(range.seed, c);
+    const ElementType type =
+        std::vector<ElementType>{ElementType::f32, ElementType::f64, ElementType::c64, ElementType::c128}[uniform(rng, 0, 3)];
+    const bool permute = uniform(rng, 0, 1) == 1;
+    const auto [src0, dst0, r] = random_case(rng, nranks, 3, element_type_size(type), false, permute);
+    const Layout src = with_rank_ld(src0, world_rank()), dst = with_rank_ld(dst0, world_rank());
+    Options opt;
+    Arithmetic& a = opt.arithmetic;
+    a.type = type;
+    auto pick = [&] {
+      return is_complex(type) && uniform(rng, 0, 2) == 0 ? complexes[uniform(rng, 0, 2)] : reals[uniform(rng, 0, 4)];
+    };
+    a.alpha = pick();
+    a.beta = pick();
+    a.conjugate = is_complex(type) && uniform(rng, 0, 1) == 1;
+    if (!can) {
+      if (a.identity()) continue;
+      opt.strategy = ex;
+      std::string what;
+      try {
+        make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+      } catch (const Error& e) {
+        what = e.what();
+      }
+      EXPECT_NE(what.find("cannot apply options.arithmetic"), std::string::npos) << what;
+      EXPECT_NE(what.find("p2p"), std::string::npos) << what;
+      return;  // one refusal shows it
+    }
+    std::string err = run_case(src, dst, r, ex, opt);
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " strategy " << ex << "\n  src "
+                             << src.spec() << "\n  dst " << dst.spec() << "\n  region " << r.str() << "\n  "
+                             << a.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
+    if (!ok) return;
+  }
+}
 
 TEST_P(Conformance, PaperCaseSubmatrix) {
   // Paper 000 Fig. 1 in small: a submatrix at an offset, tiles 7x5 on one grid to

@@ -136,6 +136,31 @@ void expect_untouched(const Layout& l, harness::LocalStorage& store, std::uint64
 
 // ------------------------------------------------------------------ make_plan errors
 
+// Region::axes and Options::arithmetic (docs/transforms.md).
+TEST(Validation, TransformErrors) {
+  const Layout a = bc({6, 4}, {2, 2}, {1, 1}), b = bc({4, 6}, {2, 2}, {1, 1});
+  kind("region axes= that are not a permutation of the dimensions", "Region::check in make_plan");
+  expect_plan_error(a, b, Region{{4, 6}, {0, 0}, {0, 0}, {1, 1}}, {"axes=1,1", "once"});
+  kind("a transposing region too large for the source", "Region::check in make_plan");
+  expect_plan_error(a, b, Region{{4, 6}, {1, 0}, {0, 0}, {1, 0}}, {"leaves the source", "dimension 0"});
+  Options o;
+  o.arithmetic.type = ElementType::f32;
+  kind("an element type whose size is not the layouts' element size", "make_plan (options.arithmetic)");
+  expect_plan_error(a, a, Region::whole(a.shape()), {"f32 has 4 bytes", "8"}, o);
+  o.arithmetic.type = ElementType::i64;
+  o.arithmetic.alpha = 2.0;
+  kind("alpha/beta on integer elements", "make_plan (options.arithmetic)");
+  expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=2", "integer elements"}, o);
+  o.arithmetic.type = ElementType::f64;
+  o.arithmetic.beta = std::complex<double>(0, 1);
+  kind("a complex alpha or beta on real elements", "make_plan (options.arithmetic)");
+  expect_plan_error(a, a, Region::whole(a.shape()), {"complex alpha", "f64"}, o);
+  o.arithmetic.beta = 0.5;
+  o.strategy = "alltoallw";
+  kind("alpha/beta with a strategy that does not unpack", "make_plan (options.strategy)");
+  expect_plan_error(a, a, Region::whole(a.shape()), {"alltoallw", "cannot apply", "p2p"}, o);
+}
+
 TEST(Validation, RegionOutsideSource) {
   const Layout a = bc({10, 6}, {3, 3}, {1, 1}), b = bc({20, 20}, {4, 4}, {1, 1});
   kind("a region that leaves the source array", "Region::check in make_plan");

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -229,6 +230,129 @@ TEST_P(DropIn, SameBytesAsScaLAPACK) {
 
 INSTANTIATE_TEST_SUITE_P(Types, DropIn, ::testing::Values('s', 'd', 'c', 'z', 'i'),
                          [](const auto& info) { return std::string(1, info.param); });
+
+// PBLAS's p?tran against ScaLAPACK's: sub(C) := beta * sub(C) + alpha * op(sub(A))
+// with op the transpose (p?tran, p?tranu) or the conjugate transpose (p?tranc),
+// A and C on one grid (PBLAS's rule) with their own blocks, sources and LLDs,
+// alpha and beta among 0, 1, -1, 2.5, 0.75 and complex values. The whole local
+// array of C must equal ScaLAPACK's bit for bit (the same products and sums, each
+// rounded), A untouched. `routine`: s, d, c (tranu), C (tranc), z, Z.
+void call_tran(char routine, int m, int n, const double* alpha, Side& a, int ia, int ja, const double* beta, Side& c,
+               int ic, int jc) {
+  static unsigned char dummy[16];
+  void* pa = a.data.empty() ? dummy : a.data.data();
+  void* pc = c.data.empty() ? dummy : c.data.data();
+  const float fa[2] = {static_cast<float>(alpha[0]), static_cast<float>(alpha[1])};
+  const float fb[2] = {static_cast<float>(beta[0]), static_cast<float>(beta[1])};
+  switch (routine) {
+    case 's': pstran_(&m, &n, fa, pa, &ia, &ja, a.desc, fb, pc, &ic, &jc, c.desc); break;
+    case 'd': pdtran_(&m, &n, alpha, pa, &ia, &ja, a.desc, beta, pc, &ic, &jc, c.desc); break;
+    case 'c': pctranu_(&m, &n, fa, pa, &ia, &ja, a.desc, fb, pc, &ic, &jc, c.desc); break;
+    case 'C': pctranc_(&m, &n, fa, pa, &ia, &ja, a.desc, fb, pc, &ic, &jc, c.desc); break;
+    case 'z': pztranu_(&m, &n, alpha, pa, &ia, &ja, a.desc, beta, pc, &ic, &jc, c.desc); break;
+    case 'Z': pztranc_(&m, &n, alpha, pa, &ia, &ja, a.desc, beta, pc, &ic, &jc, c.desc); break;
+  }
+}
+
+// The first element where C differs from ScaLAPACK's beyond `ulps` units in the
+// last place of its largest term (per real component), or -1. ScaLAPACK's
+// p?tran computes alpha * a + beta * c with ?axpy when alpha is not 0 or +-1 and
+// beta is not 0 (after ?scal), and scales by a complex beta with ?scal; OpenBLAS
+// fuses those multiply-adds on CPUs with FMA. redist rounds each product and the
+// sum (the result of ScaLAPACK's own loops, used everywhere else): those cases
+// agree to rounding only.
+long first_difference_beyond(const std::vector<unsigned char>& x, const std::vector<unsigned char>& y, char t,
+                             double ulps) {
+  if (x.size() != y.size()) return static_cast<long>(std::min(x.size(), y.size()));
+  const size_t comp = t == 'd' || t == 'z' ? 8 : 4;
+  const double eps = comp == 8 ? 2.220446049250313e-16 : 1.1920928955078125e-7;
+  for (size_t i = 0; i + comp <= x.size(); i += comp) {
+    if (std::memcmp(&x[i], &y[i], comp) == 0) continue;
+    double a, b;
+    if (comp == 8) {
+      std::memcpy(&a, &x[i], 8), std::memcpy(&b, &y[i], 8);
+    } else {
+      float fa, fb;
+      std::memcpy(&fa, &x[i], 4), std::memcpy(&fb, &y[i], 4);
+      a = fa, b = fb;
+    }
+    const double scale = std::max({1.0, std::fabs(a), std::fabs(b)}) * 8.0;  // |alpha a| + |beta c| <= 8 here
+    if (!(std::fabs(a - b) <= ulps * eps * scale)) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+class DropInTran : public ::testing::TestWithParam<char> {};
+
+TEST_P(DropInTran, SameBytesAsScaLAPACK) {
+  const char routine = GetParam();
+  const char t = routine == 'C' ? 'c' : routine == 'Z' ? 'z' : routine;  // the element type
+  const bool cplx = t == 'c' || t == 'z';
+  const int rank = world_rank();
+  Rng rng(777 + routine), local(55 + routine + 1000u * rank);
+  std::vector<Grid> grids = make_grids(rng);
+  const double reals[] = {0.0, 1.0, -1.0, 2.5, 0.75};
+  const double complexes[][2] = {{0.5, -2.0}, {0.0, 1.0}, {-1.25, 0.5}};
+  const int ncases = std::max(1, cases_per_type() / 2);
+  int failures = 0;
+  for (int c = 0; c < ncases && failures == 0; ++c) {
+    const Grid& g = grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
+    Side a = make_side(rng, local, g, t), cs = make_side(rng, local, g, t);
+    // op(sub(A)) is m x n: sub(A) is n x m inside A's a.m x a.n.
+    int m = uniform(rng, 1, std::min(a.n, cs.m)), n = uniform(rng, 1, std::min(a.m, cs.n));
+    const int kind = uniform(rng, 0, 9);
+    if (kind == 0) n = 0;
+    if (kind == 1) m = n = 1;
+    const int ia = uniform(rng, 1, a.m - n + 1), ja = uniform(rng, 1, a.n - m + 1);
+    const int ic = uniform(rng, 1, cs.m - m + 1), jc = uniform(rng, 1, cs.n - n + 1);
+    double alpha[2] = {0, 0}, beta[2] = {0, 0};
+    for (double* x : {alpha, beta}) {
+      if (cplx && uniform(rng, 0, 2) == 0) {
+        const double* z = complexes[uniform(rng, 0, 2)];
+        x[0] = z[0], x[1] = z[1];
+      } else {
+        x[0] = reals[uniform(rng, 0, 4)];
+      }
+    }
+    fill(a, t, rank, 2 * c + 1);
+    fill(cs, t, rank, 2 * c + 2);
+    const Side a0 = a;
+    Side c_native = cs;
+    redist_scalapack_set_native(1);
+    if (g.ctxt >= 0) call_tran(routine, m, n, alpha, a, ia, ja, beta, c_native, ic, jc);
+    redist_scalapack_set_native(0);
+    if (g.ctxt >= 0) call_tran(routine, m, n, alpha, a, ia, ja, beta, cs, ic, jc);
+    std::string err;
+    // Bit for bit unless ScaLAPACK takes ?axpy or ?scal (OpenBLAS may fuse their
+    // multiply-adds): alpha not 0 or +-1 with beta not 0, or a complex beta.
+    const bool plain_alpha = alpha[1] == 0 && (alpha[0] == 0 || alpha[0] == 1 || alpha[0] == -1);
+    const bool exact = (plain_alpha && beta[1] == 0) || (beta[0] == 0 && beta[1] == 0);
+    const long dc = exact ? first_difference(cs.data, c_native.data)
+                          : first_difference_beyond(cs.data, c_native.data, t, 2.0);
+    const long da = first_difference(a.data, a0.data);
+    if (dc >= 0) err = std::string(exact ? "" : "beyond rounding: ") + "C differs from ScaLAPACK's at byte " + std::to_string(dc);
+    else if (da >= 0) err = "A changed at byte " + std::to_string(da);
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "routine " << routine << " case " << c << " rank " << rank << ": " << err
+                             << "\n  m=" << m << " n=" << n << " ia=" << ia << " ja=" << ja << " ic=" << ic
+                             << " jc=" << jc << " alpha=" << alpha[0] << "," << alpha[1] << " beta=" << beta[0]
+                             << "," << beta[1] << "\n  descA " << a.desc[2] << "x" << a.desc[3] << " blocks "
+                             << a.desc[4] << "x" << a.desc[5] << " src " << a.desc[6] << "," << a.desc[7]
+                             << " grid " << g.rows << "x" << g.cols << "\n  descC " << cs.desc[2] << "x"
+                             << cs.desc[3] << " blocks " << cs.desc[4] << "x" << cs.desc[5] << " src "
+                             << cs.desc[6] << "," << cs.desc[7];
+    if (!ok) ++failures;
+  }
+  for (const Grid& g : grids)
+    if (g.ctxt >= 0) Cblacs_freebuff(g.ctxt, 1), Cblacs_gridexit(g.ctxt);
+}
+
+INSTANTIATE_TEST_SUITE_P(Routines, DropInTran, ::testing::Values('s', 'd', 'c', 'C', 'z', 'Z'),
+                         [](const auto& info) {
+                           const char r = info.param;
+                           return std::string(r == 'C' ? "ctranc" : r == 'Z' ? "ztranc" : r == 'c' ? "ctranu"
+                                              : r == 'z' ? "ztranu" : std::string(1, r) + "tran");
+                         });
 
 // A repeated call plans once: the second and third calls hit the cache on every
 // process (the count of plans does not grow), and move the same bytes. A call

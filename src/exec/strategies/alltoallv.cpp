@@ -109,7 +109,9 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry alltoallv_strategy() {
-  return entry<Alltoallv>("alltoallv", "pack, one MPI_Alltoallv on bytes, unpack", predict);
+  StrategyEntry e = entry<Alltoallv>("alltoallv", "pack, one MPI_Alltoallv on bytes, unpack", predict);
+  e.arithmetic = true;
+  return e;
 }
 
 }  // namespace redist::detail

@@ -98,7 +98,9 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry p2p_strategy() {
-  return entry<P2p>("p2p", "one message per peer: receives posted first, unpacked as each arrives", predict);
+  StrategyEntry e = entry<P2p>("p2p", "one message per peer: receives posted first, unpacked as each arrives", predict);
+  e.arithmetic = true;
+  return e;
 }
 
 }  // namespace redist::detail

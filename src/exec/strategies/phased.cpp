@@ -299,18 +299,22 @@ StrategyEntry phased_strategy() {
       "phased", "contention-free rounds (edge colouring): per round one receive posted, one send, wait; "
                 "buffers one message each way", predict_rounds);
   e.extra_bytes = one_message_each_way;
+  e.arithmetic = true;
   return e;
 }
 StrategyEntry phased_sendrecv_strategy() {
   StrategyEntry e = entry<Phased<Variant::sendrecv>>(
       "phased_sendrecv", "contention-free rounds, one MPI_Sendrecv per round", predict_rounds);
   e.extra_bytes = one_message_each_way;
+  e.arithmetic = true;
   return e;
 }
 StrategyEntry phased_unsync_strategy() {
-  return entry<Phased<Variant::unsynchronized>>(
+  StrategyEntry e = entry<Phased<Variant::unsynchronized>>(
       "phased_unsync", "every receive posted, sends in contention-free round order, whole volume buffered",
       predict_unsync);
+  e.arithmetic = true;
+  return e;
 }
 
 }  // namespace redist::detail

@@ -97,7 +97,7 @@ class SegmentStrategy final : public Strategy {
         if (i < kWindow) {
           const Slot& s = slot_[i];
           if (--pending_[static_cast<size_t>(s.flat)] == 0)
-            unpack_run(*s.seg, rbuf + s.buf, dst.at(s.seg->at, es), es, stream_in);
+            unpack_run(*s.seg, rbuf + s.buf, dst.at(s.seg->at, es), es, stream_in, arithmetic_of(p));
           if (!rc.done()) post_recv(i), ++active;
         } else if (!sc.done()) {
           post_send(i - kWindow), ++active;
@@ -140,7 +140,9 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry segment_strategy() {
-  return entry<SegmentStrategy>("segment", "one message per segment, at most 64 in flight each way", predict);
+  StrategyEntry e = entry<SegmentStrategy>("segment", "one message per segment, at most 64 in flight each way", predict);
+  e.arithmetic = true;
+  return e;
 }
 
 }  // namespace redist::detail
