@@ -8,6 +8,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <cmath>
+#include <complex>
 #include <memory>
 
 #include "cli.hpp"
@@ -17,6 +19,27 @@
 
 namespace redist::cli {
 namespace {
+
+// "2.5" or "1.5,-2" (a complex number as RE,IM); throws redist::Error otherwise.
+std::complex<double> parse_scalar(const Args& a, const std::string& key, double dflt) {
+  if (!a.has(key)) return dflt;
+  const std::string v = a.get(key, "");
+  const size_t comma = v.find(',');
+  auto number = [&](const std::string& t) {
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (t.empty() || used != t.size() || !std::isfinite(x))
+      detail::fail(key, " ", v, ": expected a finite number, or RE,IM for a complex one (e.g. 2.5 or 0.5,-1)");
+    return x;
+  };
+  if (comma == std::string::npos) return number(v);
+  return {number(v.substr(0, comma)), number(v.substr(comma + 1))};
+}
 
 const char* kUsage = R"(usage: mpirun -np P redist run SRC DST [REGION] [options]
 
@@ -34,6 +57,14 @@ options:
   --reps N         timed repetitions per strategy, interleaved (default 5)
   --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch)
   --max-message B  split messages above B bytes (default 1073741824)
+  --type T         element type for arithmetic: f32, f64, c64, c128 (esize must
+                   match), i32, i64 or bytes (default bytes: moved as they are)
+  --alpha A        target = alpha * op(source) + beta * target while copying
+  --beta B         (Options::arithmetic, docs/transforms.md); A and B real, or
+                   complex as RE,IM; defaults 1 and 0. `all` then runs only the
+                   strategies that apply it (`redist help strategies`)
+  --conj           op = conjugate (complex types); with a region's axes=1,0 (or
+                   `transpose`) the conjugate transpose
   --memory B       memory budget: at most B bytes of buffers per rank beyond the
                    source and target (Options::max_buffer_bytes); `all` then
                    runs only the strategies within it (phased: one message each
@@ -130,8 +161,9 @@ int cmd_run(int argc, char** argv) {
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
-                               "--tg-threads", "--tg-batch", "--tg-eager"},
-                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled"},
+                               "--tg-threads", "--tg-batch", "--tg-eager", "--type", "--alpha", "--beta"},
+                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
+                               "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
@@ -143,8 +175,20 @@ int cmd_run(int argc, char** argv) {
     Options opt;
     opt.max_message_bytes = a.get_int("--max-message", opt.max_message_bytes, 1);
     opt.max_buffer_bytes = a.get_int("--memory", 0, 1);
-    // make_plan checks the budget against the plan's strategy: the one named, else auto (something fits).
-    if (opt.max_buffer_bytes > 0) opt.strategy = names.size() == 1 ? names[0] : std::string(kAuto);
+    opt.arithmetic.type = parse_element_type(a.get("--type", "bytes"));
+    opt.arithmetic.alpha = parse_scalar(a, "--alpha", 1.0);
+    opt.arithmetic.beta = parse_scalar(a, "--beta", 0.0);
+    opt.arithmetic.conjugate = a.has("--conj");
+    const bool arith = !opt.arithmetic.identity();
+    // make_plan checks the budget and the arithmetic against the plan's strategy:
+    // the one named, else auto (something fits).
+    if (opt.max_buffer_bytes > 0 || arith) opt.strategy = names.size() == 1 ? names[0] : std::string(kAuto);
+    if (arith)  // `all` or a list: only the strategies that apply the arithmetic
+      std::erase_if(names, [](const std::string& n) {
+        for (const StrategyInfo& i : strategies())
+          if (i.name == n) return !i.arithmetic;
+        return false;
+      });
     TaskgraphOptions& tg = opt.taskgraph;
     tg.threads = static_cast<int>(a.get_int("--tg-threads", 1, 1, 1024));
     tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);

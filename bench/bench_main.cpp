@@ -33,6 +33,7 @@ const char* kUsage =
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
+    "         tran (8000^2 transposes, region axes=1,0, beside ScaLAPACK's pdtran),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
     "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
@@ -157,13 +158,14 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
   }
   std::unique_ptr<scalapack::Redistribution> pdg;
   if (src.storage().kind == StorageKind::local_array && dst.storage().kind == StorageKind::local_array &&
-      scalapack::unsupported(src).empty() && scalapack::unsupported(dst).empty()) {
+      scalapack::unsupported(src).empty() && scalapack::unsupported(dst).empty() &&
+      (!region.permutes() || scalapack::tran_unsupported(src, dst, region).empty())) {
     const LocalIndex lsrc(src, rank_), ldst(dst, rank_);
     pdg = std::make_unique<scalapack::Redistribution>(src, lsrc.ld(), dst, ldst.ld(), region);
     if (!pdg->ok) fail(c.name + ": descinit rejected a descriptor");
     auto* a = static_cast<double*>(run->source().data());
     auto* b = static_cast<double*>(run->target().data());
-    run->add_method("pdgemr2d", [&pdg, a, b] { pdg->run(a, b); });
+    run->add_method(pdg->name(), [&pdg, a, b] { pdg->run(a, b); });
   }
   // Paper 001's yardstick: a plain MPI_Alltoall moving the busiest rank's remote
   // volume, spread evenly over its peers.

@@ -52,7 +52,7 @@ def pool_case(cases):
                             ratio_to_bound=bandwidth / bound if bound else 0.0,
                             verified=None if any(m["verified"] is None for m in same)
                             else all(m["verified"] for m in same)))
-    pd = next((m for m in methods if m["name"] == "pdgemr2d"), None)
+    pd = next((m for m in methods if m["name"] in ("pdgemr2d", "pdtran")), None)  # pdtran: the `tran` suite
     for m in methods:
         if "speedup_vs_pdgemr2d" in m:
             m["speedup_vs_pdgemr2d"] = pd["median_s"] / m["median_s"] if pd and m["median_s"] > 0 else 0.0

@@ -30,6 +30,8 @@ void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* 
                const int* icsrc, const int* context, const int* lld, int* info);
 void pdgemr2d_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca,
                double* b, const int* ib, const int* jb, const int* descb, const int* context);
+void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
 }
 
 namespace redist::scalapack {
@@ -108,22 +110,44 @@ inline std::array<int, 9> descriptor(const Layout& l, int ctxt, index_t ld, int&
   return desc;
 }
 
+// Can pdtran (PBLAS: A and C in one context) transpose `region` from `src` to
+// `dst`? Empty when it can (a transposing 2-D region, one grid for both), else why not.
+inline std::string tran_unsupported(const Layout& src, const Layout& dst, const Region& region) {
+  if (!region.permutes()) return "not a transpose";
+  if (!(src.ownership() == dst.ownership())) return "pdtran needs A and C on one grid";
+  return "";
+}
+
 // One pdgemr2d call moving `region` from `src` to `dst` (both local_array, and
-// unsupported() empty for both): the grids and descriptors are built once
+// unsupported() empty for both), or one pdtran call (C := A^T) when the region
+// transposes (tran_unsupported() empty): the grids and descriptors are built once
 // (collective) and released on destruction. `ok` is false on every rank when
 // descinit rejected a descriptor on any rank.
 struct Redistribution {
   int ctxt_a = -1, ctxt_b = -1, line = -1, m = 0, n = 0, ia = 1, ja = 1, ib = 1, jb = 1;
   std::array<int, 9> desc_a{}, desc_b{};
-  bool ok = false;
+  bool ok = false, transpose = false;
 
   Redistribution(const Layout& src, index_t ld_src, const Layout& dst, index_t ld_dst, const Region& region) {
     // The grid of every rank first: BLACS allocates its request and status
     // arrays again, and loses them, on each grid made before its first context
     // that this rank belongs to.
+    transpose = region.permutes();
     line = line_grid();
     ctxt_a = make_grid(src);
-    ctxt_b = make_grid(dst);
+    ctxt_b = transpose ? -1 : make_grid(dst);
+    if (transpose) {  // C in A's context (PBLAS's rule)
+      int info_a = 0, info_b = 0;
+      desc_a = descriptor(src, ctxt_a, ld_src, info_a);
+      desc_b = descriptor(dst, ctxt_a, ld_dst, info_b);
+      int bad = info_a || info_b, any_bad = 0;
+      MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      ok = !any_bad;
+      m = static_cast<int>(region.size[0]), n = static_cast<int>(region.size[1]);
+      ia = static_cast<int>(region.src_offset[0]) + 1, ja = static_cast<int>(region.src_offset[1]) + 1;
+      ib = static_cast<int>(region.dst_offset[0]) + 1, jb = static_cast<int>(region.dst_offset[1]) + 1;
+      return;
+    }
     int info_a = 0, info_b = 0;
     desc_a = descriptor(src, ctxt_a, ld_src, info_a);
     desc_b = descriptor(dst, ctxt_b, ld_dst, info_b);
@@ -142,8 +166,14 @@ struct Redistribution {
     grid_exit(line);
   }
   void run(double* a, double* b) const {
+    if (transpose) {
+      if (ctxt_a < 0) return;  // PBLAS: processes outside the grid do not call
+      const double one = 1.0, zero = 0.0;
+      return pdtran_(&m, &n, &one, a, &ia, &ja, desc_a.data(), &zero, b, &ib, &jb, desc_b.data());
+    }
     pdgemr2d_(&m, &n, a, &ia, &ja, desc_a.data(), b, &ib, &jb, desc_b.data(), &line);
   }
+  const char* name() const { return transpose ? "pdtran" : "pdgemr2d"; }
 };
 
 }  // namespace redist::scalapack

@@ -86,6 +86,24 @@ std::vector<Case> blocksize(int p, double scale) {
   return out;
 }
 
+// Transposes (Region::axes; issue 17): ScaLAPACK's pdtran beside the strategies
+// (PBLAS's rule: A and C on one grid), square and ragged tiles, 1xP and a 2-D grid.
+std::vector<Case> tran(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(8000, scale);
+  int pr = static_cast<int>(std::sqrt(double(p)));
+  while (p % pr) --pr;
+  const std::string grid2 = s(p / pr) + "x" + s(pr);
+  for (long t : {32L, 100L, 400L})
+    for (const std::string& grid : {"1x" + s(p), grid2}) {
+      if (grid == grid2 && grid2 == "1x" + s(p)) continue;
+      out.push_back({"tran", "grid " + grid, "transpose tile=" + s(t) + " grid=" + grid, double(t), "tile",
+                     bc2(n, t, t, grid), bc2(n, t, t, grid), square(n) + " transpose", false,
+                     {"p2p", "alltoallv", "segment", "direct", "auto"}});
+    }
+  return out;
+}
+
 // Regions at displacements that the tile sizes do not divide.
 std::vector<Case> submatrix(int p, double scale) {
   std::vector<Case> out;
@@ -278,6 +296,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "blocksize") out = blocksize(p, scale);
   else if (suite == "submatrix") out = submatrix(p, scale);
   else if (suite == "fine") out = fine(p, scale);
+  else if (suite == "tran") out = tran(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);
   else if (suite == "ctl_batch") out = ctl_batch(p, scale, threads);
   else if (suite == "ctl_isolate") out = ctl_isolate(p, scale, threads);

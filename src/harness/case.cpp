@@ -43,9 +43,10 @@ Limits limits(const GlobalStats& g, const Machine& m) {
 Verdict verify(const Plan& plan, const LocalStorage& src, const LocalStorage& dst, const std::string& what) {
   int rank = 0;
   check_mpi(MPI_Comm_rank(plan.comm(), &rank), "MPI_Comm_rank", plan.comm());
+  const Arithmetic& a = plan.options().arithmetic;
   const CheckResult c = check_redistributed(plan.target(), rank, dst.blocks(), plan.region(), plan.source(),
-                                            kSourcePattern, kTargetPattern);
-  const CheckResult s = check_pattern(plan.source(), rank, src.blocks(), kSourcePattern);
+                                            kSourcePattern, kTargetPattern, a);
+  const CheckResult s = check_pattern(plan.source(), rank, src.blocks(), kSourcePattern, a.type);
   if (!c.ok()) std::fprintf(stderr, "redist: rank %d: %s: wrong: %s\n", rank, what.c_str(), c.first_error.c_str());
   if (!s.ok())
     std::fprintf(stderr, "redist: rank %d: %s: the source changed: %s\n", rank, what.c_str(), s.first_error.c_str());
@@ -67,6 +68,7 @@ double CaseResult::ratio_to_bound(const MethodResult& m) const {
 }
 double CaseResult::speedup(const MethodResult& m) const {
   const MethodResult* p = find("pdgemr2d");
+  if (!p) p = find("pdtran");  // ScaLAPACK's peer of a transposing region (the `tran` suite)
   return p && m.median > 0 ? p->median / m.median : 0;
 }
 bool CaseResult::ok() const {
@@ -82,7 +84,7 @@ CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI
   check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
   stats_ = global_stats(plan_.stats(), comm);
   allocate(src, dst, comm);
-  fill_pattern(src, rank_, src_.blocks(), kSourcePattern);
+  fill_pattern(src, rank_, src_.blocks(), kSourcePattern, options.arithmetic.type);
 }
 
 namespace {
@@ -171,7 +173,7 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
     r.name = e.method.name;
     int runs = o.warmup;
     if (o.verify && e.verify) {
-      fill_pattern(plan_.target(), rank_, dst_.blocks(), kTargetPattern);
+      fill_pattern(plan_.target(), rank_, dst_.blocks(), kTargetPattern, plan_.options().arithmetic.type);
       {
         Watchdog::Step s(wd, step("execute ", e.method.name, " (first run, verified)"));
         e.method.run();

@@ -78,7 +78,7 @@ struct CaseResult {
   const MethodResult* find(const std::string& name) const;
   double bandwidth(const MethodResult& m) const;  // Eq. 3, bytes/s
   double ratio_to_bound(const MethodResult& m) const;  // 0 without a bound
-  double speedup(const MethodResult& m) const;  // pdgemr2d's median / m's; 0 without pdgemr2d
+  double speedup(const MethodResult& m) const;  // pdgemr2d's (or pdtran's) median / m's; 0 without either
   bool ok() const;  // no method found a wrong element
 };
 
