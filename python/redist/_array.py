@@ -83,6 +83,7 @@ class DistArray:
         self.local_index = local
         alloc = np.zeros if fill_zero else np.empty
         self.blocks = [alloc(local.block_elements(b), dtype=dt) for b in range(local.nblocks)]
+        self._redist_blocks = self.blocks  # what Plan.execute reads: the storage blocks (no copy)
         self.tile_index, self.tile_lo, self.tiles = [], [], []
         self.local_array: Optional[np.ndarray] = None
         if layout.storage == "local_array":
@@ -94,11 +95,6 @@ class DistArray:
                 self.tile_index.append(t)
                 self.tile_lo.append(lo)
                 self.tiles.append(self.blocks[b][off: off + math.prod(sz)].reshape(sz, order="F"))
-
-    # What Plan.execute reads: the storage blocks (no copy).
-    @property
-    def _redist_blocks(self) -> list:
-        return self.blocks
 
     @property
     def shape(self) -> tuple:

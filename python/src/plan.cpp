@@ -46,15 +46,39 @@ struct PyPlan {
   }
 };
 
-// The buffers of one side of an execute, held for its duration.
+// The buffers of one side of an execute, held for its duration. One block
+// (storage tile, local_array) lives inline: an execute allocates nothing then.
 struct Side {
-  std::vector<Py_buffer> views;
-  std::vector<const void*> ptrs;
-  std::string format;  // of the first block (the dtype's struct code)
+  Py_buffer one;
+  std::vector<Py_buffer> more;
+  const void* one_ptr = nullptr;
+  std::vector<const void*> more_ptrs;
+  size_t n = 0;
+  const char* format = nullptr;  // of the first block (the dtype's struct code)
   Side() = default;
   Side(const Side&) = delete;
   ~Side() {
-    for (Py_buffer& v : views) PyBuffer_Release(&v);
+    if (n >= 1) PyBuffer_Release(&one);
+    for (Py_buffer& v : more) PyBuffer_Release(&v);
+  }
+  Py_buffer* add() {  // the next Py_buffer to fill (keep() once it is)
+    if (n == 0) return &one;
+    more.emplace_back();
+    return &more.back();
+  }
+  void keep(Py_buffer* v) {
+    if (n == 0) one_ptr = v->buf;
+    else {
+      if (more_ptrs.empty()) more_ptrs.push_back(one_ptr);
+      more_ptrs.push_back(v->buf);
+    }
+    ++n;
+  }
+  void drop_unfilled() {  // add() was called, the buffer not obtained
+    if (n > 0) more.pop_back();
+  }
+  std::span<const void* const> ptrs() const {
+    return n <= 1 ? std::span<const void* const>(&one_ptr, n) : std::span<const void* const>(more_ptrs);
   }
 };
 
@@ -77,37 +101,44 @@ std::string buffer_problem(nb::handle obj, bool writable) {
 // Fills `side` from obj; returns what is wrong ("" if nothing).
 std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const Layout& layout, const char* name,
                     Side& side) {
-  std::vector<nb::handle> items;
+  static PyObject* const kBlocks = PyUnicode_InternFromString("_redist_blocks");
+  PyObject* single = nullptr;
   nb::object blocks;
   if (PyObject_CheckBuffer(obj.ptr())) {
-    items.push_back(obj);
+    single = obj.ptr();
   } else {
-    if (nb::hasattr(obj, "_redist_blocks")) blocks = obj.attr("_redist_blocks");  // a DistArray
-    else if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) blocks = nb::borrow(obj);
-    else
+    PyObject* b = PyObject_GetAttr(obj.ptr(), kBlocks);  // a DistArray's storage blocks
+    if (b) blocks = nb::steal(b);
+    else {
+      PyErr_Clear();
+      if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) blocks = nb::borrow(obj);
+    }
+    if (!blocks.is_valid() || !(PyList_Check(blocks.ptr()) || PyTuple_Check(blocks.ptr())))
       return detail::cat(name, ": expected a numpy array, a DistArray or (storage=tile_pointers) a list of arrays, got ",
                          py_type_name(obj));
-    for (nb::handle h : blocks) items.push_back(h);
   }
+  const size_t count = single ? 1 : static_cast<size_t>(PySequence_Fast_GET_SIZE(blocks.ptr()));
+  auto item = [&](size_t b) { return single ? single : PySequence_Fast_GET_ITEM(blocks.ptr(), static_cast<Py_ssize_t>(b)); };
   const index_t esize = layout.elem_size();
   const bool one_buffer = layout.storage().kind != StorageKind::tile_pointers;
-  if (one_buffer && items.size() != 1)
+  if (one_buffer && count != 1)
     return detail::cat(name, ": storage=", layout.storage().kind == StorageKind::tile ? "tile" : "local_array",
-                       " takes one array, got ", items.size());
-  if (!one_buffer && static_cast<index_t>(items.size()) != map.nblocks())
+                       " takes one array, got ", count);
+  if (!one_buffer && static_cast<index_t>(count) != map.nblocks())
     return detail::cat(name, ": storage=tile_pointers takes one array per local tile: this rank owns ", map.nblocks(),
-                       ", got ", items.size());
-  side.views.reserve(items.size());
-  for (size_t b = 0; b < items.size(); ++b) {
-    Py_buffer v;
+                       ", got ", count);
+  if (!one_buffer) side.more.reserve(count);
+  for (size_t b = 0; b < count; ++b) {
+    Py_buffer* pv = side.add();
     const int flags = PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(items[b].ptr(), &v, flags) != 0) {
+    if (PyObject_GetBuffer(item(b), pv, flags) != 0) {
       PyErr_Clear();
-      return detail::cat(name, ": ", buffer_problem(items[b], writable));
+      side.drop_unfilled();
+      return detail::cat(name, ": ", buffer_problem(item(b), writable));
     }
-    side.views.push_back(v);
-    side.ptrs.push_back(v.buf);
-    if (b == 0 && v.format) side.format = v.format;
+    side.keep(pv);
+    const Py_buffer& v = *pv;
+    if (b == 0) side.format = v.format;
     if (v.itemsize != esize)
       return detail::cat(name, ": the array's elements are ", v.itemsize, " bytes (format '", v.format ? v.format : "B",
                          "'), the layout's esize=", esize, " (a dtype of ", esize, " bytes, or esize=", v.itemsize,
@@ -144,15 +175,14 @@ void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::st
   Side s, d;
   std::string err = collect(src, false, self.src_map, plan.source(), "source", s);
   if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d);
-  if (err.empty() && !s.format.empty() && !d.format.empty() && s.format != d.format)
+  if (err.empty() && s.format && d.format && std::strcmp(s.format, d.format) != 0)
     err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
                       "') are of different types");
   std::string_view name = strategy ? std::string_view(*strategy) : std::string_view();
+  std::span<const void* const> sp = s.ptrs(), dp = d.ptrs();
   nb::gil_scoped_release unlocked;
-  detail::agree(plan.comm(), err);
-  std::vector<void*> dst_ptrs(d.ptrs.size());
-  for (size_t i = 0; i < d.ptrs.size(); ++i) dst_ptrs[i] = const_cast<void*>(d.ptrs[i]);
-  plan.execute(std::span<const void* const>(s.ptrs), std::span<void* const>(dst_ptrs), name);
+  // What this rank found wrong joins the core's one agreement (same error everywhere, nothing moved).
+  plan.execute(sp, std::span<void* const>(const_cast<void* const*>(dp.data()), dp.size()), name, err);
 }
 
 nb::dict stats_dict(const PlanStats& s) {
