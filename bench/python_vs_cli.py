@@ -35,7 +35,7 @@ def run(cmd):
     return json.loads(out.stdout[out.stdout.index("{"):])
 
 
-cli, py = [], []
+cli, py, cli_min, py_min = [], [], [], []
 for k in range(args.launches):
     pair = [("cli", [str(BUILD / "apps" / "redist"), "run"] + case +
              ["--strategy", args.strategy, "--reps", str(args.reps), "--json", "--no-verify"]),
@@ -45,10 +45,15 @@ for k in range(args.launches):
         r = run(cmd)
         if name == "cli":
             cli.append(r["cases"][0]["methods"][0]["median_s"])
+            cli_min.append(r["cases"][0]["methods"][0]["min_s"])
         else:
             py.append(r["median_s"])
+            py_min.append(r["min_s"])
 c, p = statistics.median(cli), statistics.median(py)
 print(f"case: {' | '.join(case)}  strategy {args.strategy}, {args.ranks} ranks, {args.launches} launches x {args.reps} reps")
 print(f"redist run (C++): median {c * 1e6:.1f} us   launches {[round(x * 1e6, 1) for x in cli]}")
 print(f"Python execute:   median {p * 1e6:.1f} us   launches {[round(x * 1e6, 1) for x in py]}")
 print(f"difference: {(p - c) * 1e6:+.1f} us per call ({(p / c - 1) * 100:+.1f}%)")
+cm, pm = statistics.median(cli_min), statistics.median(py_min)
+print(f"fastest run per launch, median: C++ {cm * 1e6:.1f} us, Python {pm * 1e6:.1f} us, "
+      f"difference {(pm - cm) * 1e6:+.1f} us ({(pm / cm - 1) * 100:+.1f}%)")

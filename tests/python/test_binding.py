@@ -51,3 +51,4 @@ def test_readme_python_example():
     script.write_text(code)
     r = launch(2, [str(script)])
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.stdout.split() == ["True"], r.stdout
