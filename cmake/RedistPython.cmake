@@ -1,7 +1,7 @@
-# REDIST_PYTHON: build the Python extension (python/CMakeLists.txt). Its default
-# is ON when the Python found (the venv's .venv/bin/python when there is one, the
-# one scikit-build-core runs under `pip install .`) can import nanobind, and
-# REDIST_SANITIZE is empty.
+# REDIST_PYTHON: build the Python extension (python/CMakeLists.txt): ON, OFF, or
+# AUTO (the default, decided again at each configure): on when the Python found
+# (the venv's .venv/bin/python when there is one, the one scikit-build-core runs
+# under `pip install .`) can import nanobind and REDIST_SANITIZE is empty.
 if(NOT DEFINED Python_EXECUTABLE AND NOT SKBUILD AND EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
   set(Python_EXECUTABLE ${CMAKE_SOURCE_DIR}/.venv/bin/python)
 endif()
@@ -17,8 +17,12 @@ if(NOT REDIST_SANITIZE)
     endif()
   endif()
 endif()
-option(REDIST_PYTHON "Build the Python package redist (nanobind)" ${redist_python_default})
-if(REDIST_PYTHON)
+set(REDIST_PYTHON AUTO CACHE STRING "Build the Python package redist (nanobind): ON, OFF or AUTO")
+set(redist_python ${REDIST_PYTHON})
+if(redist_python STREQUAL "AUTO")
+  set(redist_python ${redist_python_default})
+endif()
+if(redist_python)
   if(NOT redist_nanobind_dir)
     message(FATAL_ERROR "REDIST_PYTHON=ON needs nanobind importable by ${Python_EXECUTABLE} (scripts/setup.sh)")
   endif()
