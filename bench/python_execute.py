@@ -4,17 +4,26 @@ the median over repetitions), with DistArrays filled like the CLI's.
 
     scripts/mpirun.sh -np 2 .venv/bin/python bench/python_execute.py SRC DST [REGION] --strategy p2p --reps 5
 
-Prints one JSON line on rank 0: {"median_s": ..., "min_s": ..., "times_s": [...]}.
+MPI starts at the thread level `redist run` uses for the strategy. Prints one JSON line on rank 0: {"median_s": ..., "min_s": ..., "times_s": [...]}.
 bench/python_vs_cli.py runs it beside `redist run` (docs/python.md, "Speed").
 """
 import argparse
 import json
 import statistics
 
-import numpy as np
-from mpi4py import MPI
+import sys
 
-import redist
+import mpi4py
+
+# MPI's thread level as `redist run` chooses it (apps/cli.cpp): MPI_THREAD_MULTIPLE
+# only where taskgraph may run, else single. mpi4py's default is multiple, whose
+# locking costs Open MPI time on every call: compare like with like.
+mpi4py.rc.thread_level = "multiple" if any(s in sys.argv for s in ("taskgraph", "auto", "all")) else "single"
+
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+import redist  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("src")

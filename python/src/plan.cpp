@@ -242,6 +242,8 @@ void bind_plan(nb::module_& m) {
 
   nb::class_<PyPlan>(m, "Plan", "A redistribution made once (make_plan) and executed as often as needed.")
       .def("execute", &execute, nb::arg("src"), nb::arg("dst"), nb::arg("strategy") = nb::none(),
+           nb::sig("def execute(self, src: typing_extensions.Buffer | redist._array.DistArray | list, dst: "
+                   "typing_extensions.Buffer | redist._array.DistArray | list, strategy: str | None = None) -> None"),
            "Collective. src, dst: numpy arrays (one per rank for storage tile/local_array; a list, one per local "
            "tile, for tile_pointers) or DistArrays. strategy: a name of strategies() or 'auto'; None: the plan's.")
       .def_prop_ro("stats", [](PyPlan& p) { return p.get().stats(); })
@@ -305,6 +307,9 @@ void bind_plan(nb::module_& m) {
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::arg("comm") = nb::none(), nb::kw_only(),
      nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
      nb::arg("calibration") = "", nb::arg("machine") = nb::none(),
+     nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
+             "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
+             "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None) -> Plan"),
      "Collective over comm (an mpi4py communicator; None: COMM_WORLD): checks the arguments on every rank (the same "
      "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
      "string or None (the whole source shape).");
