@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything redist needs on Debian 12 (idempotent; quick when all is present).
 # Debian packages: compiler, CMake, Ninja, Open MPI, GoogleTest, ScaLAPACK, OpenBLAS, LAPACKE.
-# Python: a venv in .venv with pytest (and later numpy/matplotlib for plots).
+# Python: a venv in .venv with pytest, numpy and matplotlib, and what the Python
+# binding (python/, docs/python.md) builds with: nanobind and scikit-build-core,
+# and mpi4py compiled from source with Debian's mpicc (so that it and redist use
+# the same Open MPI). A .pth file puts build/python (the binding that `make
+# build` compiles) on the venv's path: `import redist` works after `make build`.
 #
 #   scripts/setup.sh          what `make demo` and `make test` need
 #   scripts/setup.sh docs     also graphviz (`dot`: docs/taskgraph.md's task graph picture)
@@ -37,12 +41,21 @@ if ((${#missing[@]})); then
 fi
 
 venv="$here/.venv"
-pyreq=(pytest numpy matplotlib)
+pyreq=(pytest numpy matplotlib nanobind scikit-build-core)
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating Python venv in .venv"
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import pytest, numpy, matplotlib" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import pytest, numpy, matplotlib, nanobind, scikit_build_core" 2>/dev/null; then
   echo "setup: installing Python packages: ${pyreq[*]}"
   "$venv/bin/pip" install -q --disable-pip-version-check "${pyreq[@]}"
 fi
+# mpi4py from its source, built by Debian's mpicc: a binary wheel may carry or
+# expect another MPI library than the Open MPI that redist links.
+if ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
+  echo "setup: building mpi4py against Debian's Open MPI"
+  MPICC=mpicc "$venv/bin/pip" install -q --disable-pip-version-check --no-binary=mpi4py mpi4py
+fi
+site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+echo "${REDIST_BUILD_DIR:-$here/build}/python" > "$site/redist-build.pth"
+

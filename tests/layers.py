@@ -29,6 +29,7 @@ STANDS_ON = {
     "cholesky": ["runtime"],         # an application of the runtime
     "capi": ["exec"],                # the C API (redist.h): a front end over exec
     "scalapack": ["exec"],           # the p?gemr2d drop-ins (scalapack.h): a front end over exec
+    "python": ["exec"],              # the Python binding (python/src): a front end over exec
 }
 
 # First matching prefix wins. Files outside these (apps/, bench/, tests/) are the
@@ -49,6 +50,7 @@ PATHS = [
     ("src/harness/", "harness"),
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),
     ("apps/cholesky/", "cholesky"),
+    ("python/src/", "python"),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -106,11 +108,12 @@ def main():
     # including exec, the runtime including the planner, exec including the C API.
     planted = [(root / "src" / "plan" / "planted.cpp", '#include "redist/exec.hpp"\n'),
                (root / "src" / "runtime" / "planted.cpp", '#include "redist/plan.hpp"\n'),
-               (root / "src" / "exec" / "planted.cpp", '#include "redist/redist.h"\n')]
-    if len(violations(root, planted)) != 3:
+               (root / "src" / "exec" / "planted.cpp", '#include "redist/redist.h"\n'),
+               (root / "src" / "exec" / "planted2.cpp", '#include "../../python/src/common.hpp"\n')]
+    if len(violations(root, planted)) != 4:
         print("layers.py: the self-test's upward include was not caught")
         return 1
-    files = sorted(p for d in ("include", "src", "apps") for p in (root / d).rglob("*")
+    files = sorted(p for d in ("include", "src", "apps", "python") for p in (root / d).rglob("*")
                    if p.suffix in (".hpp", ".cpp", ".h", ".c"))
     bad = violations(root, [(f, f.read_text(errors="replace")) for f in files])
     for line in bad:

@@ -155,6 +155,12 @@ class Plan {
   // LocalIndex order; other storages: exactly one).
   void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
                std::string_view strategy = {});
+  // Front ends (the Python binding): the general form, with `caller_error`, when
+  // not empty, what the caller found wrong on this rank in arguments that only
+  // it can see (a buffer's element type, its contiguity). It joins execute's one
+  // agreement: every rank throws the same redist::Error and nothing moves.
+  void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
+               std::string_view strategy, std::string_view caller_error);
   // Typed one-buffer form (tile and local_array storage): the spans must hold at
   // least this rank's local elements, and sizeof(T) must be the element size.
   template <class T>

@@ -49,7 +49,8 @@ class PlanImpl {
   // The state of registry entry `i`, made (and probed, collectively) on first use.
   detail::Strategy& state(int i);
   // Plan::execute's and Plan::predictions' work, run by the thread that holds the plan.
-  void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy);
+  void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy,
+               std::string_view caller_error = {});
   std::vector<double> predictions();
 };
 
@@ -494,8 +495,15 @@ void Plan::execute(std::span<const void* const> src_blocks, std::span<void* cons
   impl_->execute(src_blocks, dst_blocks, strategy);
 }
 
+void Plan::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
+                   std::string_view strategy, std::string_view caller_error) {
+  if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
+  impl_->execute(src_blocks, dst_blocks, strategy, caller_error);
+}
+
 void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
-                       std::string_view strategy) {
+                       std::string_view strategy, std::string_view caller_error) {
   // After an MPI error the plan's requests, buffers and communicator are in an
   // unknown state: it never communicates again (local, like the error itself).
   if (!failed.empty())
@@ -503,7 +511,7 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
                    MPI_ERR_OTHER);
   detail::PlanCore& p = core;
   if (strategy.empty()) strategy = p.options.strategy;
-  std::string err;
+  std::string err(caller_error);  // a front end's own finding comes first
   check_side("source", src_blocks.size(), *p.src_local, p.src, src_blocks.data(), err);
   check_side("target", dst_blocks.size(), *p.dst_local, p.dst, const_cast<const void* const*>(dst_blocks.data()), err);
   if (err.empty()) err = overlap_check(p, src_blocks, dst_blocks);

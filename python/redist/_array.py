@@ -1,0 +1,204 @@
+"""Distributed arrays over numpy (docs/python.md): a rank's local storage of a
+layout as numpy arrays without copies, and the helpers around it. Every data
+movement here is one redist plan (scatter and gather included: the global array
+is a one-tile layout on the root rank); nothing is reimplemented in Python.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from ._core import Error, Layout, LocalIndex, Ownership, Region, agree, make_plan
+
+LayoutLike = Union[Layout, str]
+RegionLike = Union[Region, str, None]
+
+
+def _comm(comm: Any) -> Any:
+    if comm is not None:
+        return comm
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
+
+
+def _layout(layout: LayoutLike) -> Layout:
+    if isinstance(layout, Layout):
+        return layout
+    if isinstance(layout, str):
+        return Layout(layout)
+    raise TypeError(f"layout must be a redist.Layout or a spec string, got {type(layout).__name__}")
+
+
+def _dtype(layout: Layout, dtype: Any) -> np.dtype:
+    """The layout's elements as a numpy dtype: float64 for esize=8 and raw bytes
+    (np.dtype('V<esize>')) otherwise when none is given."""
+    if dtype is None:
+        return np.dtype(np.float64) if layout.esize == 8 else np.dtype((np.void, layout.esize))
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize == 0:
+        raise ValueError(f"dtype {dt} is not a fixed-size element type (no Python objects, itemsize > 0)")
+    return dt
+
+
+def _one_tile(shape: Sequence[int], root: int, esize: int) -> Layout:
+    """The whole array as one column-major tile on rank `root`."""
+    return Layout(tuple(shape), ownership=Ownership.block_cyclic((1,) * len(shape), first=root), esize=esize)
+
+
+class DistArray:
+    """This rank's part of an array distributed by `layout` over `comm`.
+
+    The bytes live in ``blocks`` (numpy arrays, one per storage block: one for
+    storage tile and local_array, one per local tile for tile_pointers); the
+    views share them, no copies:
+
+    - ``tiles``: one Fortran-ordered array per local tile (storage tile and
+      tile_pointers), in storage order, with ``tile_index`` and ``tile_lo``;
+    - ``local_array``: the ScaLAPACK-style local array (storage local_array),
+      Fortran-ordered, local rows x local columns (its leading dimension ld may
+      be larger).
+
+    The layout's element size is the dtype's (``layout.with_esize``).
+    Collective: every rank of `comm` makes it (a layout that does not fit raises
+    redist.Error on every rank).
+    """
+
+    def __init__(self, layout: LayoutLike, dtype: Any = None, comm: Any = None, *, fill_zero: bool = True):
+        comm = _comm(comm)
+        layout = _layout(layout)
+        dt = _dtype(layout, dtype)
+        if layout.esize != dt.itemsize:
+            layout = layout.with_esize(dt.itemsize)
+        rank, size = comm.Get_rank(), comm.Get_size()
+        err, local = layout.check(size), None
+        if not err:
+            try:
+                local = LocalIndex(layout, rank)
+            except Error as e:  # e.g. ld= below this rank's local rows: agreed below
+                err = str(e)
+        agree(comm, err)
+        self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
+        self.local_index = local
+        alloc = np.zeros if fill_zero else np.empty
+        self.blocks = [alloc(local.block_elements(b), dtype=dt) for b in range(local.nblocks)]
+        self._redist_blocks = self.blocks  # what Plan.execute reads: the storage blocks (no copy)
+        self.tile_index, self.tile_lo, self.tiles = [], [], []
+        self.local_array: Optional[np.ndarray] = None
+        if layout.storage == "local_array":
+            ext, ld = local.local_extent, local.ld
+            full = self.blocks[0][: ld * math.prod(ext[1:])].reshape((ld,) + tuple(ext[1:]), order="F")
+            self.local_array = full[: ext[0]]
+        else:
+            for t, lo, sz, b, off in local.tiles():
+                self.tile_index.append(t)
+                self.tile_lo.append(lo)
+                self.tiles.append(self.blocks[b][off: off + math.prod(sz)].reshape(sz, order="F"))
+
+    @property
+    def shape(self) -> tuple:
+        """The global shape."""
+        return self.layout.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.layout.ndim
+
+    def __repr__(self) -> str:
+        return f"DistArray(rank={self.rank}, dtype={self.dtype}, layout='{self.layout.spec}')"
+
+    def fill(self, fn: Callable[..., Any]) -> "DistArray":
+        """Sets every local element (i0, i1, ...) to fn(i0, i1, ...), vectorized:
+        fn gets one int64 index array per dimension, shaped to broadcast (like
+        np.ogrid), once per local tile (once for local_array storage)."""
+        if self.local_array is not None:
+            idx = []
+            for d in range(self.ndim):
+                g = self.local_index.globals(d)
+                shape = [1] * self.ndim
+                shape[d] = g.size
+                idx.append(g.reshape(shape))
+            self.local_array[...] = fn(*idx)
+            return self
+        for lo, view in zip(self.tile_lo, self.tiles):
+            idx = []
+            for d in range(self.ndim):
+                shape = [1] * self.ndim
+                shape[d] = view.shape[d]
+                idx.append(np.arange(lo[d], lo[d] + view.shape[d], dtype=np.int64).reshape(shape))
+            view[...] = fn(*idx)
+        return self
+
+    def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
+        """Collective: the whole array as one Fortran-ordered numpy array on
+        `root`, None on the other ranks (for small data and tests)."""
+        dst = _one_tile(self.shape, root, self.dtype.itemsize)
+        out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
+        with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:
+            plan.execute(self, out.reshape(-1, order="F"))
+        return out if self.rank == root else None
+
+
+def empty(layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
+    """Collective: a DistArray for `layout`, not initialized."""
+    return DistArray(layout, dtype, comm, fill_zero=False)
+
+
+def zeros(layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
+    """Collective: a DistArray for `layout`, zeroed."""
+    return DistArray(layout, dtype, comm)
+
+
+def fromfunction(fn: Callable[..., Any], layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
+    """Collective: a DistArray whose element (i0, i1, ...) is fn(i0, i1, ...),
+    each rank computing its own elements (see DistArray.fill)."""
+    return DistArray(layout, dtype, comm, fill_zero=False).fill(fn)
+
+
+def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm: Any = None,
+            strategy: Optional[str] = None) -> DistArray:
+    """Collective: distributes `array` (a global numpy array of the layout's
+    shape, element (i0, i1, ...) at array[i0, i1, ...], given on `root`; None
+    elsewhere) over `layout`. The dtype is the root's."""
+    comm = _comm(comm)
+    layout = _layout(layout)
+    rank = comm.Get_rank()
+    err, a = "", None
+    if rank == root:
+        if array is None:
+            err = "scatter: the root rank must give the global array"
+        else:
+            a = np.asarray(array)
+            if tuple(a.shape) != tuple(layout.shape):
+                err = f"scatter: the array's shape {tuple(a.shape)} is not the layout's {tuple(layout.shape)}"
+            elif a.dtype.hasobject or a.dtype.itemsize == 0:
+                err = f"scatter: dtype {a.dtype} is not a fixed-size element type"
+    dt = comm.bcast(a.dtype if a is not None and not err else None, root=root)
+    agree(comm, err)
+    out = DistArray(layout, dt, comm, fill_zero=False)
+    src = _one_tile(layout.shape, root, dt.itemsize)
+    buf = np.asfortranarray(a).reshape(-1, order="F") if rank == root else np.empty(0, dtype=dt)
+    with make_plan(src, out.layout, None, comm, strategy=strategy or "p2p") as plan:
+        plan.execute(buf, out)
+    return out
+
+
+def redistribute(array: DistArray, layout: Optional[LayoutLike] = None, region: RegionLike = None,
+                 out: Optional[DistArray] = None, *, strategy: Optional[str] = None) -> DistArray:
+    """Collective: `array` (or its `region`) moved to `layout`, in a new zeroed
+    DistArray, or into `out` (then `layout` may be omitted). One plan, made and
+    executed once: to move the same way again, keep a Plan (make_plan)."""
+    if not isinstance(array, DistArray):
+        raise TypeError(f"redistribute: array must be a redist.DistArray, got {type(array).__name__}")
+    if out is None:
+        if layout is None:
+            raise TypeError("redistribute: give the target layout or out=")
+        out = DistArray(layout, array.dtype, array.comm)
+    elif not isinstance(out, DistArray):
+        raise TypeError(f"redistribute: out must be a redist.DistArray, got {type(out).__name__}")
+    elif layout is not None and _layout(layout).with_esize(out.dtype.itemsize) != out.layout:
+        raise ValueError(f"redistribute: out's layout {out.layout.spec} is not the layout given, {_layout(layout).spec}")
+    with make_plan(array.layout, out.layout, region, array.comm, strategy=strategy or "p2p") as plan:
+        plan.execute(array, out)
+    return out

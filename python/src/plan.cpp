@@ -1,0 +1,318 @@
+// Plans as Python objects (docs/python.md): make once, execute many, a context
+// manager. execute takes numpy arrays (any buffer-protocol object), a DistArray,
+// or for tile_pointers a list of them; what it finds wrong on this rank (dtype,
+// shape, contiguity, size) joins one collective agreement, so every rank raises
+// the same redist.Error (a ValueError) and none waits.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <optional>
+
+#include "common.hpp"
+#include "mpi/agree.hpp"
+
+namespace redist::python {
+namespace {
+
+struct PyPlan {
+  std::optional<Plan> plan;
+  LocalIndex src_map, dst_map;  // for the binding's checks of the buffers it is given
+  int rank = 0, size = 1;
+
+  explicit PyPlan(Plan p)
+      : src_map(p.source(), rank_of(p)), dst_map(p.target(), rank_of(p)), rank(rank_of(p)) {
+    MPI_Comm_size(p.comm(), &size);
+    plan.emplace(std::move(p));
+  }
+  PyPlan(const PyPlan&) = delete;
+  ~PyPlan() { close(); }
+  void close() {
+    if (!plan) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) new Plan(std::move(*plan));  // too late to free its communicator: left to the process's end
+    plan.reset();
+  }
+  Plan& get() {
+    if (!plan) throw Error("redist: the plan is closed");
+    return *plan;
+  }
+  static int rank_of(const Plan& p) {
+    int r = 0;
+    MPI_Comm_rank(p.comm(), &r);
+    return r;
+  }
+};
+
+// The buffers of one side of an execute, held for its duration. One block
+// (storage tile, local_array) lives inline: an execute allocates nothing then.
+struct Side {
+  Py_buffer one;
+  std::vector<Py_buffer> more;
+  const void* one_ptr = nullptr;
+  std::vector<const void*> more_ptrs;
+  size_t n = 0;
+  const char* format = nullptr;  // of the first block (the dtype's struct code)
+  Side() = default;
+  Side(const Side&) = delete;
+  ~Side() {
+    if (n >= 1) PyBuffer_Release(&one);
+    for (Py_buffer& v : more) PyBuffer_Release(&v);
+  }
+  Py_buffer* add() {  // the next Py_buffer to fill (keep() once it is)
+    if (n == 0) return &one;
+    more.emplace_back();
+    return &more.back();
+  }
+  void keep(Py_buffer* v) {
+    if (n == 0) one_ptr = v->buf;
+    else {
+      if (more_ptrs.empty()) more_ptrs.push_back(one_ptr);
+      more_ptrs.push_back(v->buf);
+    }
+    ++n;
+  }
+  void drop_unfilled() {  // add() was called, the buffer not obtained
+    if (n > 0) more.pop_back();
+  }
+  std::span<const void* const> ptrs() const {
+    return n <= 1 ? std::span<const void* const>(&one_ptr, n) : std::span<const void* const>(more_ptrs);
+  }
+};
+
+std::string py_type_name(nb::handle o) { return nb::type_name(o.type()).c_str(); }
+
+// Why obj gives no contiguous (writable) buffer.
+std::string buffer_problem(nb::handle obj, bool writable) {
+  Py_buffer v;
+  if (PyObject_GetBuffer(obj.ptr(), &v, PyBUF_FULL_RO) != 0) {
+    PyErr_Clear();
+    return "expected a numpy array (or another buffer-protocol object), got " + py_type_name(obj);
+  }
+  const bool ro = v.readonly;
+  PyBuffer_Release(&v);
+  if (writable && ro) return "the array is read-only";
+  return "the array is not contiguous (np.ascontiguousarray, or np.asfortranarray for storage=local_array, makes "
+         "a contiguous copy)";
+}
+
+// Fills `side` from obj; returns what is wrong ("" if nothing).
+std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const Layout& layout, const char* name,
+                    Side& side) {
+  static PyObject* const kBlocks = PyUnicode_InternFromString("_redist_blocks");
+  PyObject* single = nullptr;
+  nb::object blocks;
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    single = obj.ptr();
+  } else {
+    PyObject* b = PyObject_GetAttr(obj.ptr(), kBlocks);  // a DistArray's storage blocks
+    if (b) blocks = nb::steal(b);
+    else {
+      PyErr_Clear();
+      if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) blocks = nb::borrow(obj);
+    }
+    if (!blocks.is_valid() || !(PyList_Check(blocks.ptr()) || PyTuple_Check(blocks.ptr())))
+      return detail::cat(name, ": expected a numpy array, a DistArray or (storage=tile_pointers) a list of arrays, got ",
+                         py_type_name(obj));
+  }
+  const size_t count = single ? 1 : static_cast<size_t>(PySequence_Fast_GET_SIZE(blocks.ptr()));
+  auto item = [&](size_t b) { return single ? single : PySequence_Fast_GET_ITEM(blocks.ptr(), static_cast<Py_ssize_t>(b)); };
+  const index_t esize = layout.elem_size();
+  const bool one_buffer = layout.storage().kind != StorageKind::tile_pointers;
+  if (one_buffer && count != 1)
+    return detail::cat(name, ": storage=", layout.storage().kind == StorageKind::tile ? "tile" : "local_array",
+                       " takes one array, got ", count);
+  if (!one_buffer && static_cast<index_t>(count) != map.nblocks())
+    return detail::cat(name, ": storage=tile_pointers takes one array per local tile: this rank owns ", map.nblocks(),
+                       ", got ", count);
+  if (!one_buffer) side.more.reserve(count);
+  for (size_t b = 0; b < count; ++b) {
+    Py_buffer* pv = side.add();
+    const int flags = PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(item(b), pv, flags) != 0) {
+      PyErr_Clear();
+      side.drop_unfilled();
+      return detail::cat(name, ": ", buffer_problem(item(b), writable));
+    }
+    side.keep(pv);
+    const Py_buffer& v = *pv;
+    if (b == 0) side.format = v.format;
+    if (v.itemsize != esize)
+      return detail::cat(name, ": the array's elements are ", v.itemsize, " bytes (format '", v.format ? v.format : "B",
+                         "'), the layout's esize=", esize, " (a dtype of ", esize, " bytes, or esize=", v.itemsize,
+                         " in the layout)");
+    index_t want = map.block_elements(static_cast<index_t>(b));
+    const index_t have = v.len / esize;
+    if (layout.storage().kind == StorageKind::local_array && map.local_extent().volume() == 0)
+      want = 0;  // nothing stored here (ld may still be 1): an empty array will do
+    // Storage is column-major (tiles and local arrays): a C-ordered matrix would be read transposed.
+    if (v.ndim > 1 && !PyBuffer_IsContiguous(&v, 'F'))
+      return detail::cat(name, ": a multi-dimensional array must be column-major (numpy order='F'; "
+                         "np.asfortranarray), like the layout's storage; this one is in C order");
+    if (layout.storage().kind == StorageKind::local_array && v.ndim == layout.ndim() && v.ndim > 1 && want > 0) {
+      // A multi-dimensional local array must be this rank's ld x local extents.
+      Coord want_shape = map.local_extent();
+      want_shape[0] = map.ld();
+      bool same = true;
+      for (int d = 0; d < v.ndim; ++d) same = same && v.shape[d] == want_shape[d];
+      if (!same) {
+        std::string got;
+        for (int d = 0; d < v.ndim; ++d) got += (d ? "x" : "") + std::to_string(v.shape[d]);
+        return detail::cat(name, ": this rank's local array is ", want_shape.str(), " (ld x local extents), got ", got);
+      }
+    }
+    if (have < want)
+      return detail::cat(name, ": ", one_buffer ? "this rank stores " : "local tile ", one_buffer ? "" : std::to_string(b),
+                         one_buffer ? "" : " has ", want, " elements; the array holds ", have);
+  }
+  return {};
+}
+
+void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::string> strategy) {
+  Plan& plan = self.get();
+  Side s, d;
+  std::string err = collect(src, false, self.src_map, plan.source(), "source", s);
+  if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d);
+  if (err.empty() && s.format && d.format && std::strcmp(s.format, d.format) != 0)
+    err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
+                      "') are of different types");
+  std::string_view name = strategy ? std::string_view(*strategy) : std::string_view();
+  std::span<const void* const> sp = s.ptrs(), dp = d.ptrs();
+  nb::gil_scoped_release unlocked;
+  // What this rank found wrong joins the core's one agreement (same error everywhere, nothing moved).
+  plan.execute(sp, std::span<void* const>(const_cast<void* const*>(dp.data()), dp.size()), name, err);
+}
+
+nb::dict stats_dict(const PlanStats& s) {
+  nb::dict d;
+#define REDIST_FIELD(f) d[#f] = s.f
+  REDIST_FIELD(bytes_sent); REDIST_FIELD(bytes_received); REDIST_FIELD(bytes_local);
+  REDIST_FIELD(messages_sent); REDIST_FIELD(messages_received);
+  REDIST_FIELD(segments_sent); REDIST_FIELD(segments_received); REDIST_FIELD(local_copies);
+  REDIST_FIELD(runs_sent); REDIST_FIELD(runs_received); REDIST_FIELD(local_runs);
+  REDIST_FIELD(plan_bytes); REDIST_FIELD(target_tiles); REDIST_FIELD(max_segments_per_tile);
+  REDIST_FIELD(segments_per_tile_total);
+#undef REDIST_FIELD
+  return d;
+}
+
+}  // namespace
+
+void bind_plan(nb::module_& m) {
+  nb::class_<PlanStats>(m, "PlanStats", "What this rank's plan moves (no data needed).")
+      .def_ro("bytes_sent", &PlanStats::bytes_sent)
+      .def_ro("bytes_received", &PlanStats::bytes_received)
+      .def_ro("bytes_local", &PlanStats::bytes_local)
+      .def_ro("messages_sent", &PlanStats::messages_sent)
+      .def_ro("messages_received", &PlanStats::messages_received)
+      .def_ro("segments_sent", &PlanStats::segments_sent)
+      .def_ro("segments_received", &PlanStats::segments_received)
+      .def_ro("local_copies", &PlanStats::local_copies)
+      .def_ro("runs_sent", &PlanStats::runs_sent)
+      .def_ro("runs_received", &PlanStats::runs_received)
+      .def_ro("local_runs", &PlanStats::local_runs)
+      .def_ro("plan_bytes", &PlanStats::plan_bytes)
+      .def_ro("target_tiles", &PlanStats::target_tiles)
+      .def_ro("max_segments_per_tile", &PlanStats::max_segments_per_tile)
+      .def_ro("segments_per_tile_total", &PlanStats::segments_per_tile_total)
+      .def("as_dict", &stats_dict)
+      .def("__repr__", [](const PlanStats& s) { return "PlanStats(" + nb::cast<std::string>(nb::repr(stats_dict(s))) + ")"; });
+
+  m.def("plan_stats", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks) {
+    Layout s = as_layout(src, "src"), d = as_layout(dst, "dst");
+    Region r = as_region(region, s.shape());
+    for (const std::string& e : {s.check(ranks), d.check(ranks), r.check(s.shape(), d.shape())})
+      if (!e.empty()) throw Error(e);
+    return plan_rank(s, d, r, rank, ranks).stats;
+  }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::kw_only(), nb::arg("rank"), nb::arg("ranks"),
+     "No MPI: the statistics of `rank`'s plan among `ranks` ranks (redist plan --ranks).");
+  m.def("predict", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks, const Machine& machine) {
+    Layout s = as_layout(src, "src"), d = as_layout(dst, "dst");
+    Region r = as_region(region, s.shape());
+    for (const std::string& e : {s.check(ranks), d.check(ranks), r.check(s.shape(), d.shape())})
+      if (!e.empty()) throw Error(e);
+    RankPlan rp = plan_rank(s, d, r, rank, ranks);
+    nb::dict out;
+    for (const std::string& name : strategy_names()) out[name.c_str()] = predict(rp, name, machine).total();
+    return out;
+  }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::kw_only(), nb::arg("rank"), nb::arg("ranks"),
+     nb::arg("machine"), "No MPI: each strategy's predicted seconds for `rank`'s plan (paper 000 Eq. 1).");
+
+  nb::class_<PyPlan>(m, "Plan", "A redistribution made once (make_plan) and executed as often as needed.")
+      .def("execute", &execute, nb::arg("src"), nb::arg("dst"), nb::arg("strategy") = nb::none(),
+           nb::sig("def execute(self, src: typing_extensions.Buffer | redist._array.DistArray | list, dst: "
+                   "typing_extensions.Buffer | redist._array.DistArray | list, strategy: str | None = None) -> None"),
+           "Collective. src, dst: numpy arrays (one per rank for storage tile/local_array; a list, one per local "
+           "tile, for tile_pointers) or DistArrays. strategy: a name of strategies() or 'auto'; None: the plan's.")
+      .def_prop_ro("stats", [](PyPlan& p) { return p.get().stats(); })
+      .def_prop_ro("source", [](PyPlan& p) { return p.get().source(); })
+      .def_prop_ro("target", [](PyPlan& p) { return p.get().target(); })
+      .def_prop_ro("region", [](PyPlan& p) { return p.get().region(); })
+      .def_prop_ro("strategy", [](PyPlan& p) { return p.get().options().strategy; })
+      .def_prop_ro("auto_choice", [](PyPlan& p) { return p.get().auto_choice(); })
+      .def_prop_ro("buffer_bytes", [](PyPlan& p) { return p.get().buffer_bytes(); })
+      .def_prop_ro("rank", [](const PyPlan& p) { return p.rank; })
+      .def_prop_ro("size", [](const PyPlan& p) { return p.size; })
+      .def_prop_ro("machine", [](PyPlan& p) -> std::optional<Machine> {
+        const Machine* mm = p.get().machine();
+        return mm ? std::optional<Machine>(*mm) : std::nullopt;
+      })
+      .def("predictions", [](PyPlan& p) {
+        Plan& plan = p.get();
+        std::vector<double> t;
+        {
+          nb::gil_scoped_release unlocked;
+          t = plan.predictions();
+        }
+        nb::dict out;
+        std::vector<std::string> names = strategy_names();
+        for (size_t i = 0; i < t.size(); ++i) out[names[i].c_str()] = t[i];
+        return out;
+      }, "Collective: each strategy's predicted seconds (max over ranks), the same on every rank.")
+      .def("close", &PyPlan::close, "Frees the plan (its communicator) now; every rank should close it.")
+      .def_prop_ro("closed", [](const PyPlan& p) { return !p.plan; })
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](PyPlan& p, nb::args) { p.close(); });
+
+  m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, const std::string& strategy,
+                        index_t max_message_bytes, index_t max_buffer_bytes, const std::string& calibration,
+                        std::optional<Machine> machine) {
+    MPI_Comm c = comm_of(comm);
+    // A spec or region string that does not parse on some rank is agreed on like any bad argument.
+    Layout s, d;
+    Region r;
+    std::string err;
+    try {
+      s = as_layout(src, "src");
+      d = as_layout(dst, "dst");
+      r = as_region(region, s.shape());
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    Options o;
+    o.strategy = strategy;
+    o.max_message_bytes = max_message_bytes;
+    o.max_buffer_bytes = max_buffer_bytes;
+    o.calibration = calibration;
+    if (machine) o.machine = std::make_shared<const Machine>(std::move(*machine));
+    std::optional<Plan> plan;
+    {
+      nb::gil_scoped_release unlocked;  // owner functions written in Python take it back
+      detail::agree(c, err);
+      plan.emplace(make_plan(s, d, r, c, o));
+    }
+    return new PyPlan(std::move(*plan));
+  }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::arg("comm") = nb::none(), nb::kw_only(),
+     nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
+     nb::arg("calibration") = "", nb::arg("machine") = nb::none(),
+     nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
+             "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
+             "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None) -> Plan"),
+     "Collective over comm (an mpi4py communicator; None: COMM_WORLD): checks the arguments on every rank (the same "
+     "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
+     "string or None (the whole source shape).");
+}
+
+}  // namespace redist::python

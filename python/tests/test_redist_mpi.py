@@ -1,0 +1,324 @@
+"""The Python binding on 1-4 ranks (run by tests/python/test_binding.py under
+mpirun): every layout kind, storage, dtype, regions, plans, strategies and
+errors, checked against numpy on the gathered result and on each rank's tiles."""
+import math
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import redist
+from conftest import same_everywhere
+
+P = MPI.COMM_WORLD.Get_size()
+R = MPI.COMM_WORLD.Get_rank()
+
+
+def value(*idx):
+    """Element (i0, i1, ...) of the test array: distinct for every index."""
+    v = np.zeros(np.broadcast_shapes(*[np.shape(i) for i in idx]), dtype=np.float64)
+    for d, i in enumerate(idx):
+        v = v + (i + 1) * 1000.0 ** d
+    return v
+
+
+def expected(shape, region=None, dst_shape=None, dtype=np.float64):
+    """The target as numpy: `value` moved by the region, zeros elsewhere."""
+    g = np.fromfunction(value, shape, dtype=np.int64).astype(dtype)
+    if region is None:
+        return g
+    r = redist.Region(region)
+    out = np.zeros(dst_shape, dtype=dtype)
+    s = tuple(slice(o, o + n) for o, n in zip(r.src_offset, r.size))
+    d = tuple(slice(o, o + n) for o, n in zip(r.dst_offset, r.size))
+    out[d] = g[s]
+    return out
+
+
+def check_tiles(a, fn):
+    """Each local tile (or the local array) equals fn at its global indices: no gather."""
+    ref = redist.empty(a.layout, a.dtype, a.comm).fill(fn)
+    if a.local_array is not None:
+        assert np.array_equal(a.local_array, ref.local_array)
+    assert len(a.tiles) == len(ref.tiles)
+    for x, y in zip(a.tiles, ref.tiles):
+        assert np.array_equal(x, y)
+
+
+def grid2(p):
+    return (2, p // 2) if p % 2 == 0 and p > 1 else (1, p)
+
+
+# Every ownership kind, several partitions and storages, as spec strings.
+def layouts_2d():
+    g0, g1 = grid2(P)
+    fn = "myowner"
+    redist.register_owner_function(fn, lambda t: (t[0] * 7 + t[1] * 3) % P)
+    ntiles = math.ceil(23 / 5) * math.ceil(17 / 4)
+    owners = ",".join(str((i * 5) % P) for i in range(ntiles))
+    return {
+        "block_cyclic": f"23x17 tile=5x4 block_cyclic grid={g0}x{g1}",
+        "block_cyclic_col_src_super": f"23x17 tile=3x2 block_cyclic grid={g0}x{g1} order=col src={g0 - 1}x0 super=2x1",
+        "offset": f"23x17 tile=5x4 offset=2x3 block_cyclic grid={g1}x{g0}",
+        "irregular": f"23x17 tile=[0,3,10,23]x[0,1,9,17] block_cyclic grid=1x{P}",
+        "random": f"23x17 tile=4x4 random seed=11 ranks={P}",
+        "band": f"23x17 tile=3x3 band width=1 near=(block_cyclic grid={g0}x{g1}) far=(random seed=3 ranks={P})",
+        "table": f"23x17 tile=5x4 table owners={owners}",
+        "function": f"23x17 tile=6x5 function name={fn} ranks={P}",
+        "greedy": f"23x17 tile=4x4 greedy of=(23x17 tile=12x17 block_cyclic grid={P}x1)",
+        "balanced": f"23x17 tile=[0,5,7,23]x[0,9,17] balanced of=(23x17 tile=6x6 block_cyclic grid={g0}x{g1})",
+        "local_array": f"23x17 tile=4x3 storage=local_array block_cyclic grid={g0}x{g1}",
+        "local_array_ld": f"23x17 tile=4x3 storage=local_array ld=40 block_cyclic grid={g0}x{g1}",
+        "tile_pointers": f"23x17 tile=5x4 storage=tile_pointers random seed=5 ranks={P}",
+        "rank0": "23x17",
+    }
+
+
+KINDS = list(layouts_2d())
+
+
+@pytest.mark.parametrize("src", KINDS)
+def test_every_kind_round_trip(src):
+    L = layouts_2d()
+    dst = L["block_cyclic_col_src_super"] if src != "block_cyclic_col_src_super" else L["random"]
+    a = redist.fromfunction(value, L[src])
+    check_tiles(a, value)
+    b = redist.redistribute(a, dst)
+    check_tiles(b, value)
+    c = redist.redistribute(b, L[src])
+    check_tiles(c, value)
+    full = c.gather()
+    if R == 0:
+        assert np.array_equal(full, expected((23, 17)))
+    else:
+        assert full is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int32, np.int64,
+                                   np.uint8, np.dtype([("a", "<i4"), ("b", "<f8")]), np.dtype("V3")])
+def test_dtypes_scatter_redistribute_gather(dtype):
+    dt = np.dtype(dtype)
+    shape = (19, 11)
+    g = None
+    if R == 0:
+        raw = np.arange(math.prod(shape) * dt.itemsize, dtype=np.uint64) * 2654435761 % 251
+        g = raw.astype(np.uint8).view(dt).reshape(shape, order="F")
+    a = redist.scatter(g, f"19x11 tile=4x3 random seed=2 ranks={P}")
+    assert a.dtype == dt and a.layout.esize == dt.itemsize
+    b = redist.redistribute(a, f"19x11 tile=2x5 storage=local_array block_cyclic grid={P}x1")
+    back = b.gather()
+    if R == 0:
+        assert back.dtype == dt and back.tobytes(order="F") == g.tobytes(order="F")
+
+
+@pytest.mark.parametrize("region", ["7x5", "7x5 from=3x2", "10x9 from=13x8 to=1x0", "0x5 from=3x2"])
+def test_regions(region):
+    src = f"23x17 tile=5x4 block_cyclic grid={P}x1"
+    dst = f"15x12 tile=3x5 storage=local_array block_cyclic grid=1x{P}"
+    a = redist.fromfunction(value, src)
+    b = redist.redistribute(a, dst, region=region)
+    full = b.gather()
+    if R == 0:
+        assert np.array_equal(full, expected((23, 17), region, (15, 12)))
+
+
+def test_region_keywords_and_out():
+    a = redist.fromfunction(value, f"23x17 tile=5x4 block_cyclic grid=1x{P}")
+    out = redist.zeros(f"15x12 tile=4x4 random seed=1 ranks={P}")
+    region = redist.Region((7, 5), src_offset=(3, 2), dst_offset=(8, 7))
+    assert str(region) == "7x5 from=3x2 to=8x7"
+    res = redist.redistribute(a, region=region, out=out)
+    assert res is out
+    full = out.gather()
+    if R == 0:
+        assert np.array_equal(full, expected((23, 17), "7x5 from=3x2 to=8x7", (15, 12)))
+
+
+def test_volume_3d_repartition():
+    # Paper 003: a 3-D volume from slabs onto a patch grid placed greedily, and back.
+    src = f"24x20x16 tile=24x20x{math.ceil(16 / P)} block_cyclic grid=1x1x{P}"
+    dst = f"24x20x16 tile=8x8x8 greedy of=({src})"
+    a = redist.fromfunction(value, src, np.float32)
+    b = redist.redistribute(a, dst)
+    check_tiles(b, lambda i, j, k: value(i, j, k).astype(np.float32))
+    summary = redist.placement_summary(dst)
+    assert summary["patches"] == 3 * 3 * 2
+    c = redist.redistribute(b, src)
+    check_tiles(c, lambda i, j, k: value(i, j, k).astype(np.float32))
+
+
+def test_keyword_layouts_equal_specs():
+    g0, g1 = grid2(P)
+    kw = redist.Layout((23, 17), (5, 4), ownership=redist.block_cyclic((g0, g1), order="col", src=(0, g1 - 1)),
+                       storage="local_array", ld=30)
+    spec = redist.Layout(f"23x17 tile=5x4 storage=local_array ld=30 block_cyclic grid={g0}x{g1} order=col src=0x{g1 - 1}")
+    assert kw == spec and kw.spec == spec.spec and hash(kw) == hash(spec)
+    irr = redist.Layout((10, 6), ([0, 3, 10], 2), ownership=redist.random(seed=4, ranks=P), esize=4)
+    assert irr == redist.Layout(f"10x6 tile=[0,3,10]x2 esize=4 random seed=4 ranks={P}")
+    assert irr.tile_bounds(0) == [0, 3, 10] and irr.ntiles == (2, 3)
+    band = redist.Layout((9, 9), (3, 3), ownership=redist.band(1, redist.block_cyclic((1, P)), redist.random(seed=2, ranks=P)))
+    assert band == redist.Layout(f"9x9 tile=3x3 band width=1 near=(block_cyclic grid=1x{P}) far=(random seed=2 ranks={P})")
+    src = redist.Layout((8, 8), (8, 4), ownership=redist.block_cyclic((1, P)))
+    assert redist.Layout((8, 8), (2, 2), ownership=redist.greedy(src)).ownership.kind == "greedy"
+    assert redist.Layout((8, 8), (2, 2), ownership=redist.table([0] * 16)).ownership.kind == "table"
+    assert redist.Layout("8x8 tile=4x4").ownership.kind == "block_cyclic"
+
+
+def test_plan_execute_many_context_manager_and_stats():
+    src = f"64x48 tile=8x8 block_cyclic grid=1x{P}"
+    dst = f"64x48 tile=6x10 block_cyclic grid={P}x1"
+    a = redist.fromfunction(value, src)
+    b = redist.zeros(dst)
+    with redist.make_plan(src, dst, strategy="alltoallv") as plan:
+        assert plan.strategy == "alltoallv" and plan.rank == R and plan.size == P
+        for name in redist.strategy_names():
+            b.blocks[0][:] = 0
+            plan.execute(a, b, strategy=name)
+            check_tiles(b, value)
+        st = plan.stats
+        offline = redist.plan_stats(src, dst, rank=R, ranks=P)
+        assert st.bytes_sent == offline.bytes_sent and st.as_dict() == offline.as_dict()
+        total = MPI.COMM_WORLD.allreduce(st.bytes_sent + st.bytes_local)
+        assert total == 64 * 48 * 8
+    assert plan.closed
+    with pytest.raises(redist.Error, match="closed"):
+        plan.execute(a, b)
+
+
+def test_plain_numpy_buffers_and_tile_pointers():
+    src = redist.Layout(f"12x10 tile=3x4 block_cyclic grid=1x{P}")
+    dst = redist.Layout(f"12x10 tile=5x5 storage=tile_pointers random seed=9 ranks={P}")
+    sidx, didx = redist.LocalIndex(src, R), redist.LocalIndex(dst, R)
+    a = redist.fromfunction(value, src)
+    plain_src = a.blocks[0].copy()                      # a plain 1-D numpy array
+    tiles = [np.zeros(didx.block_elements(b)) for b in range(didx.nblocks)]
+    with redist.make_plan(src, dst) as plan:
+        plan.execute(memoryview(plain_src), tiles)        # any buffer-protocol object
+    b = redist.empty(dst)
+    for t, x in zip(b.blocks, tiles):
+        t[:] = x
+    check_tiles(b, value)
+
+
+def test_local_array_plain_fortran_array():
+    dst = redist.Layout(f"12x10 tile=2x3 storage=local_array block_cyclic grid={P}x1")
+    li = redist.LocalIndex(dst, R)
+    local = np.zeros(li.local_extent, order="F")
+    a = redist.fromfunction(value, f"12x10 tile=12x10")
+    with redist.make_plan(a.layout, dst) as plan:
+        plan.execute(a, local)
+    g0, g1 = np.ix_(li.globals(0), li.globals(1))
+    assert np.array_equal(local, value(g0, g1))
+
+
+def test_auto_and_predictions():
+    src = f"32x32 tile=8x8 block_cyclic grid=1x{P}"
+    dst = f"32x32 tile=4x4 block_cyclic grid={P}x1"
+    a = redist.fromfunction(value, src)
+    b = redist.zeros(dst)
+    with redist.make_plan(src, dst, strategy="auto") as plan:
+        plan.execute(a, b)
+        assert plan.auto_choice in redist.strategy_names()
+        pred = plan.predictions()
+        assert list(pred) == redist.strategy_names() and all(t >= 0 for t in pred.values())
+        assert same_everywhere(MPI.COMM_WORLD, repr(sorted(pred.items())))
+        offline = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine)
+        assert set(offline) == set(pred)
+    check_tiles(b, value)
+
+
+def test_sub_communicator():
+    sub = MPI.COMM_WORLD.Split(R % 2, R)
+    q = sub.Get_size()
+    a = redist.fromfunction(value, f"10x8 tile=2x2 block_cyclic grid=1x{q}", comm=sub)
+    b = redist.redistribute(a, f"10x8 tile=3x3 random seed=4 ranks={q}")
+    full = b.gather(root=q - 1)
+    if sub.Get_rank() == q - 1:
+        assert np.array_equal(full, expected((10, 8)))
+    sub.Free()
+
+
+def test_strategies_listed():
+    names = [n for n, _ in redist.strategies()]
+    assert names == redist.strategy_names() and "p2p" in names
+    with pytest.raises(redist.Error, match="p2p"):
+        redist.check_strategy("nope")
+
+
+# ---------------------------------------------------------------- errors
+
+
+def agreed_error(fn):
+    """Runs fn on every rank; each must raise redist.Error (a ValueError) with one message."""
+    with pytest.raises(ValueError) as e:
+        fn()
+    assert isinstance(e.value, redist.Error)
+    assert same_everywhere(MPI.COMM_WORLD, str(e.value)), str(e.value)
+    return str(e.value)
+
+
+def test_error_bad_layout_same_on_every_rank():
+    msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", f"8x8 tile=2x2 block_cyclic grid={P + 1}x1"))
+    assert "needs" in msg and "ranks" in msg
+
+
+def test_error_spec_syntax_on_one_rank_only():
+    spec = "8x8 grid=ax2" if R == P - 1 else "8x8 tile=2x2"
+    msg = agreed_error(lambda: redist.make_plan(spec, "8x8 tile=4x4"))
+    assert "column" in msg
+
+
+def test_error_wrong_dtype_on_one_rank_only():
+    src, dst = f"16x8 tile=4x4 block_cyclic grid=1x{P}", f"16x8 tile=8x2 random seed=1 ranks={P}"
+    a = redist.zeros(src)
+    b = redist.zeros(dst, np.float32 if R == P - 1 else np.float64)
+    with redist.make_plan(src, dst) as plan:
+        msg = agreed_error(lambda: plan.execute(a, b))
+        assert "bytes" in msg and "esize=8" in msg
+        # int64 into float64: same size, other type
+        c = redist.zeros(dst, np.int64 if R == 0 else np.float64)
+        agreed_error(lambda: plan.execute(a, c))
+        plan.execute(a, redist.zeros(dst))  # the plan still works
+
+
+def test_error_non_contiguous_wrong_shape_readonly():
+    src = redist.Layout(f"16x8 tile=16x8 storage=local_array block_cyclic grid=1x1")
+    dst = redist.Layout(f"16x8 tile=4x4 storage=local_array block_cyclic grid=1x{P}")
+    li = redist.LocalIndex(dst, R)
+    good_src = np.zeros((16, 8), order="F") if R == 0 else np.zeros(0)
+    good_dst = np.zeros(li.local_extent, order="F")
+    with redist.make_plan(src, dst) as plan:
+        plan.execute(good_src, good_dst)
+        strided = np.zeros((32, 8), order="F")[::2] if R == 0 else np.zeros(0)
+        assert "contiguous" in agreed_error(lambda: plan.execute(strided, good_dst))
+        c_order = np.zeros((16, 8)) if R == 0 else np.zeros(0)
+        assert "column-major" in agreed_error(lambda: plan.execute(c_order, good_dst))
+        wrong = np.zeros((li.local_extent[0] + 1, li.local_extent[1]), order="F")
+        assert "local array" in agreed_error(lambda: plan.execute(good_src, wrong))
+        # rank 0 always owns something: only its array is short
+        small = np.zeros(li.local_extent[0] * li.local_extent[1] - 1) if R == 0 else good_dst
+        agreed_error(lambda: plan.execute(good_src, small))
+        ro = good_dst.copy(order="F")
+        ro.flags.writeable = R != 0
+        assert "read-only" in agreed_error(lambda: plan.execute(good_src, ro))
+        agreed_error(lambda: plan.execute(good_src, "not an array"))
+
+
+def test_error_scatter_wrong_shape_and_bad_strategy():
+    g = np.zeros((5, 5)) if R == 0 else None
+    assert "shape" in agreed_error(lambda: redist.scatter(g, "6x5 tile=2x2"))
+    a = redist.zeros("8x8 tile=4x4")
+    with redist.make_plan("8x8 tile=4x4", "8x8 tile=2x2") as plan:
+        b = redist.zeros("8x8 tile=2x2")
+        assert "strateg" in agreed_error(lambda: plan.execute(a, b, strategy="nope" if R == 0 else "p2p"))
+
+
+def test_error_layout_too_large_for_comm():
+    agreed_error(lambda: redist.zeros(f"8x8 tile=2x2 random seed=1 ranks={P + 1}"))
+
+
+def test_type_errors_are_local_and_clear():
+    with pytest.raises(TypeError, match="mpi4py"):
+        redist.make_plan("8x8", "8x8", comm=42)
+    with pytest.raises(TypeError):
+        redist.redistribute(np.zeros(3), "8x8")
