@@ -203,12 +203,20 @@ void bind_layout(nb::module_& m) {
 
   nb::class_<Region>(m, "Region", "The part of the array to move: size, offset in the source and in the target.")
       .def("__init__", [](Region* self, const std::string& text) { new (self) Region(Region::parse(text)); },
-           nb::arg("text"), "From '7000x7000 from=500x300 to=1000x0' (from/to default to 0).")
-      .def("__init__", [](Region* self, nb::handle size, nb::handle src_offset, nb::handle dst_offset) {
+           nb::arg("text"),
+           "From '7000x7000 from=500x300 to=1000x0 axes=1,0' (from/to default to 0, axes to the identity; "
+           "'transpose' is axes=1,0).")
+      .def("__init__", [](Region* self, nb::handle size, nb::handle src_offset, nb::handle dst_offset,
+                          nb::handle axes) {
         Coord s = to_coord(size, "size");
         new (self) Region{s, src_offset.is_none() ? Coord(s.ndim(), 0) : to_coord(src_offset, "src_offset"),
-                          dst_offset.is_none() ? Coord(s.ndim(), 0) : to_coord(dst_offset, "dst_offset")};
-      }, nb::arg("size"), nb::kw_only(), nb::arg("src_offset") = nb::none(), nb::arg("dst_offset") = nb::none())
+                          dst_offset.is_none() ? Coord(s.ndim(), 0) : to_coord(dst_offset, "dst_offset"),
+                          axes.is_none() ? Coord() : to_coord(axes, "axes")};
+      }, nb::arg("size"), nb::kw_only(), nb::arg("src_offset") = nb::none(), nb::arg("dst_offset") = nb::none(),
+         nb::arg("axes") = nb::none(),
+         "size and dst_offset in the target's order of dimensions, src_offset in the source's; axes: target "
+         "dimension d reads source dimension axes[d] (numpy.transpose's meaning; None: the identity).")
+      .def_prop_ro("axes", [](const Region& r) { return r.axes.ndim() ? from_coord(r.axes) : from_coord(Coord()); })
       .def_static("whole", [](nb::handle shape) { return Region::whole(to_coord(shape, "shape")); }, nb::arg("shape"))
       .def_prop_ro("size", [](const Region& r) { return from_coord(r.size); })
       .def_prop_ro("src_offset", [](const Region& r) { return from_coord(r.src_offset); })

@@ -3,6 +3,7 @@
 // or for tile_pointers a list of them; what it finds wrong on this rank (dtype,
 // shape, contiguity, size) joins one collective agreement, so every rank raises
 // the same redist.Error (a ValueError) and none waits.
+#include <nanobind/stl/complex.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -278,7 +279,8 @@ void bind_plan(nb::module_& m) {
 
   m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, const std::string& strategy,
                         index_t max_message_bytes, index_t max_buffer_bytes, const std::string& calibration,
-                        std::optional<Machine> machine) {
+                        std::optional<Machine> machine, const std::string& element_type, std::complex<double> alpha,
+                        std::complex<double> beta, bool conjugate) {
     MPI_Comm c = comm_of(comm);
     // A spec or region string that does not parse on some rank is agreed on like any bad argument.
     Layout s, d;
@@ -292,6 +294,14 @@ void bind_plan(nb::module_& m) {
       err = e.what();
     }
     Options o;
+    try {
+      o.arithmetic.type = parse_element_type(element_type);
+    } catch (const Error& e) {
+      if (err.empty()) err = e.what();
+    }
+    o.arithmetic.alpha = alpha;
+    o.arithmetic.beta = beta;
+    o.arithmetic.conjugate = conjugate;
     o.strategy = strategy;
     o.max_message_bytes = max_message_bytes;
     o.max_buffer_bytes = max_buffer_bytes;
@@ -306,13 +316,18 @@ void bind_plan(nb::module_& m) {
     return new PyPlan(std::move(*plan));
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::arg("comm") = nb::none(), nb::kw_only(),
      nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
-     nb::arg("calibration") = "", nb::arg("machine") = nb::none(),
+     nb::arg("calibration") = "", nb::arg("machine") = nb::none(), nb::arg("element_type") = "bytes",
+     nb::arg("alpha") = std::complex<double>(1.0), nb::arg("beta") = std::complex<double>(0.0),
+     nb::arg("conjugate") = false,
      nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
              "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
-             "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None) -> Plan"),
+             "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None, "
+             "element_type: str = 'bytes', alpha: complex = 1, beta: complex = 0, conjugate: bool = False) -> Plan"),
      "Collective over comm (an mpi4py communicator; None: COMM_WORLD): checks the arguments on every rank (the same "
      "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
-     "string or None (the whole source shape).");
+     "string or None (the whole source shape; 'axes=1,0' in it transposes). element_type ('f32', 'f64', 'c64', "
+     "'c128', 'i32', 'i64', 'bytes'), alpha, beta, conjugate: target = alpha * op(source) + beta * target while "
+     "copying (docs/transforms.md; the strategies that apply it: StrategyInfo.arithmetic).");
 }
 
 }  // namespace redist::python

@@ -164,6 +164,33 @@ def test_keyword_layouts_equal_specs():
     assert redist.Layout("8x8 tile=4x4").ownership.kind == "block_cyclic"
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_transpose_alpha_beta_against_numpy(dtype):
+    """C := beta C + alpha op(A)^T while redistributing (docs/transforms.md)."""
+    src = f"23x17 tile=5x4 block_cyclic grid={P}x1"
+    dst = f"20x25 tile=3x7 storage=local_array block_cyclic grid=1x{P} esize={np.dtype(dtype).itemsize}"
+    region = redist.Region((15, 9), src_offset=(2, 1), dst_offset=(4, 1), axes=(1, 0))
+    assert str(region) == "15x9 from=2x1 to=4x1 axes=1,0" and tuple(region.axes) == (1, 0)
+    fa = (lambda i, j: value(i, j) * (1 - 0.5j)) if dtype == np.complex128 else value
+    a = redist.fromfunction(fa, src, dtype=dtype)
+    c = redist.fromfunction(lambda i, j: value(i, j) / 7, dst, dtype=dtype)
+    alpha, beta = (0.5 - 2j, 1.5) if dtype == np.complex128 else (2.5, -1.0)
+    conj = dtype == np.complex128
+    etype = "c128" if dtype == np.complex128 else "f64"
+    with redist.make_plan(a.layout, c.layout, region, element_type=etype, alpha=alpha, beta=beta,
+                          conjugate=conj) as plan:
+        plan.execute(a, c)
+    full = c.gather()
+    if R == 0:
+        ga = np.fromfunction(fa, (23, 17), dtype=np.int64).astype(dtype)
+        want = (np.fromfunction(value, (20, 25), dtype=np.int64) / 7).astype(dtype)
+        op = ga[2:2 + 9, 1:1 + 15].T
+        want[4:4 + 15, 1:1 + 9] = alpha * (np.conj(op) if conj else op) + beta * want[4:4 + 15, 1:1 + 9]
+        assert np.array_equal(full, want)
+    with pytest.raises(redist.Error, match="cannot apply options.arithmetic"):
+        redist.make_plan(a.layout, c.layout, region, element_type=etype, alpha=alpha, strategy="alltoallw")
+
+
 def test_plan_execute_many_context_manager_and_stats():
     src = f"64x48 tile=8x8 block_cyclic grid=1x{P}"
     dst = f"64x48 tile=6x10 block_cyclic grid={P}x1"
