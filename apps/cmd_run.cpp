@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "harness/case.hpp"
 #include "harness/results.hpp"
+#include "redist/groups.hpp"
 #include "redist/redist.hpp"
 
 namespace redist::cli {
@@ -40,6 +41,13 @@ options:
                    way; alltoallw: none); a named strategy over it, or a budget
                    nothing fits, is an error naming the smallest budget that
                    works (default: no budget)
+  --senders N      two process groups (paper 002, docs/groups.md): the first N
+                   ranks are the sender group and SRC is their layout (its
+                   ranks are 0 .. N-1), the other P - N ranks the receiver
+                   group with DST (ranks 0 .. P-N-1); the layouts are exchanged
+                   between the groups (make_group_plan)
+  --overlap        with --senders: every one of the P ranks receives (DST for P
+                   ranks), the first N also send
   --no-verify      skip the element-by-element check
   --json           print the results as JSON instead of tables (docs/results.md)
   --timeout S      end the job (exit code 3) when one collective step (make_plan,
@@ -72,6 +80,8 @@ by a signal ends the job through the launcher (mpirun names the rank).
 example:
   mpirun -np 2 redist run "8000x8000 tile=400x400 block_cyclic grid=1x2" \
       "8000x8000 tile=300x300 block_cyclic grid=2x1" "7000x7000 from=500x300 to=1000x0"
+  mpirun -np 4 redist run "4000x4000 tile=500x4000 block_cyclic grid=8x1" \
+      "4000x4000 tile=4000x250 block_cyclic grid=1x16" --senders 1 --strategy p2p,centralized,staged
 )";
 
 struct RankRow {  // gathered to rank 0 for the per-rank table
@@ -130,8 +140,9 @@ int cmd_run(int argc, char** argv) {
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
-                               "--tg-threads", "--tg-batch", "--tg-eager"},
-                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled"},
+                               "--tg-threads", "--tg-batch", "--tg-eager", "--senders"},
+                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
+                               "--overlap"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
@@ -166,10 +177,37 @@ int cmd_run(int argc, char** argv) {
     }
     opt.machine = machine;
 
+    const bool overlap = a.has("--overlap");
+    const int senders = static_cast<int>(a.get_int("--senders", 0, 1, overlap ? size : size - 1));
+    if (overlap && senders == 0) detail::fail("--overlap needs --senders N");
     std::unique_ptr<harness::CaseRun> run;
     {
       Step s(wd, "make_plan and the storage");
-      run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
+      if (senders == 0) {
+        run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
+      } else {  // two groups: each side passes only its own layout (docs/groups.md)
+        const bool send = rank < senders, receive = overlap || rank >= senders;
+        MPI_Comm sc = MPI_COMM_NULL, rc = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, send ? 0 : MPI_UNDEFINED, rank, &sc);
+        MPI_Comm_split(MPI_COMM_WORLD, receive ? 0 : MPI_UNDEFINED, rank, &rc);
+        GroupLayouts gl;
+        if (send) gl.send = pb.src;
+        if (receive) gl.receive = pb.dst;
+        gl.region = pb.region;
+        auto free_groups = [&] {
+          if (sc != MPI_COMM_NULL) MPI_Comm_free(&sc);
+          if (rc != MPI_COMM_NULL) MPI_Comm_free(&rc);
+        };
+        try {
+          run = std::make_unique<harness::CaseRun>(
+              [&] { return make_group_plan({.parent = MPI_COMM_WORLD, .senders = sc, .receivers = rc}, gl, opt); },
+              MPI_COMM_WORLD);
+        } catch (...) {
+          free_groups();
+          throw;
+        }
+        free_groups();
+      }
     }
     if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {
       // `all` under a budget: the strategies within it (max over ranks), and auto.

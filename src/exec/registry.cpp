@@ -15,7 +15,10 @@
   X(phased_sendrecv)         \
   X(phased_unsync)           \
   X(phased_dt)              \
-  X(taskgraph)
+  X(taskgraph)               \
+  X(centralized)             \
+  X(staged)                  \
+  X(multistage)
 
 namespace redist {
 namespace detail {

@@ -85,6 +85,19 @@ CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI
   fill_pattern(src, rank_, src_.blocks(), kSourcePattern);
 }
 
+CaseRun::CaseRun(const std::function<Plan()>& make, MPI_Comm comm) {
+  check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
+  const double t0 = MPI_Wtime();
+  plan_ = make();
+  double t = MPI_Wtime() - t0;
+  check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
+  if (plan_.comm() == MPI_COMM_NULL) detail::fail("redist: CaseRun: every rank of the communicator must be in the plan");
+  check_mpi(MPI_Comm_rank(plan_.comm(), &rank_), "MPI_Comm_rank", plan_.comm());
+  stats_ = global_stats(plan_.stats(), plan_.comm());
+  allocate(plan_.source(), plan_.target(), plan_.comm());
+  fill_pattern(plan_.source(), rank_, src_.blocks(), kSourcePattern);
+}
+
 namespace {
 
 std::string gib(double bytes) {

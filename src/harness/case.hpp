@@ -100,6 +100,10 @@ struct MeasureOptions {
 class CaseRun {
  public:
   CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm, const Options& options = {});
+  // A plan made by `make`, collective over `comm` (make_group_plan between two
+  // groups that together are `comm`'s ranks): timed the same way, then storage
+  // for the plan's own layouts at this rank of the plan's communicator.
+  CaseRun(const std::function<Plan()>& make, MPI_Comm comm);
 
   Plan& plan() { return plan_; }
   const LocalStorage& source() const { return src_; }

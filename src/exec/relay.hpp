@@ -1,0 +1,72 @@
+// Strategies that forward data through other ranks (paper 002 sec. 2.2: the
+// centralized, staged and multistage algorithms). The unit is a BLOCK: all that
+// one rank sends to one other (p2p's message, packed by pack_peer on its source
+// rank and unpacked by unpack_peer on its target). A route says where each
+// block is after each step; the engine (relay.cpp) turns the routes into
+// messages: in a step a rank sends one message to each rank it forwards blocks
+// to, the blocks one after another, and a block may wait on a rank for a later
+// step. Routes are pure functions of the block list, so every rank computes the
+// same messages without talking; the block list is gathered once, on the plan's
+// first run of the strategy (CDT's init/exec split: reused by every later run).
+#pragma once
+
+#include <vector>
+
+#include "exec/strategy.hpp"
+
+namespace redist::detail {
+
+struct RelayBlock {
+  int src, dst;
+  index_t bytes;
+};
+
+class Relay : public Strategy {
+ public:
+  using Strategy::Strategy;
+  void run(const SrcBlocks& src, const DstBlocks& dst) final;
+  // After the first run (tests): messages this rank sends per execute.
+  index_t messages_sent() const { return messages_sent_; }
+
+ protected:
+  // Called once on the first run with every block of the plan (same on every
+  // rank, ordered by source rank): the number of steps of the route.
+  virtual int steps(const std::vector<RelayBlock>& blocks) = 0;
+  // Where block `b` is after step `step` (1 .. steps); after the last: b.dst.
+  virtual int holder(const RelayBlock& b, int step) const = 0;
+
+ private:
+  struct Piece {  // a block's bytes in a message: copied from `slot` to `at`
+    index_t slot, at, bytes;
+  };
+  struct Message {
+    int peer;
+    index_t offset, bytes;     // in the slot area (direct) or the step's send area (copied)
+    bool copied = false;       // sent from the send area, assembled from `pieces`
+    std::vector<Piece> pieces;
+  };
+  struct Final {  // a block that arrives home: unpack it from its slot
+    int receive_index;
+    index_t slot;
+  };
+  struct Step {
+    std::vector<Message> sends, receives;
+    std::vector<Final> finals;
+  };
+  void setup();
+
+  bool ready_ = false;
+  std::vector<std::pair<int, index_t>> origins_;  // (rp.sends index, slot)
+  std::vector<Step> steps_;
+  std::unique_ptr<std::byte[]> slots_, send_area_;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Status> status_;
+  std::vector<int> request_peer_;
+  index_t messages_sent_ = 0;
+};
+
+// Predictions of the relay strategies (paper 002 Eq. 1, T = t_m M + t_w V):
+// `hops` times this rank's own volume, in `messages` messages each way.
+Prediction relay_prediction(const RankPlan& rp, const Machine& m, double hops, index_t messages);
+
+}  // namespace redist::detail
