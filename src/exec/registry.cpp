@@ -18,7 +18,8 @@
   X(taskgraph)               \
   X(centralized)             \
   X(staged)                  \
-  X(multistage)
+  X(multistage)              \
+  X(hybrid)
 
 namespace redist {
 namespace detail {

@@ -166,6 +166,10 @@ Prediction relay_prediction(const RankPlan& rp, const Machine& m, double hops, i
   for (const PeerPlan& q : rp.receives) in += q.bytes;
   const Rates rt = rates(rp, m, true);
   Prediction pr;
+  if (out == 0 && in == 0) {  // nothing remote here: only the local copies
+    pr.memcpy = local_copy_time(rp, rt);
+    return pr;
+  }
   const double v = static_cast<double>(std::max(out, in));
   pr.comm = static_cast<double>(messages) * m.exchange_time(0) + hops * (m.exchange_time(v) - m.exchange_time(0));
   pr.memcpy = packed_copy_time(rp, rt) * hops;

@@ -259,6 +259,57 @@ TEST(Groups, LayoutExchangeMessageCount) {
   }
 }
 
+// Paper 002 sec. 2.2's message counts, counted during one execute (after the
+// first, which gathers the block list): (BLOCK,*) -> (*,BLOCK) between disjoint
+// groups, where every sender has data for every receiver.
+TEST(Groups, AlgorithmMessageCounts) {
+  for (const Config& cfg : configs(world_size())) {
+    if (cfg.name.find("_disjoint") == std::string::npos) continue;
+    Sides sd(cfg);
+    const long S = static_cast<long>(cfg.senders.size()), R = static_cast<long>(cfg.receivers.size());
+    const long C = std::min(S, R);
+    const Layout src = Layout::parse(detail::cat("60x60 tile=", (60 + S - 1) / S, "x60 block_cyclic grid=", S, "x1"));
+    const Layout dst = Layout::parse(detail::cat("60x60 tile=60x", (60 + R - 1) / R, " block_cyclic grid=1x", R));
+    GroupLayouts gl;
+    if (sd.s.rank >= 0) gl.send = src;
+    if (sd.r.rank >= 0) gl.receive = dst;
+    Plan plan = make_group_plan(sd.groups(), gl);
+    SideData s(src, sd.s.rank), d(dst, sd.r.rank);
+    struct Expect {
+      const char* name;
+      long total, per_receiver;  // messages sent by all ranks; received by the busiest receiver
+    };
+    const Expect expect[] = {{"p2p", S * R, S},
+                             {"centralized", S - 1 + R, 1},
+                             {"staged", S * C - C + R, 1},
+                             {"hybrid", S * R, S > R ? R + 1 : S}};
+    for (const Expect& e : expect) {
+      plan.execute(s.const_blocks(), d.blocks(), e.name);
+      sent = 0, received = 0;
+      counting = true;
+      plan.execute(s.const_blocks(), d.blocks(), e.name);
+      counting = false;
+      long v[2] = {sent.load(), sd.r.rank >= 0 ? received.load() : 0};
+      MPI_Allreduce(MPI_IN_PLACE, &v[0], 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, &v[1], 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+      if (world_rank() == 0)
+        std::printf("    %s (S=%ld, R=%ld) %s: %ld messages, a receiver gets %ld\n", cfg.name.c_str(), S, R, e.name,
+                    v[0], v[1]);
+      EXPECT_EQ(v[0], e.total) << cfg.name << " " << e.name;
+      EXPECT_EQ(v[1], e.per_receiver) << cfg.name << " " << e.name;
+    }
+    // multistage: one message per rank and step at most, ceil(log2 P) steps
+    plan.execute(s.const_blocks(), d.blocks(), "multistage");
+    sent = 0;
+    counting = true;
+    plan.execute(s.const_blocks(), d.blocks(), "multistage");
+    counting = false;
+    long most = sent.load();
+    MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_LE(most, static_cast<long>(std::ceil(std::log2(static_cast<double>(S + R))))) << cfg.name;
+  }
+}
+
 // A pipeline's transfers in flight at once between the same groups: two plans
 // (iteration i and i + 1, other layouts and data), executed at the same time
 // from two threads on every rank. Each plan has a communicator of its own, so
