@@ -186,27 +186,7 @@ int cmd_run(int argc, char** argv) {
       if (senders == 0) {
         run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
       } else {  // two groups: each side passes only its own layout (docs/groups.md)
-        const bool send = rank < senders, receive = overlap || rank >= senders;
-        MPI_Comm sc = MPI_COMM_NULL, rc = MPI_COMM_NULL;
-        MPI_Comm_split(MPI_COMM_WORLD, send ? 0 : MPI_UNDEFINED, rank, &sc);
-        MPI_Comm_split(MPI_COMM_WORLD, receive ? 0 : MPI_UNDEFINED, rank, &rc);
-        GroupLayouts gl;
-        if (send) gl.send = pb.src;
-        if (receive) gl.receive = pb.dst;
-        gl.region = pb.region;
-        auto free_groups = [&] {
-          if (sc != MPI_COMM_NULL) MPI_Comm_free(&sc);
-          if (rc != MPI_COMM_NULL) MPI_Comm_free(&rc);
-        };
-        try {
-          run = std::make_unique<harness::CaseRun>(
-              [&] { return make_group_plan({.parent = MPI_COMM_WORLD, .senders = sc, .receivers = rc}, gl, opt); },
-              MPI_COMM_WORLD);
-        } catch (...) {
-          free_groups();
-          throw;
-        }
-        free_groups();
+        run = harness::group_case_run(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, senders, overlap, opt);
       }
     }
     if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {

@@ -447,7 +447,8 @@ std::vector<double> PlanImpl::predictions() {
           "options.calibration";
   agree(core.comm, err);
   std::vector<double> t;
-  for (const detail::StrategyEntry& e : detail::registry()) t.push_back(e.predict(core.rp, *machine).total());
+  for (const detail::StrategyEntry& e : detail::registry())  // predict_plan is collective: same order everywhere
+    t.push_back((e.predict_plan ? e.predict_plan(core, *machine) : e.predict(core.rp, *machine)).total());
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);

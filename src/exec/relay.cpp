@@ -18,7 +18,9 @@ constexpr int kTag = 23;  // + step: per pair and step one message, chunks in MP
 
 // Collective, once: every rank's blocks (its rp.sends), then this rank's part of
 // every step.
-void Relay::setup() {
+void Relay::schedule() {
+  if (scheduled_) return;
+  scheduled_ = true;
   PlanCore& p = plan_;
   std::vector<index_t> mine;
   for (const PeerPlan& q : p.rp.sends) mine.insert(mine.end(), {index_t{p.rank}, index_t{q.peer}, q.bytes});
@@ -81,6 +83,7 @@ void Relay::setup() {
         m.bytes += blocks[k].bytes;
       }
       if (m.copied) {
+        forwarded_bytes_ += m.bytes;
         m.offset = area;
         for (Piece& c : m.pieces) c.at = area, area += c.bytes;
       } else {
@@ -105,8 +108,15 @@ void Relay::setup() {
     }
     where.swap(next);
   }
-  slots_.reset(new std::byte[static_cast<size_t>(std::max<index_t>(top, 1))]);
-  send_area_.reset(new std::byte[static_cast<size_t>(std::max<index_t>(send_area, 1))]);
+  slot_bytes_ = top;
+  send_area_bytes_ = send_area;
+}
+
+void Relay::setup() {
+  schedule();
+  PlanCore& p = plan_;
+  slots_.reset(new std::byte[static_cast<size_t>(std::max<index_t>(slot_bytes_, 1))]);
+  send_area_.reset(new std::byte[static_cast<size_t>(std::max<index_t>(send_area_bytes_, 1))]);
   size_t most = 0;
   for (const Step& st : steps_) {
     size_t c = 0;
@@ -158,6 +168,21 @@ void Relay::run(const SrcBlocks& src, const DstBlocks& dst) {
                });
     for (const Final& f : st.finals) unpack_peer(p, f.receive_index, slots + f.slot, dst);
   }
+}
+
+Prediction Relay::predict_schedule(const Machine& m) {
+  schedule();
+  const PlanCore& p = plan_;
+  Prediction pr;
+  pr.memcpy = packed_copy_time(p.rp, rates(p.rp, m, true));
+  if (m.bmemcpy > 0) pr.memcpy += static_cast<double>(forwarded_bytes_) / m.bmemcpy;
+  for (const Step& st : steps_) {
+    double out = 0, in = 0;
+    for (const Message& x : st.sends) out += m.exchange_time(static_cast<double>(x.bytes));
+    for (const Message& x : st.receives) in += m.exchange_time(static_cast<double>(x.bytes));
+    pr.comm += std::max(out, in);
+  }
+  return pr;
 }
 
 Prediction relay_prediction(const RankPlan& rp, const Machine& m, double hops, index_t messages) {

@@ -27,6 +27,11 @@ class Relay : public Strategy {
   void run(const SrcBlocks& src, const DstBlocks& dst) final;
   // After the first run (tests): messages this rank sends per execute.
   index_t messages_sent() const { return messages_sent_; }
+  // Collective (gathers the block list): this rank's time by paper 002 Eq. 1
+  // over its own schedule: per step, the larger of its sends and its receives,
+  // each message through the measured exchange curve (t_m + t_w * bytes); the
+  // packing, unpacking and the copies of forwarded blocks at memcpy speed.
+  Prediction predict_schedule(const Machine& m);
 
  protected:
   // Called once on the first run with every block of the plan (same on every
@@ -53,7 +58,10 @@ class Relay : public Strategy {
     std::vector<Message> sends, receives;
     std::vector<Final> finals;
   };
-  void setup();
+  void schedule();  // collective: the block list and this rank's steps
+  void setup();     // schedule() and the buffers
+  bool scheduled_ = false;
+  index_t slot_bytes_ = 0, send_area_bytes_ = 0, forwarded_bytes_ = 0;
 
   bool ready_ = false;
   std::vector<std::pair<int, index_t>> origins_;  // (rp.sends index, slot)
@@ -64,6 +72,16 @@ class Relay : public Strategy {
   std::vector<int> request_peer_;
   index_t messages_sent_ = 0;
 };
+
+// A relay strategy's registry entry: `predict` without MPI, predict_schedule for
+// Plan::predictions and auto.
+template <class S>
+StrategyEntry relay_entry(std::string_view name, std::string_view summary,
+                          Prediction (*predict)(const RankPlan&, const Machine&)) {
+  StrategyEntry e = entry<S>(name, summary, predict);
+  e.predict_plan = [](PlanCore& p, const Machine& m) { return S(p).predict_schedule(m); };
+  return e;
+}
 
 // Predictions of the relay strategies (paper 002 Eq. 1, T = t_m M + t_w V):
 // `hops` times this rank's own volume, in `messages` messages each way.

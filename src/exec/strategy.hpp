@@ -138,6 +138,10 @@ struct StrategyEntry {
   // The data buffers it allocates on this rank (Options::max_buffer_bytes); null:
   // the plan's packed send and receive volume (packed_volume).
   index_t (*extra_bytes)(const RankPlan& rp) = nullptr;
+  // Collective, optional: a model that needs more than this rank's plan (the
+  // forwarding strategies' routes, relay.hpp). Plan::predictions and auto use it
+  // in place of `predict` (which stays the model without MPI: `redist plan`).
+  Prediction (*predict_plan)(PlanCore& plan, const Machine& m) = nullptr;
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

@@ -136,4 +136,11 @@ class CaseRun {
   std::vector<Entry> entries_;
 };
 
+// Two process groups over `comm` (paper 002, docs/groups.md): its first `senders`
+// ranks send, `src` their layout (ranks 0 .. senders-1); the others receive (all
+// ranks with `overlap`), `dst` their layout. Collective; the plan is
+// make_group_plan's, the storage its union's.
+std::unique_ptr<CaseRun> group_case_run(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+                                        int senders, bool overlap, const Options& options = {});
+
 }  // namespace redist::harness

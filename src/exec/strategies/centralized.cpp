@@ -30,7 +30,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) { return relay_predicti
 }  // namespace
 
 StrategyEntry centralized_strategy() {
-  return entry<Centralized>("centralized",
+  return relay_entry<Centralized>("centralized",
                             "paper 002: gather on the first sender, which sends each receiver one message (S+R-1)",
                             predict);
 }

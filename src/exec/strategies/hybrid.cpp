@@ -55,7 +55,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) { return relay_predicti
 }  // namespace
 
 StrategyEntry hybrid_strategy() {
-  return entry<Hybrid>("hybrid",
+  return relay_entry<Hybrid>("hybrid",
                        "paper 002: all-to-all/staged hybrid: R senders send while S-R stage, R+1 steps (S>R)",
                        predict);
 }

@@ -34,7 +34,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 }  // namespace
 
 StrategyEntry multistage_strategy() {
-  return entry<Multistage>("multistage",
+  return relay_entry<Multistage>("multistage",
                            "paper 002: butterfly combining (Bruck), one message per rank in each of log2 P steps",
                            predict);
 }

@@ -38,7 +38,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) { return relay_predicti
 }  // namespace
 
 StrategyEntry staged_strategy() {
-  return entry<Staged>("staged",
+  return relay_entry<Staged>("staged",
                        "paper 002: senders gather on min(S,R) staging senders, each sends its receivers one message",
                        predict);
 }
