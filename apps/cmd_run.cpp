@@ -80,8 +80,8 @@ by a signal ends the job through the launcher (mpirun names the rank).
 example:
   mpirun -np 2 redist run "8000x8000 tile=400x400 block_cyclic grid=1x2" \
       "8000x8000 tile=300x300 block_cyclic grid=2x1" "7000x7000 from=500x300 to=1000x0"
-  mpirun -np 4 redist run "4000x4000 tile=500x4000 block_cyclic grid=8x1" \
-      "4000x4000 tile=4000x250 block_cyclic grid=1x16" --senders 1 --strategy p2p,centralized,staged
+  mpirun -np 4 redist run "2000x2000 tile=667x2000 block_cyclic grid=3x1" \
+      "2000x2000 tile=100x100 block_cyclic grid=1x1" --senders 3 --strategy p2p,centralized,hybrid
 )";
 
 struct RankRow {  // gathered to rank 0 for the per-rank table
