@@ -41,13 +41,9 @@ options:
                    way; alltoallw: none); a named strategy over it, or a budget
                    nothing fits, is an error naming the smallest budget that
                    works (default: no budget)
-  --senders N      two process groups (paper 002, docs/groups.md): the first N
-                   ranks are the sender group and SRC is their layout (its
-                   ranks are 0 .. N-1), the other P - N ranks the receiver
-                   group with DST (ranks 0 .. P-N-1); the layouts are exchanged
-                   between the groups (make_group_plan)
-  --overlap        with --senders: every one of the P ranks receives (DST for P
-                   ranks), the first N also send
+  --senders N      two process groups (docs/groups.md): the first N ranks send
+                   with SRC (their ranks 0..N-1), the rest receive with DST
+  --overlap        with --senders: all P ranks receive (DST for P ranks)
   --no-verify      skip the element-by-element check
   --json           print the results as JSON instead of tables (docs/results.md)
   --timeout S      end the job (exit code 3) when one collective step (make_plan,
@@ -80,8 +76,6 @@ by a signal ends the job through the launcher (mpirun names the rank).
 example:
   mpirun -np 2 redist run "8000x8000 tile=400x400 block_cyclic grid=1x2" \
       "8000x8000 tile=300x300 block_cyclic grid=2x1" "7000x7000 from=500x300 to=1000x0"
-  mpirun -np 4 redist run "2000x2000 tile=667x2000 block_cyclic grid=3x1" \
-      "2000x2000 tile=100x100 block_cyclic grid=1x1" --senders 3 --strategy p2p,centralized,hybrid
 )";
 
 struct RankRow {  // gathered to rank 0 for the per-rank table

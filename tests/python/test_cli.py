@@ -508,7 +508,8 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
     lines = dict(re.findall(r"^  (\w+) +([\d.]+ \w?B.*)$", p.stdout, re.M))
     assert set(lines) == set(STRATEGIES), p.stdout
     over = {n for n, rest in lines.items() if "over the budget" in rest}
-    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync", "taskgraph"}, p.stdout
+    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync", "taskgraph", "centralized", "staged",
+                    "multistage", "hybrid"}, p.stdout
 
 
 def test_run_with_memory_budget_runs_what_fits(redist):
