@@ -73,8 +73,13 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
 }
 
 Problem parse_problem(const Args& a, const char* usage) {
-  if (a.positional.size() < 2 || a.positional.size() > 3)
-    detail::fail("expected SRC DST [REGION], got ", a.positional.size(), " arguments\n", usage);
+  // The usage line only, not the whole help: every rank may print this message
+  // (REDIST_SHOW_ERRORS=1), and writes above PIPE_BUF (4 KB) interleave.
+  if (a.positional.size() < 2 || a.positional.size() > 3) {
+    const std::string u(usage);
+    detail::fail("expected SRC DST [REGION], got ", a.positional.size(), " arguments\n", u.substr(0, u.find('\n')),
+                 "\n(--help for the options)");
+  }
   Problem p{Layout::parse(a.positional[0]), Layout::parse(a.positional[1]), {}};
   p.region = a.positional.size() == 3 ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
   return p;

@@ -15,6 +15,7 @@
 #include "cli.hpp"
 #include "harness/case.hpp"
 #include "harness/results.hpp"
+#include "redist/groups.hpp"
 #include "redist/redist.hpp"
 
 namespace redist::cli {
@@ -71,6 +72,9 @@ options:
                    way; alltoallw: none); a named strategy over it, or a budget
                    nothing fits, is an error naming the smallest budget that
                    works (default: no budget)
+  --senders N      two process groups (docs/groups.md): the first N ranks send
+                   with SRC (their ranks 0..N-1), the rest receive with DST
+  --overlap        with --senders: all P ranks receive (DST for P ranks)
   --no-verify      skip the element-by-element check
   --json           print the results as JSON instead of tables (docs/results.md)
   --timeout S      end the job (exit code 3) when one collective step (make_plan,
@@ -161,9 +165,10 @@ int cmd_run(int argc, char** argv) {
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
-                               "--tg-threads", "--tg-batch", "--tg-eager", "--type", "--alpha", "--beta"},
+                               "--tg-threads", "--tg-batch", "--tg-eager", "--senders", "--type", "--alpha",
+                               "--beta"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
-                               "--conj"},
+                               "--overlap", "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
@@ -210,10 +215,17 @@ int cmd_run(int argc, char** argv) {
     }
     opt.machine = machine;
 
+    const bool overlap = a.has("--overlap");
+    const int senders = static_cast<int>(a.get_int("--senders", 0, 1, overlap ? size : size - 1));
+    if (overlap && senders == 0) detail::fail("--overlap needs --senders N");
     std::unique_ptr<harness::CaseRun> run;
     {
       Step s(wd, "make_plan and the storage");
-      run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
+      if (senders == 0) {
+        run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
+      } else {  // two groups: each side passes only its own layout (docs/groups.md)
+        run = harness::group_case_run(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, senders, overlap, opt);
+      }
     }
     if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {
       // `all` under a budget: the strategies within it (max over ranks), and auto.

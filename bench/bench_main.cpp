@@ -32,6 +32,8 @@ const char* kUsage =
     "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
+    "         groups (paper 002, CDT: (BLOCK,*) on P/2 senders -> (*,BLOCK) on the others,\n"
+    "         every strategy, the algorithms of docs/groups.md among them, against N),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
     "         tran (8000^2 transposes, region axes=1,0, beside ScaLAPACK's pdtran),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
@@ -129,7 +131,8 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     Options opt;
     opt.machine = machine;  // one model for the whole run: auto and the predictions
     opt.taskgraph = c.base;
-    run = std::make_unique<harness::CaseRun>(src, dst, region, MPI_COMM_WORLD, opt);
+    run = c.senders > 0 ? harness::group_case_run(src, dst, region, MPI_COMM_WORLD, c.senders, c.overlap, opt)
+                        : std::make_unique<harness::CaseRun>(src, dst, region, MPI_COMM_WORLD, opt);
   } catch (const std::exception& e) {
     fail(c.name + ": " + e.what());
   }
@@ -157,7 +160,8 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     for (const std::string& s : c.strategies) run->add_strategy(s);
   }
   std::unique_ptr<scalapack::Redistribution> pdg;
-  if (src.storage().kind == StorageKind::local_array && dst.storage().kind == StorageKind::local_array &&
+  if (c.senders == 0 && src.storage().kind == StorageKind::local_array &&
+      dst.storage().kind == StorageKind::local_array &&
       scalapack::unsupported(src).empty() && scalapack::unsupported(dst).empty() &&
       (!region.permutes() || scalapack::tran_unsupported(src, dst, region).empty())) {
     const LocalIndex lsrc(src, rank_), ldst(dst, rank_);

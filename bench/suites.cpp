@@ -269,6 +269,24 @@ std::vector<Case> multiple_send(int p, double scale, int threads) {
 
 }  // namespace
 
+// Paper 002 Figs. 4-5 scaled to this machine: (BLOCK,*) on a sender group of
+// S = P/2 ranks -> (*,BLOCK) on the R = P - S others, time per transfer against
+// the array size for every strategy (the paper's algorithms among them) and auto
+// (one rank: both groups are that rank). Not part of `all`.
+std::vector<Case> groups(int p, double scale) {
+  std::vector<Case> out;
+  const int S = std::max(1, p / 2), R = p == 1 ? 1 : p - S;
+  for (long n0 : {256L, 512L, 1024L, 2048L}) {
+    const long n = scaled(double(n0), scale);
+    Case c{"groups", "S=" + s(S) + " R=" + s(R), "N=" + s(n), double(n), "array N x N doubles",
+           bc2(n, (n + S - 1) / S, n, s(S) + "x1"), bc2(n, n, (n + R - 1) / R, "1x" + s(R)), "", false};
+    c.senders = S;
+    c.overlap = p == 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
 const std::vector<std::string>& taskgraph_suite_names() {
   static const std::vector<std::string> names = {"ctl_batch", "ctl_isolate", "dynamic_volume", "multiple_send"};
   return names;
@@ -295,6 +313,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "random") out = random_suite(p, scale);
   else if (suite == "blocksize") out = blocksize(p, scale);
   else if (suite == "submatrix") out = submatrix(p, scale);
+  else if (suite == "groups") out = groups(p, scale);
   else if (suite == "fine") out = fine(p, scale);
   else if (suite == "tran") out = tran(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);

@@ -29,6 +29,10 @@ struct Case {
   TaskgraphOptions base{};
   std::vector<Variant> variants{};
   double theory = 0;
+  // Two process groups (paper 002; docs/groups.md): the first `senders` ranks send
+  // with `src`, the others (every rank with `overlap`) receive with `dst`; 0: one group.
+  int senders = 0;
+  bool overlap = false;
 };
 
 // Suite names in the order `all` runs them.

@@ -107,6 +107,9 @@ struct Options {
 };
 
 class PlanImpl;
+namespace detail {
+struct PlanAccess;  // the library's own access to a plan's insides (src/exec/strategy.hpp)
+}
 
 // The `taskgraph` strategy's task graph (Init/Send/Receive/Finish) for this
 // redistribution on `ranks` ranks, unrolled into Graphviz DOT (docs/taskgraph.md).
@@ -170,6 +173,7 @@ class Plan {
   }
 
  private:
+  friend struct detail::PlanAccess;
   void execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
                      std::string_view strategy);
   std::unique_ptr<PlanImpl> impl_;

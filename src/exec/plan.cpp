@@ -428,6 +428,11 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   return Plan(std::move(impl));
 }
 
+detail::PlanCore& detail::PlanAccess::core(const Plan& plan) {
+  if (!plan.impl_) throw Error("redist: an empty Plan (use make_plan)");
+  return plan.impl_->core;
+}
+
 Plan::Plan() = default;
 Plan::Plan(std::unique_ptr<PlanImpl> impl) : impl_(std::move(impl)) {}
 Plan::Plan(Plan&&) noexcept = default;
@@ -440,7 +445,7 @@ const Layout& Plan::source() const { return impl_->core.src; }
 const Layout& Plan::target() const { return impl_->core.dst; }
 const Region& Plan::region() const { return impl_->core.region; }
 const Options& Plan::options() const { return impl_->core.options; }
-MPI_Comm Plan::comm() const { return impl_->core.comm; }
+MPI_Comm Plan::comm() const { return impl_ ? impl_->core.comm : MPI_COMM_NULL; }
 const Machine* Plan::machine() const { return impl_->machine.get(); }
 const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
 index_t Plan::buffer_bytes() const { return impl_->core.buffer_peak; }
@@ -458,7 +463,8 @@ std::vector<double> PlanImpl::predictions() {
           "options.calibration";
   agree(core.comm, err);
   std::vector<double> t;
-  for (const detail::StrategyEntry& e : detail::registry()) t.push_back(e.predict(core.rp, *machine).total());
+  for (const detail::StrategyEntry& e : detail::registry())  // predict_plan is collective: same order everywhere
+    t.push_back((e.predict_plan ? e.predict_plan(core, *machine) : e.predict(core.rp, *machine)).total());
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);

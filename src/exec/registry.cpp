@@ -15,7 +15,11 @@
   X(phased_sendrecv)         \
   X(phased_unsync)           \
   X(phased_dt)              \
-  X(taskgraph)
+  X(taskgraph)               \
+  X(centralized)             \
+  X(staged)                  \
+  X(multistage)              \
+  X(hybrid)
 
 namespace redist {
 namespace detail {

@@ -67,6 +67,12 @@ class PlanCore {
   // Packed messages: peer i's bytes start at send_offset[i] (recv_offset[i]) in
   // the packed send (receive) buffer, segments one after another column-major.
   std::vector<index_t> send_offset, recv_offset;
+  // Two process groups (make_group_plan, include/redist/groups.hpp): the ranks of
+  // the sender group (0 .. S-1) and of the receiver group, in group order. Empty
+  // for a plan of one group, where every rank is in both (group_senders()).
+  std::vector<int> senders, receivers;
+  std::vector<int> group_senders() const { return senders.empty() ? all_ranks() : senders; }
+  std::vector<int> group_receivers() const { return receivers.empty() ? all_ranks() : receivers; }
 
   std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
   std::byte* recv_scratch();  // rp.stats.bytes_received bytes
@@ -90,6 +96,16 @@ class PlanCore {
   void allocated(index_t bytes);  // counts, and frees round_ before a whole-volume buffer
   std::unique_ptr<std::byte[]> send_, recv_, round_;
   index_t round_send_bytes_ = 0;
+  std::vector<int> all_ranks() const {
+    std::vector<int> v(static_cast<size_t>(size));
+    for (int i = 0; i < size; ++i) v[static_cast<size_t>(i)] = i;
+    return v;
+  }
+};
+
+// The library's own access to a plan's core (groups.cpp sets the group ranks).
+struct PlanAccess {
+  static PlanCore& core(const Plan& plan);
 };
 
 // One strategy's state for one plan, made on the plan's first run of it.
@@ -125,6 +141,10 @@ struct StrategyEntry {
   // Applies Options::arithmetic: every target write goes through copy_locals and
   // unpack_peer/unpack_run (exec/pack.hpp).
   bool arithmetic = false;
+  // Collective, optional: a model that needs more than this rank's plan (the
+  // forwarding strategies' routes, relay.hpp). Plan::predictions and auto use it
+  // in place of `predict` (which stays the model without MPI: `redist plan`).
+  Prediction (*predict_plan)(PlanCore& plan, const Machine& m) = nullptr;
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

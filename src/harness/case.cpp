@@ -1,5 +1,7 @@
 #include "harness/case.hpp"
 
+#include "redist/groups.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdint>
@@ -85,6 +87,42 @@ CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI
   stats_ = global_stats(plan_.stats(), comm);
   allocate(src, dst, comm);
   fill_pattern(src, rank_, src_.blocks(), kSourcePattern, options.arithmetic.type);
+}
+
+std::unique_ptr<CaseRun> group_case_run(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+                                        int senders, bool overlap, const Options& options) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
+  const bool send = rank < senders, receive = overlap || rank >= senders;
+  MPI_Comm sc = MPI_COMM_NULL, rc = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm, send ? 0 : MPI_UNDEFINED, rank, &sc), "MPI_Comm_split", comm);
+  check_mpi(MPI_Comm_split(comm, receive ? 0 : MPI_UNDEFINED, rank, &rc), "MPI_Comm_split", comm);
+  struct Free {
+    MPI_Comm *a, *b;
+    ~Free() {  // unchecked: cleanup, also on the error path
+      if (*a != MPI_COMM_NULL) MPI_Comm_free(a);  // unchecked (above)
+      if (*b != MPI_COMM_NULL) MPI_Comm_free(b);  // unchecked (above)
+    }
+  } free_groups{&sc, &rc};
+  GroupLayouts gl;
+  if (send) gl.send = src;
+  if (receive) gl.receive = dst;
+  gl.region = region;
+  return std::make_unique<CaseRun>(
+      [&] { return make_group_plan({.parent = comm, .senders = sc, .receivers = rc}, gl, options); }, comm);
+}
+
+CaseRun::CaseRun(const std::function<Plan()>& make, MPI_Comm comm) {
+  check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
+  const double t0 = MPI_Wtime();
+  plan_ = make();
+  double t = MPI_Wtime() - t0;
+  check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
+  if (plan_.comm() == MPI_COMM_NULL) detail::fail("redist: CaseRun: every rank of the communicator must be in the plan");
+  check_mpi(MPI_Comm_rank(plan_.comm(), &rank_), "MPI_Comm_rank", plan_.comm());
+  stats_ = global_stats(plan_.stats(), plan_.comm());
+  allocate(plan_.source(), plan_.target(), plan_.comm());
+  fill_pattern(plan_.source(), rank_, src_.blocks(), kSourcePattern);
 }
 
 namespace {

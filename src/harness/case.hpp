@@ -100,6 +100,10 @@ struct MeasureOptions {
 class CaseRun {
  public:
   CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm, const Options& options = {});
+  // A plan made by `make`, collective over `comm` (make_group_plan between two
+  // groups that together are `comm`'s ranks): timed the same way, then storage
+  // for the plan's own layouts at this rank of the plan's communicator.
+  CaseRun(const std::function<Plan()>& make, MPI_Comm comm);
 
   Plan& plan() { return plan_; }
   const LocalStorage& source() const { return src_; }
@@ -131,5 +135,12 @@ class CaseRun {
   int rank_ = 0;
   std::vector<Entry> entries_;
 };
+
+// Two process groups over `comm` (paper 002, docs/groups.md): its first `senders`
+// ranks send, `src` their layout (ranks 0 .. senders-1); the others receive (all
+// ranks with `overlap`), `dst` their layout. Collective; the plan is
+// make_group_plan's, the storage its union's.
+std::unique_ptr<CaseRun> group_case_run(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+                                        int senders, bool overlap, const Options& options = {});
 
 }  // namespace redist::harness

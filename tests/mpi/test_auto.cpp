@@ -94,7 +94,14 @@ TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
   EXPECT_TRUE(same_everywhere(plan.auto_choice()));
   EXPECT_EQ(plan.machine()->source, "quick");
   // Each rank's own prediction is at most the reduced one (Eq. 2: the max over ranks).
-  for (size_t k = 0; k < all.size(); ++k) EXPECT_LE(predict(plan.rank_plan(), all[k], *plan.machine()).total(), t[k]);
+  // Not for the forwarding strategies of paper 002 (docs/groups.md): their model in
+  // Plan::predictions follows their routes (collective); predict() is their model
+  // without MPI, from this rank's plan alone.
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (all[k] != "centralized" && all[k] != "staged" && all[k] != "multistage" && all[k] != "hybrid") {
+      EXPECT_LE(predict(plan.rank_plan(), all[k], *plan.machine()).total(), t[k]) << all[k];
+    }
+  }
 }
 
 // Options::calibration names a file: the plan keeps its figures; a file that

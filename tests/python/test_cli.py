@@ -8,7 +8,7 @@ import pytest
 
 # The registry, in its order (src/exec/registry.cpp).
 STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "phased", "phased_sendrecv", "phased_unsync",
-              "phased_dt", "taskgraph"]
+              "phased_dt", "taskgraph", "centralized", "staged", "multistage", "hybrid"]
 
 SRC = "120x90 tile=16x11 block_cyclic grid=1x2"
 DST = "100x130 tile=9x20 block_cyclic grid=2x1 storage=local_array"
@@ -66,6 +66,22 @@ def test_run_json_verifies_every_strategy(redist, ranks):
         assert out["total_remote_bytes"] == 0 and out["max_remote_bytes"] == 0
 
 
+# Two process groups (paper 002, docs/groups.md): the first N ranks send with SRC,
+# the others (every rank with --overlap) receive with DST; every strategy verified.
+@pytest.mark.parametrize("ranks,senders,overlap", [(2, 1, False), (3, 2, False), (3, 1, True)])
+def test_run_two_groups_verifies_every_strategy(redist, ranks, senders, overlap):
+    receivers = ranks if overlap else ranks - senders
+    src = f"60x50 tile=7x50 block_cyclic grid={senders}x1"
+    dst = f"60x50 tile=60x6 block_cyclic grid=1x{receivers} storage=local_array"
+    r = redist(["run", src, dst, "--senders", str(senders), "--reps", "1", "--json"] + (["--overlap"] if overlap else []),
+               ranks=ranks)
+    assert r.returncode == 0, r.stderr
+    (out,) = json.loads(r.stdout)["cases"]
+    assert [e["name"] for e in out["methods"]] == STRATEGIES + ["auto"]
+    for e in out["methods"]:
+        assert e["verified"] is True and e["wrong"] == 0 and e["checked"] == 60 * 50, e
+
+
 def test_run_table_has_time_bandwidth_and_bound(redist):
     r = redist(["run", SRC, DST, "90x90", "--strategy", "p2p,alltoallw", "--reps", "3"], ranks=2)
     assert r.returncode == 0, r.stderr
@@ -96,6 +112,11 @@ BAD_RUN = [
      ["100x100", "50x50"], ["leaves the target array"]),
     ("a malformed region", "Region::parse",
      ["100x100", "100x100", "10xa"], ["bad region", "integers joined by 'x'"]),
+    ("--senders 2 on 2 ranks without --overlap (no receiver left)", "redist run options",
+     ["100x100", "100x100", "--senders", "2"], ["option --senders needs an integer >= 1 and <= 1"]),
+    ("a sender layout for more ranks than --senders gives the group", "make_group_plan",
+     ["100x100 tile=50x100 block_cyclic grid=2x1", "100x100", "--senders", "1"],
+     ["sender layout (a group of 1 ranks)", "needs 2 ranks"]),
     ("an unknown strategy", "check_strategy",
      ["100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
     ("--reps 0", "redist run options",
@@ -487,7 +508,8 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
     lines = dict(re.findall(r"^  (\w+) +([\d.]+ \w?B.*)$", p.stdout, re.M))
     assert set(lines) == set(STRATEGIES), p.stdout
     over = {n for n, rest in lines.items() if "over the budget" in rest}
-    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync", "taskgraph"}, p.stdout
+    assert over == {"p2p", "segment", "alltoallv", "direct", "phased_unsync", "taskgraph", "centralized", "staged",
+                    "multistage", "hybrid"}, p.stdout
 
 
 def test_run_with_memory_budget_runs_what_fits(redist):
