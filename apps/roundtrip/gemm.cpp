@@ -34,10 +34,7 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
   detail::WorkMatrix C(c_layout, c, wc, comm, o, beta != 0.0, r.to_seconds);
   r.moved = A.moved() || B.moved() || C.moved();
   runtime::TaskGraph g = gemm::task_graph(alpha, A.collection(), B.collection(), beta, C.collection());
-  const double t0 = MPI_Wtime();
-  r.tasks = runtime::run(g, comm, detail::runtime_options(o)).tasks;
-  r.compute_seconds = MPI_Wtime() - t0;
-  C.store_back(r.back_seconds);
+  detail::run_and_store(g, C, comm, o, r);
   return r;
 }
 

@@ -25,10 +25,7 @@ QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& 
   r.moved = a.moved();
   f.t = std::make_unique<runtime::LayoutCollection>(qr::t_layout(f.work, f.inner), comm);
   runtime::TaskGraph g = qr::task_graph(a.collection(), *f.t, f.inner);
-  const double t0 = MPI_Wtime();
-  r.tasks = runtime::run(g, comm, detail::runtime_options(options)).tasks;
-  r.compute_seconds = MPI_Wtime() - t0;
-  a.store_back(r.back_seconds);
+  detail::run_and_store(g, a, comm, options, r);
   return f;
 }
 

@@ -22,11 +22,8 @@ Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& opt
   detail::WorkMatrix a(layout, data, work, comm, options, true, r.to_seconds);
   r.moved = a.moved();
   runtime::TaskGraph g = cholesky::task_graph(a.collection());
-  const double t0 = MPI_Wtime();
   // Not positive definite: the runtime throws on every rank, before anything goes back.
-  r.tasks = runtime::run(g, comm, detail::runtime_options(options)).tasks;
-  r.compute_seconds = MPI_Wtime() - t0;
-  a.store_back(r.back_seconds);
+  detail::run_and_store(g, a, comm, options, r);
   return r;
 }
 

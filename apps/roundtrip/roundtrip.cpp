@@ -4,7 +4,11 @@
 
 #include <mpi.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "mpi/agree.hpp"
@@ -126,7 +130,21 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
     collection_.emplace(work, comm, data, bytes);
     return;
   }
-  collection_.emplace(work, comm);
+  // The working copy in transparent huge pages where the kernel offers them: a
+  // fresh array of N^2/P doubles costs one page fault per 4 KiB otherwise, which
+  // on this VM took longer than the copy into it (docs/apps.md). Not zeroed when
+  // the move fills it: it writes every element.
+  const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t rounded = std::max(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  storage_.reset(static_cast<std::byte*>(std::aligned_alloc(kHuge, rounded)));
+  redist::detail::agree(comm, storage_ ? std::string() : "apps: cannot allocate " + std::to_string(bytes) +
+                                                         " bytes for the working layout '" + work.spec() + "'");
+#ifdef MADV_HUGEPAGE
+  madvise(storage_.get(), rounded, MADV_HUGEPAGE);  // advice only: no huge pages is fine
+#endif
+  if (!load) std::memset(storage_.get(), 0, bytes);
+  collection_.emplace(work, comm, storage_.get(), bytes);
   if (load) {
     Plan to = make_plan(user_, work_, Region::whole(user_.shape()), comm_, exec_);
     to.execute(data_, collection_->storage());
@@ -134,12 +152,21 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   seconds += MPI_Wtime() - t0;
 }
 
+void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
+
 void WorkMatrix::store_back(double& seconds) {
   if (!moved()) return;
   const double t0 = MPI_Wtime();
   Plan back = make_plan(work_, user_, Region::whole(user_.shape()), comm_, exec_);
   back.execute(collection_->storage(), data_);
   seconds += MPI_Wtime() - t0;
+}
+
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
+  const double t0 = MPI_Wtime();
+  r.tasks = runtime::run(graph, comm, runtime_options(options)).tasks;
+  r.compute_seconds = MPI_Wtime() - t0;
+  result.store_back(r.back_seconds);
 }
 
 }  // namespace detail

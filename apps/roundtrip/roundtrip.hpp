@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -46,8 +47,17 @@ class WorkMatrix {
   void* data_;
   MPI_Comm comm_;
   redist::Options exec_;
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, Free> storage_;  // the working copy (null: the caller's storage)
   std::optional<runtime::LayoutCollection> collection_;
 };
+
+// Runs `graph` (timed into r.compute_seconds, tasks into r.tasks), then stores
+// `result` back (timed into r.back_seconds). Collective. When the graph fails (a
+// task threw), the runtime throws on every rank before anything goes back.
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r);
 
 // Elements of this rank's storage of `layout`.
 index_t local_elements(const Layout& layout, int rank);
