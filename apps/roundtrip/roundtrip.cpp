@@ -4,8 +4,6 @@
 
 #include <mpi.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -130,19 +128,15 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
     collection_.emplace(work, comm, data, bytes);
     return;
   }
-  // The working copy in transparent huge pages where the kernel offers them: a
-  // fresh array of N^2/P doubles costs one page fault per 4 KiB otherwise, which
-  // on this VM took longer than the copy into it (docs/apps.md). Not zeroed when
-  // the move fills it: it writes every element.
+  // Not zeroed when the move fills it (it writes every element): on this VM the page
+  // faults of a fresh N^2/P array cost more than the copy into it, and zeroing adds
+  // a pass. (Transparent huge pages, madvise'd, were 3x slower here: the kernel
+  // compacts memory on the fault; docs/apps.md.)
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  const std::size_t rounded = std::max(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-  storage_.reset(static_cast<std::byte*>(std::aligned_alloc(kHuge, rounded)));
+  const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+  storage_.reset(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
   redist::detail::agree(comm, storage_ ? std::string() : "apps: cannot allocate " + std::to_string(bytes) +
                                                          " bytes for the working layout '" + work.spec() + "'");
-#ifdef MADV_HUGEPAGE
-  madvise(storage_.get(), rounded, MADV_HUGEPAGE);  // advice only: no huge pages is fine
-#endif
   if (!load) std::memset(storage_.get(), 0, bytes);
   collection_.emplace(work, comm, storage_.get(), bytes);
   if (load) {
