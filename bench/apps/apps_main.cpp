@@ -44,7 +44,7 @@ const char* kUsage =
     "  --tile T         the working tile (default: redist::apps::model_tile)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
-    "  --strategy S     the redistribution strategy of the round trip (default p2p)\n"
+    "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
 
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
         redist::apps::Options good;
         good.threads = threads;
         good.tile = args.get("--tile", 0);
-        good.strategy = args.str("--strategy", "p2p");
+        good.strategy = args.str("--strategy", "direct");
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);
