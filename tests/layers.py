@@ -27,6 +27,9 @@ STANDS_ON = {
     "harness": ["exec", "pattern"],
     "runtime": ["layout", "mpi"],    # the task runtime stands on the core's layouts only
     "cholesky": ["runtime"],         # an application of the runtime
+    "qr": ["runtime"],               # the tile QR, an application of the runtime
+    "gemm": ["runtime"],             # the tiled GEMM, an application of the runtime
+    "apps": ["exec", "cholesky", "qr", "gemm"],  # redist::apps: the round trip (redist/apps.hpp)
     "capi": ["exec"],                # the C API (redist.h): a front end over exec
     "scalapack": ["exec"],           # the p?gemr2d drop-ins (scalapack.h): a front end over exec
     "python": ["exec"],              # the Python binding (python/src): a front end over exec
@@ -51,6 +54,8 @@ PATHS = [
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),
     ("apps/cholesky/", "cholesky"),
     ("python/src/", "python"),
+    ("apps/qr/", "qr"), ("apps/gemm/", "gemm"),
+    ("include/redist/apps.hpp", "apps"), ("apps/roundtrip/", "apps"),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -74,7 +79,7 @@ def layer_of(rel):
 
 
 def resolve(root, src, name):
-    for base in (root / "include", root / "src", src.parent):
+    for base in (root / "include", root / "src", root / "apps", src.parent):
         p = base / name
         if p.is_file():
             return p.resolve()

@@ -16,7 +16,7 @@ import pathlib
 import re
 import sys
 
-FOLDERS = ["src/exec", "src/harness", "src/mpi", "src/cost", "src/capi", "src/scalapack"]
+FOLDERS = ["src/exec", "src/harness", "src/mpi", "src/cost", "src/capi", "src/scalapack", "apps/roundtrip"]
 CALL = re.compile(r"\bMPI_[A-Z][A-Za-z_]*\s*\(")
 NO_CODE = {"MPI_Wtime", "MPI_Wtick"}
 

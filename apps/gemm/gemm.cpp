@@ -1,0 +1,83 @@
+// Tiled GEMM on the PTG API, each class beside its JDF (DPLASMA's summa dgemm, with
+// the READ tasks that bring a tile to the ranks that need it: a task reads only the
+// collection tiles of its own rank).
+#include "gemm/gemm.hpp"
+
+#include <cblas.h>
+
+#include "redist/error.hpp"
+
+namespace redist::gemm {
+
+using runtime::Access;
+using runtime::from;
+using runtime::LayoutCollection;
+using runtime::TaskClass;
+using runtime::TaskContext;
+using runtime::TaskGraph;
+using runtime::Targets;
+using runtime::Tile;
+using runtime::to;
+
+TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollection& b, double beta,
+                     const LayoutCollection& c) {
+  const LayoutCollection &A = a, &B = b, &C = c;
+  for (const LayoutCollection* x : {&a, &b, &c})
+    if (x->layout().ndim() != 2 || x->layout().elem_size() != static_cast<index_t>(sizeof(double)))
+      detail::fail("gemm::task_graph: needs 2-D matrices of doubles, got '", x->layout().spec(), "'");
+  const Layout &la = a.layout(), &lb = b.layout(), &lc = c.layout();
+  if (!(la.partition(0) == lc.partition(0)) || !(lb.partition(1) == lc.partition(1)) ||
+      !(la.partition(1) == lb.partition(0)))
+    detail::fail("gemm::task_graph: the tiles of A (m x k), B (k x n) and C (m x n) must agree: A's rows with C's, "
+                 "B's columns with C's, A's columns with B's rows; got A '",
+                 la.spec(), "', B '", lb.spec(), "', C '", lc.spec(), "'");
+  const std::int64_t mt = c.tiles_m(), nt = c.tiles_n(), kt = a.tiles_n();
+
+  TaskGraph g;
+  TaskClass& read_a = g.task_class("READ_A");
+  TaskClass& read_b = g.task_class("READ_B");
+  TaskClass& gemm = g.task_class("GEMM");
+
+  // READ_A(m, k)   m = 0 .. MT-1, k = 0 .. KT-1   : A(m, k)
+  // A <- A(m, k)   -> A GEMM(m, 0 .. NT-1, k)
+  read_a.param("m", 0, mt - 1).param("k", 0, kt - 1).affinity(A, [](auto m, auto k) { return Tile{m, k}; });
+  read_a.flow("A", Access::read)
+      .in(from(A, [](auto m, auto k) { return Tile{m, k}; }))
+      .out(to(gemm, "A", [=](auto m, auto k) { return Targets{m, {0, nt - 1}, k}; }));
+  read_a.body([](TaskContext&, auto, auto) {});
+
+  // READ_B(k, n)   k = 0 .. KT-1, n = 0 .. NT-1   : B(k, n)
+  // B <- B(k, n)   -> B GEMM(0 .. MT-1, n, k)
+  read_b.param("k", 0, kt - 1).param("n", 0, nt - 1).affinity(B, [](auto k, auto n) { return Tile{k, n}; });
+  read_b.flow("B", Access::read)
+      .in(from(B, [](auto k, auto n) { return Tile{k, n}; }))
+      .out(to(gemm, "B", [=](auto k, auto n) { return Targets{{0, mt - 1}, n, k}; }));
+  read_b.body([](TaskContext&, auto, auto) {});
+
+  // GEMM(m, n, k)   m = 0 .. MT-1, n = 0 .. NT-1, k = 0 .. KT-1   : C(m, n)
+  gemm.param("m", 0, mt - 1)
+      .param("n", 0, nt - 1)
+      .param("k", 0, kt - 1)
+      .affinity(C, [](auto m, auto n) { return Tile{m, n}; })
+      .priority([](auto /*m*/, auto /*n*/, auto k) { return -k; });
+  // A <- A READ_A(m, k)   B <- B READ_B(k, n)
+  gemm.flow("A", Access::read).in(from(read_a, "A", [](auto m, auto /*n*/, auto k) { return Targets{m, k}; }));
+  gemm.flow("B", Access::read).in(from(read_b, "B", [](auto /*m*/, auto n, auto k) { return Targets{k, n}; }));
+  // C <- (k == 0) ? C(m, n) : C GEMM(m, n, k-1)
+  // -> (k < KT-1) ? C GEMM(m, n, k+1) : C(m, n)
+  gemm.flow("C")
+      .in_if([](auto, auto, auto k) { return k == 0; }, from(C, [](auto m, auto n) { return Tile{m, n}; }))
+      .otherwise(from(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k - 1}; }))
+      .out_if([=](auto, auto, auto k) { return k < kt - 1; },
+              to(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k + 1}; }))
+      .otherwise(to(C, [](auto m, auto n) { return Tile{m, n}; }));
+  gemm.body([=, &a, &b](TaskContext& ctx, auto m, auto n, auto k) {
+    const int mb = static_cast<int>(a.rows_of(m)), nb = static_cast<int>(b.cols_of(n)),
+              kb = static_cast<int>(a.cols_of(k));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mb, nb, kb, alpha, ctx.as<double>("A"), mb,
+                ctx.as<double>("B"), kb, k == 0 ? beta : 1.0, ctx.as<double>("C"), mb);
+  });
+  return g;
+}
+
+}  // namespace redist::gemm

@@ -1,0 +1,21 @@
+// Tiled matrix product C = alpha A B + beta C as a parameterized task graph on the
+// redist task runtime (DPLASMA's SUMMA-like dgemm: the owner of C(m, n) runs the
+// products into it, in k order), OpenBLAS DGEMM single-threaded per task.
+#pragma once
+
+#include "redist/runtime/collection.hpp"
+#include "redist/runtime/task_graph.hpp"
+
+namespace redist::gemm {
+
+// The task graph of C = alpha A B + beta C: READ_A(m, k) and READ_B(k, n) on the
+// owners of A(m, k) and B(k, n) send those tiles to the GEMM(m, n, k) that use them
+// (one transfer per rank that needs a tile); GEMM(m, n, k) on the owner of C(m, n)
+// adds A(m, k) B(k, n) in k order (beta applied at k = 0). Any ownerships.
+// Preconditions: the collections outlive the graph. Throws redist::Error unless all
+// three are 2-D matrices of doubles with A m x k, B k x n, C m x n whose tile
+// boundaries agree (A's rows with C's, B's columns with C's, A's columns with B's rows).
+runtime::TaskGraph task_graph(double alpha, const runtime::LayoutCollection& a, const runtime::LayoutCollection& b,
+                              double beta, const runtime::LayoutCollection& c);
+
+}  // namespace redist::gemm

@@ -1,0 +1,30 @@
+// redist::apps::potrf: Cholesky with a redistribution round trip (paper 000, sec.
+// 8.7, Figs. 15 and 18): caller's layout -> working layout, the tiled Cholesky of
+// paper 004 Fig. 1 (apps/cholesky) on the task runtime, back.
+#include "cholesky/cholesky.hpp"
+#include "redist/runtime/runtime.hpp"
+#include "roundtrip/roundtrip.hpp"
+
+namespace redist::apps {
+
+Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options) {
+  const int rank = detail::rank_of(comm), ranks = detail::size_of(comm);
+  std::string error = detail::check_matrix("potrf: the matrix", layout, data, rank, ranks);
+  if (error.empty() && layout.shape()[0] != layout.shape()[1])
+    error = "potrf: the matrix must be square, got '" + layout.spec() + "'";
+  if (error.empty()) error = detail::check_options("potrf", options, ranks);
+  detail::agree(comm, error, {&layout}, options);
+
+  Report r;
+  const index_t n = layout.shape()[0];
+  const Layout work = work_layout(n, n, ranks, options);
+  r.work = work.spec();
+  detail::WorkMatrix a(layout, data, work, comm, options, true, r.to_seconds);
+  r.moved = a.moved();
+  runtime::TaskGraph g = cholesky::task_graph(a.collection());
+  // Not positive definite: the runtime throws on every rank, before anything goes back.
+  detail::run_and_store(g, a, comm, options, r);
+  return r;
+}
+
+}  // namespace redist::apps

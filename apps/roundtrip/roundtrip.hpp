@@ -1,0 +1,67 @@
+// What the round-trip calls share (potrf.cpp, geqrf.cpp, gemm.cpp): checks of the
+// caller's arguments, the runtime's options, and the caller's matrix on the
+// working layout.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "redist/apps.hpp"
+#include "redist/exec.hpp"
+#include "redist/runtime/runtime.hpp"
+
+namespace redist::apps::detail {
+
+// Empty when `layout` is a valid 2-D layout of doubles for `ranks` ranks and
+// `data` is not null where this rank stores elements; else a message that names
+// `what` ("potrf: the matrix") and the problem. Local (agree on it).
+std::string check_matrix(const char* what, const Layout& layout, const void* data, int rank, int ranks);
+// Empty when the options are valid for `ranks` ranks; else the message.
+std::string check_options(const char* call, const Options& options, int ranks);
+// Throws (collectively) the first non-empty message of any rank; also checks that
+// every rank passed the same layouts (ld= of local_array storage may differ) and options.
+void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layout*>& layouts,
+           const Options& options);
+
+runtime::Options runtime_options(const Options& options);
+
+// The caller's matrix on the working layout: the caller's own storage when the
+// layouts are the same, else a copy moved there by a plan (timed into `seconds`).
+class WorkMatrix {
+ public:
+  // Collective. With `load` false, the working copy is allocated (zeroed) but
+  // nothing is moved into it.
+  WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
+             bool load, double& seconds);
+  runtime::LayoutCollection& collection() { return *collection_; }
+  bool moved() const { return user_ != work_; }
+  // Collective: moves the working copy back into the caller's storage (nothing
+  // when it is the caller's storage), timed into `seconds`.
+  void store_back(double& seconds);
+
+ private:
+  Layout user_, work_;
+  void* data_;
+  MPI_Comm comm_;
+  redist::Options exec_;
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, Free> storage_;  // the working copy (null: the caller's storage)
+  std::optional<runtime::LayoutCollection> collection_;
+};
+
+// Runs `graph` (timed into r.compute_seconds, tasks into r.tasks), then stores
+// `result` back (timed into r.back_seconds). Collective. When the graph fails (a
+// task threw), the runtime throws on every rank before anything goes back.
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r);
+
+// Elements of this rank's storage of `layout`.
+index_t local_elements(const Layout& layout, int rank);
+int rank_of(MPI_Comm comm);
+int size_of(MPI_Comm comm);
+
+}  // namespace redist::apps::detail

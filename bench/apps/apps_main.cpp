@@ -1,0 +1,211 @@
+// redist-apps: paper 000, sec. 8.7 (Figs. 14, 15, 18) at this machine's scale. For
+// each N and algorithm (potrf, geqrf, gemm), on a poor source, a ScaLAPACK local
+// array on a 1xP grid with big tiles (--src-tile, default 1280), interleaved:
+//   pd         ScaLAPACK pdpotrf / pdgeqrf / pdgemm on the source itself
+//   poor       the tiled algorithm on the runtime directly on the source's
+//              distribution (tile storage, same tiles and grid)
+//   good       the tiled algorithm alone on the working layout (tile, grid)
+//   roundtrip  redist::apps::<alg> from the source: to, compute, back
+// Prints GFLOP/s (total time of each method), the round trip's overhead (to + back)
+// in % of its compute time, and roundtrip / pd; --csv FILE appends the rows.
+#include <cblas.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "cholesky/cholesky.hpp"
+#include "qr/qr.hpp"
+#include "redist/apps.hpp"
+#include "redist/redist.hpp"
+#include "scalapack.hpp"
+
+extern "C" {
+void pdgeqrf_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desc, double* tau,
+              double* work, const int* lwork, int* info);
+void pdgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
+             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
+             const int* descc);
+}
+
+namespace rb = redist::runtime_bench;
+using redist::index_t;
+using redist::Layout;
+
+namespace {
+const char* kUsage =
+    "redist-apps: dense algorithms on the runtime with a redistribution round trip (paper 000, sec. 8.7)\n"
+    "  --n a,b,..       matrix sizes (default 2000,4000,6000)\n"
+    "  --alg a,b        potrf, geqrf, gemm (default potrf,geqrf,gemm)\n"
+    "  --src-tile T     the source's tile size (default 1280); its grid is 1xP, ScaLAPACK storage\n"
+    "  --tile T         the working tile (default: redist::apps::model_tile)\n"
+    "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
+    "  --reps R         interleaved repetitions, medians reported (default 1)\n"
+    "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
+    "  --csv FILE       append one line per N and algorithm\n"
+    "One rank with several threads: launch with mpirun --bind-to none.\n";
+
+double element(index_t i, index_t j, index_t n) { return redist::cholesky::spd_element(i, j, n); }
+
+std::vector<double> make_local(const Layout& layout, int rank, index_t n, int salt) {
+  const redist::LocalIndex local(layout, rank);
+  std::vector<double> a(static_cast<std::size_t>(std::max<index_t>(1, local.elements())));
+  for (index_t o = 0; o < local.ntiles(); ++o) {
+    const redist::Coord t = local.tile(o);
+    const redist::Box b = layout.tile_box(t);
+    const redist::Address at = local.address(t, b.lo);
+    for (index_t j = 0; j < b.size[1]; ++j)
+      for (index_t i = 0; i < b.size[0]; ++i)
+        a[static_cast<std::size_t>(at.offset + i + j * at.strides[1])] =
+            salt == 0 ? element(b.lo[0] + i, b.lo[1] + j, n) : element(b.lo[0] + i + salt, b.lo[1] + j, 0);
+  }
+  return a;
+}
+
+double flops_of(const std::string& alg, double n) {
+  if (alg == "potrf") return n * n * n / 3;
+  if (alg == "geqrf") return redist::qr::flops(n, n);
+  return 2 * n * n * n;
+}
+
+// One ScaLAPACK call on the source layout (a local array, grid 1xP); seconds.
+double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank, int ranks, int threads) {
+  int ctx = 0, pr = 0, pc = 0, myr = 0, myc = 0, zero = 0, info = 0, desc[9];
+  Cblacs_get(-1, 0, &ctx);
+  Cblacs_gridinit(&ctx, "Row", 1, ranks);
+  Cblacs_gridinfo(ctx, &pr, &pc, &myr, &myc);
+  const redist::LocalIndex local(src, rank);
+  const int lld = static_cast<int>(std::max<index_t>(1, local.ld()));
+  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
+  std::vector<double> a = make_local(src, rank, n, alg == "potrf" ? 0 : 7), b, c, tau, work;
+  if (alg == "gemm") b = make_local(src, rank, n, 11), c = make_local(src, rank, n, 13);
+  if (alg == "geqrf") {
+    tau.resize(static_cast<std::size_t>(n));
+    int lwork = -1, one = 1;
+    double q = 0;
+    pdgeqrf_(&n, &n, a.data(), &one, &one, desc, tau.data(), &q, &lwork, &info);
+    work.resize(static_cast<std::size_t>(q) + 1);
+  }
+  openblas_set_num_threads(threads);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  const int one = 1;
+  if (alg == "potrf") {
+    pdpotrf_("L", &n, a.data(), &one, &one, desc, &info);
+  } else if (alg == "geqrf") {
+    const int lwork = static_cast<int>(work.size());
+    pdgeqrf_(&n, &n, a.data(), &one, &one, desc, tau.data(), work.data(), &lwork, &info);
+  } else {
+    const double alpha = 1.0, beta = 1.0;
+    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data(), &one, &one, desc, b.data(), &one, &one, desc, &beta, c.data(),
+            &one, &one, desc);
+  }
+  const double secs = rb::max_over_ranks(MPI_Wtime() - t0);
+  openblas_set_num_threads(1);
+  if (threads > 1) rb::settle_blas();
+  if (info != 0 && rank == 0) std::fprintf(stderr, "ScaLAPACK %s failed: info %d\n", alg.c_str(), info);
+  Cblacs_gridexit(ctx);
+  return secs;
+}
+
+// One redist::apps call from `user` with `o`; the report's times reduced over ranks.
+redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
+                             const redist::apps::Options& o) {
+  std::vector<double> a = make_local(user, rank, n, alg == "potrf" ? 0 : 7), b, c;
+  if (alg == "gemm") b = make_local(user, rank, n, 11), c = make_local(user, rank, n, 13);
+  MPI_Barrier(MPI_COMM_WORLD);
+  redist::apps::Report r;
+  if (alg == "potrf")
+    r = redist::apps::potrf(user, a.data(), MPI_COMM_WORLD, o);
+  else if (alg == "geqrf")
+    r = redist::apps::geqrf(user, a.data(), MPI_COMM_WORLD, o).report;
+  else
+    r = redist::apps::gemm(1.0, user, a.data(), user, b.data(), 1.0, user, c.data(), MPI_COMM_WORLD, o);
+  r.to_seconds = rb::max_over_ranks(r.to_seconds);
+  r.compute_seconds = rb::max_over_ranks(r.compute_seconds);
+  r.back_seconds = rb::max_over_ranks(r.back_seconds);
+  return r;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rc = 0;
+  try {
+    const int rank = rb::world_rank(), ranks = rb::world_size();
+    rb::Args args(argc, argv, kUsage);
+    if (args.help()) {
+      MPI_Finalize();
+      return 0;
+    }
+    openblas_set_num_threads(1);
+    const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1));
+    const int reps = static_cast<int>(args.get("--reps", 1));
+    const index_t src_tile = args.get("--src-tile", 1280);
+    const std::string csv = args.str("--csv", "");
+    std::vector<std::string> algs;
+    for (std::string s = args.str("--alg", "potrf,geqrf,gemm"), item; !s.empty();) {
+      const auto comma = s.find(',');
+      algs.push_back(s.substr(0, comma));
+      s = comma == std::string::npos ? "" : s.substr(comma + 1);
+    }
+    rb::report_cpus(threads);
+    if (rank == 0)
+      std::printf("# ranks=%d threads/rank=%d source: tile=%lld grid=1x%d storage=local_array\n"
+                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n",
+                  ranks, threads, static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF",
+                  "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd");
+    for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
+      for (const std::string& alg : algs) {
+        const std::string shape = std::to_string(n) + "x" + std::to_string(n);
+        const std::string st = std::to_string(std::min<index_t>(src_tile, n));
+        const Layout src = Layout::parse(shape + " tile=" + st + "x" + st + " block_cyclic grid=1x" +
+                                         std::to_string(ranks) + " storage=local_array");
+        redist::apps::Options good;
+        good.threads = threads;
+        good.tile = args.get("--tile", 0);
+        good.strategy = args.str("--strategy", "direct");
+        const Layout work = redist::apps::work_layout(n, n, ranks, good);
+        redist::apps::Options poor = good;
+        poor.tile = std::min<index_t>(src_tile, n);
+        poor.grid = redist::Coord{1, ranks};
+        const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
+        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back;
+        for (int r = 0; r < reps; ++r) {
+          pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
+                              ranks, threads * 1));
+          poor_t.push_back(run_app(alg, poor_layout, n, rank, poor).compute_seconds);
+          good_t.push_back(run_app(alg, work, n, rank, good).compute_seconds);
+          const redist::apps::Report rt = run_app(alg, src, n, rank, good);
+          rt_t.push_back(rt.seconds()), to.push_back(rt.to_seconds), comp.push_back(rt.compute_seconds),
+              back.push_back(rt.back_seconds);
+        }
+        const double f = flops_of(alg, static_cast<double>(n)) / 1e9;
+        const double pdm = rb::median(pd), rtm = rb::median(rt_t), over = rb::median(to) + rb::median(back);
+        if (rank == 0) {
+          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f\n", alg.c_str(),
+                      static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()), f / pdm,
+                      f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp),
+                      rb::median(back), 100 * over / rb::median(comp), pdm / rtm);
+          std::fflush(stdout);
+          if (!csv.empty())
+            if (FILE* out = std::fopen(csv.c_str(), "a")) {
+              std::fprintf(out, "%d,%d,%s,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", ranks, threads,
+                           alg.c_str(), static_cast<long long>(n), static_cast<long long>(src_tile),
+                           static_cast<long long>(work.partition(0).tile()), f / pdm, f / rb::median(poor_t),
+                           f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp), rb::median(back));
+              std::fclose(out);
+            }
+        }
+      }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "redist-apps: %s\n", e.what());
+    rc = 1;
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,103 @@
+// Dense linear algebra with a redistribution round trip (paper 000, sec. 8.7): the
+// caller's matrix in ANY layout (ScaLAPACK local_array, any tile size, any grid or
+// ownership) is redistributed to a layout the algorithm runs well on, factored by
+// a tiled algorithm on the task runtime, and redistributed back in place. The
+// round trip is invisible to the caller, except in the phase times it reports.
+//
+//   redist::Layout user = redist::Layout::parse(
+//       "6000x6000 tile=1280x1280 block_cyclic grid=1x2 storage=local_array");
+//   redist::apps::Report r = redist::apps::potrf(user, my_local_array, MPI_COMM_WORLD);
+//   // r.to_seconds, r.compute_seconds, r.back_seconds; r.work: the layout it ran on
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "redist/layout.hpp"
+#include "redist/runtime/collection.hpp"
+
+namespace redist::apps {
+
+struct Options {
+  // Tile size (rows and columns) of the working layout; 0: model_tile().
+  index_t tile = 0;
+  // Inner blocking of the QR kernels (DGEQRT/DTPQRT's NB); 0: min(32, tile).
+  index_t inner = 0;
+  // Process grid PxQ of the working layout; empty: the closest to square, P <= Q.
+  Coord grid;
+  // Task runtime worker threads per rank (OpenBLAS single-threaded per task).
+  int threads = 1;
+  // The redistribution strategy of both moves (any name of redist::strategies(), or
+  // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
+  // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's
+  // 0.16 s + 0.08 s (docs/apps.md).
+  std::string strategy = "direct";
+};
+
+// What a call did, on this rank. Times are this rank's wall clock; the time of a
+// distributed run is the slowest rank's (reduce with MPI_MAX).
+struct Report {
+  std::string work;            // spec of the layout the algorithm ran on
+  bool moved = false;          // false: the caller's layout was the working one (no copies)
+  double to_seconds = 0;       // make_plan + execute, caller's layout -> working layout
+  double compute_seconds = 0;  // the task graph (the factorization or product)
+  double back_seconds = 0;     // make_plan + execute, working layout -> caller's layout
+  std::int64_t tasks = 0;      // tasks run on this rank
+  double seconds() const { return to_seconds + compute_seconds + back_seconds; }
+};
+
+// The tile size the calls choose when Options::tile is 0, for an n x n problem on
+// `cores` cores (ranks x threads): enough tiles for every core (n / tile >= 2 x
+// cores + 2), within [128, 640] (DGEMM runs well on tiles from about 128; 640 was
+// the best tile for the Cholesky at N >= 8000 here, docs/runtime.md), at most n.
+index_t model_tile(index_t n, int cores);
+
+// The working layout for an m x n matrix of doubles on `ranks` ranks: tile size
+// options.tile (or model_tile), block-cyclic on options.grid (or the closest to
+// square grid), tile storage. Throws redist::Error for a grid that is not `ranks`.
+Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {});
+
+// Cholesky A = L L^T of the symmetric positive definite n x n matrix in `data`
+// (this rank's storage of `layout`, doubles): the lower triangle is overwritten by
+// L, the strict upper triangle is left as it was (LAPACK dpotrf 'L'). Collective
+// over `comm`. The result is bit for bit the same whatever the caller's layout,
+// for the same working layout (options, ranks). Throws redist::Error, the same on
+// every rank and with `data` untouched, on bad input (not a square matrix of
+// doubles, an invalid layout or option, null data where this rank stores
+// elements) and when the matrix is not positive definite. The runtime needs
+// MPI_THREAD_MULTIPLE for its default mode; with less, it runs funneled.
+Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
+
+// The factors of a tile QR that the overwritten matrix does not hold: the
+// triangular T of every elementary block reflector (PLASMA's tile QR), one
+// inner x tile block per tile of the working layout (runtime collection over
+// qr::t_layout(work, inner)). Q is the product over k of the reflectors of
+// column k, each applied as DGEMQRT (diagonal tile) then DTPMQRT (tiles below).
+struct QrFactors {
+  Report report;
+  Layout work;                                   // the working layout
+  index_t inner = 0;                             // inner blocking (T's rows per tile)
+  std::unique_ptr<runtime::LayoutCollection> t;  // the T blocks, on the working layout's owners
+};
+
+// Tile QR A = Q R of the m x n matrix in `data` (PLASMA's algorithm: DGEQRT,
+// DTPQRT, DGEMQRT, DTPMQRT as tasks): R overwrites the upper triangle; below it,
+// the Householder vectors of the tile algorithm, tile by tile in the working
+// layout's tiles (not LAPACK dgeqrf's format; with the T blocks returned they
+// define Q). Collective; bit for bit the same whatever the caller's layout, for
+// the same working layout. Errors as potrf (not a matrix of doubles, ...).
+QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
+
+// C = alpha A B + beta C for A m x k, B k x n, C m x n, each in its own layout
+// (any layouts; doubles): A and B are moved to the working layouts (A m x k, B
+// k x n, C m x n: one tile size and grid), the tiled product runs on the task
+// runtime (one DGEMM task per C tile and k tile, in k order), and C is moved
+// back. A and B are not changed. Collective; errors as potrf (shapes that do not
+// match, ...).
+Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b,
+            double beta, const Layout& c_layout, void* c, MPI_Comm comm, const Options& options = {});
+
+}  // namespace redist::apps

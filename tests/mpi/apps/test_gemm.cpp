@@ -1,0 +1,123 @@
+// Tiled GEMM (apps/gemm) and redist::apps::gemm on 1-3 ranks: C (45x29) = 1.5 A
+// (45x37) B (37x29) - 0.5 C, tiles of 8 (ragged), from ScaLAPACK storage on a 1xP
+// grid, from random owners, and from the working layouts: bit for bit the tiled
+// GEMM run directly on the working layouts, A and B unchanged, and against cblas_dgemm
+// on rank 0 (rel. 1e-13). beta = 0 ignores C (NaN in C stays out of the result).
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "apps_util.hpp"
+#include "cholesky/cholesky.hpp"
+#include "gemm/gemm.hpp"
+#include "redist/apps.hpp"
+
+namespace apps = redist::apps;
+
+class Gemm : public ::testing::TestWithParam<int> {};
+
+namespace {
+constexpr int kM = 45, kK = 37, kN = 29;
+double ea(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 3 * j + 7, j, 0); }
+double eb(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 5 * j + 11, j + 1, 0); }
+double ec(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 2 * j + 3, j, 0); }
+
+template <class F>
+void fill(const rt::LayoutCollection& x, F f) {
+  for (redist::index_t o = 0; o < x.local().ntiles(); ++o) {
+    const redist::Coord c = x.local().tile(o);
+    const redist::Box b = x.layout().tile_box(c);
+    double* p = x.tile<double>(rt::Tile{c[0], c[1]});
+    for (redist::index_t j = 0; j < b.size[1]; ++j)
+      for (redist::index_t i = 0; i < b.size[0]; ++i) p[i + j * b.size[0]] = f(b.lo[0] + i, b.lo[1] + j);
+  }
+}
+}  // namespace
+
+TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
+  apps::Options o;
+  o.tile = 8;
+  o.threads = GetParam();
+  const int P = world_size();
+  const std::string p = std::to_string(P);
+  const redist::Layout wa = apps::work_layout(kM, kK, P, o), wb = apps::work_layout(kK, kN, P, o),
+                       wc = apps::work_layout(kM, kN, P, o);
+  rt::LayoutCollection A(wa, MPI_COMM_WORLD), B(wb, MPI_COMM_WORLD), C(wc, MPI_COMM_WORLD);
+  fill(A, ea), fill(B, eb), fill(C, ec);
+  rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C);
+  rt::Options ro;
+  ro.threads = o.threads;
+  rt::run(g, MPI_COMM_WORLD, ro);
+  const std::vector<double> ref = gather_on_root<double>(C);
+
+  auto sl = [&](int r, int c, const char* tile) {
+    return redist::Layout::parse(std::to_string(r) + "x" + std::to_string(c) + " tile=" + tile +
+                                 " block_cyclic grid=1x" + p + " storage=local_array");
+  };
+  auto rnd = [&](int r, int c, int seed) {
+    return redist::Layout::parse(std::to_string(r) + "x" + std::to_string(c) + " tile=6x7 random seed=" +
+                                 std::to_string(seed) + " ranks=" + p);
+  };
+  struct Users {
+    redist::Layout a, b, c;
+  };
+  for (const Users& u : {Users{sl(kM, kK, "10x10"), sl(kK, kN, "12x9"), sl(kM, kN, "10x9")},
+                         Users{rnd(kM, kK, 1), rnd(kK, kN, 2), rnd(kM, kN, 3)}, Users{wa, wb, wc}}) {
+    SCOPED_TRACE(u.c.spec());
+    const std::vector<double> a = make_local(u.a, ea), b = make_local(u.b, eb);
+    std::vector<double> c = make_local(u.c, ec);
+    const apps::Report r = apps::gemm(1.5, u.a, a.data(), u.b, b.data(), -0.5, u.c, c.data(), MPI_COMM_WORLD, o);
+    EXPECT_EQ(r.moved, !(u.c == wc));
+    EXPECT_TRUE(a == make_local(u.a, ea) && b == make_local(u.b, eb)) << "A and B must not change";
+    const std::vector<double> got = gather_root(u.c, c.data());
+    bool same = true;
+    if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0;
+    EXPECT_TRUE(same) << "the round trip differs from the tiled GEMM on the working layouts";
+    ASSERT_TRUE(all_ranks(same));
+  }
+  if (world_rank() == 0) {  // the independent oracle: one cblas_dgemm
+    std::vector<double> a(kM * kK), b(kK * kN), c(kM * kN);
+    for (int j = 0; j < kK; ++j)
+      for (int i = 0; i < kM; ++i) a[i + j * kM] = ea(i, j);
+    for (int j = 0; j < kN; ++j)
+      for (int i = 0; i < kK; ++i) b[i + j * kK] = eb(i, j);
+    for (int j = 0; j < kN; ++j)
+      for (int i = 0; i < kM; ++i) c[i + j * kM] = ec(i, j);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, kM, kN, kK, 1.5, a.data(), kM, b.data(), kK, -0.5,
+                c.data(), kM);
+    double diff = 0, norm = 0;
+    for (std::size_t e = 0; e < c.size(); ++e) {
+      diff = std::max(diff, std::abs(ref[e] - c[e]));
+      norm = std::max(norm, std::abs(c[e]));
+    }
+    EXPECT_LT(diff / norm, 1e-13);
+  }
+}
+
+TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
+  apps::Options o;
+  o.tile = 8;
+  o.threads = GetParam();
+  const std::string p = std::to_string(world_size());
+  const redist::Layout la = redist::Layout::parse("20x10 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
+  const redist::Layout lb = redist::Layout::parse("10x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
+  const redist::Layout lc = redist::Layout::parse("20x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
+  const std::vector<double> a = make_local(la, ea), b = make_local(lb, eb);
+  std::vector<double> c = make_local(lc, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
+  apps::gemm(1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
+  const std::vector<double> got = gather_root(lc, c.data());
+  if (world_rank() == 0)
+    for (int j = 0; j < 12; ++j)
+      for (int i = 0; i < 20; ++i) {
+        double s = 0;
+        for (int k = 0; k < 10; ++k) s += ea(i, k) * eb(k, j);
+        ASSERT_NEAR(got[i + j * 20], s, 1e-13) << i << "," << j;
+      }
+  expect_collective_error([&] { apps::gemm(1.0, la, a.data(), la, a.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o); },
+                          "gemm: the shapes must be A m x k, B k x n, C m x n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Apps, Gemm, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::string(info.param == 1 ? "t1" : "t2"); });

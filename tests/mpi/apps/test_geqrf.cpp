@@ -1,0 +1,198 @@
+// Tile QR (apps/qr) and redist::apps::geqrf on 1-3 ranks: a tall (70x50) and a wide
+// (37x60) matrix with ragged tiles and an inner blocking that does not divide the
+// tile. Checks: the round trip from ScaLAPACK storage (1xP grid), from random owners
+// and from the working layout itself is bit for bit the tile QR run directly on the
+// working layout; that is bit for bit the same on one rank (a communicator of rank 0
+// alone) as on all; and on rank 0, against independent oracles: R^T R = A^T A, |R| =
+// |R of LAPACK dgeqrf| (rows may differ in sign), and with Q applied from the
+// gathered reflectors and T factors, ||Q^T A - R|| and ||Q^T Q - I|| at LAPACK's level.
+#include <lapacke.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "apps_util.hpp"
+#include "cholesky/cholesky.hpp"
+#include "qr/qr.hpp"
+#include "redist/apps.hpp"
+
+namespace apps = redist::apps;
+
+class Geqrf : public ::testing::TestWithParam<int> {};
+
+namespace {
+// A pseudo-random matrix in [-0.5, 0.5] (not symmetric).
+double element(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 3 * j + 7, j, 0); }
+
+struct Case {
+  int m, n;
+};
+constexpr Case kCases[] = {{70, 50}, {37, 60}};
+constexpr int kTile = 16, kInner = 5;
+
+apps::Options options(int threads) {
+  apps::Options o;
+  o.tile = kTile;
+  o.inner = kInner;
+  o.threads = threads;
+  return o;
+}
+
+// The tile QR run directly on `work` over `comm`; A and T gathered on its rank 0.
+std::pair<std::vector<double>, std::vector<double>> direct(const redist::Layout& work, int threads, MPI_Comm comm) {
+  rt::LayoutCollection a(work, comm), t(redist::qr::t_layout(work, kInner), comm);
+  const redist::LocalIndex& local = a.local();
+  for (redist::index_t o = 0; o < local.ntiles(); ++o) {
+    const redist::Coord c = local.tile(o);
+    const redist::Box b = work.tile_box(c);
+    double* p = a.tile<double>(rt::Tile{c[0], c[1]});
+    for (redist::index_t j = 0; j < b.size[1]; ++j)
+      for (redist::index_t i = 0; i < b.size[0]; ++i) p[i + j * b.size[0]] = element(b.lo[0] + i, b.lo[1] + j);
+  }
+  rt::TaskGraph g = redist::qr::task_graph(a, t, kInner);
+  rt::Options o;
+  o.threads = threads;
+  rt::run(g, comm, o);
+  return {gather_on_root<double>(a, comm), gather_on_root<double>(t, comm)};
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+// C (m x ncols, ld m) = Q^T C, Q from the gathered factors F (m x n) and T (ld mt * ib).
+void apply_qt(int m, int n, const std::vector<double>& f, const std::vector<double>& t, double* c, int ncols) {
+  const int mt = (m + kTile - 1) / kTile, nt = (n + kTile - 1) / kTile, ldt = mt * kInner;
+  std::vector<double> work(static_cast<std::size_t>(kInner) * ncols);
+  for (int k = 0; k < std::min(mt, nt); ++k) {
+    const int mk = std::min(kTile, m - k * kTile), nk = std::min(kTile, n - k * kTile), kb = std::min(mk, nk);
+    const double* tk = &t[k * kInner + static_cast<std::size_t>(k) * kTile * ldt];
+    ASSERT_EQ(LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', 'T', mk, ncols, kb, std::min(kInner, kb),
+                                   &f[k * kTile + static_cast<std::size_t>(k) * kTile * m], m, tk, ldt, c + k * kTile,
+                                   m, work.data()),
+              0);
+    for (int i = k + 1; i < mt; ++i) {
+      const int mi = std::min(kTile, m - i * kTile);
+      ASSERT_EQ(LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', 'T', mi, ncols, nk, 0, std::min(kInner, nk),
+                                     &f[i * kTile + static_cast<std::size_t>(k) * kTile * m], m,
+                                     &t[i * kInner + static_cast<std::size_t>(k) * kTile * ldt], ldt, c + k * kTile,
+                                     m, c + i * kTile, m, work.data()),
+                0);
+    }
+  }
+}
+
+// The oracles on rank 0 for the factors F, T of the m x n matrix.
+void check_against_lapack(int m, int n, const std::vector<double>& f, const std::vector<double>& t) {
+  std::vector<double> a(static_cast<std::size_t>(m) * n), r(a.size(), 0.0), lap(a.size());
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      a[i + j * m] = lap[i + j * m] = element(i, j);
+      if (i <= j) r[i + j * m] = f[i + j * m];
+    }
+  const double anorm = max_abs(a), rnorm = max_abs(r), eps = 1e-14 * std::max(m, n);
+  // R^T R = A^T A, independent of Q.
+  double gram = 0;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      double ata = 0, rtr = 0;
+      for (int k = 0; k < m; ++k) ata += a[k + i * m] * a[k + j * m];
+      for (int k = 0; k < std::min(m, n); ++k) rtr += r[k + i * m] * r[k + j * m];
+      gram = std::max(gram, std::abs(ata - rtr));
+    }
+  EXPECT_LT(gram / (anorm * anorm * m), eps) << "R^T R != A^T A";
+  // |R| = |R of dgeqrf|.
+  std::vector<double> tau(static_cast<std::size_t>(n) + 1);
+  ASSERT_EQ(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, lap.data(), m, tau.data()), 0);
+  double diff = 0;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i <= std::min(j, m - 1); ++i)
+      diff = std::max(diff, std::abs(std::abs(r[i + j * m]) - std::abs(lap[i + j * m])));
+  EXPECT_LT(diff / rnorm, 1e-12) << "|R| differs from LAPACK dgeqrf's";
+  // Q^T A = R (zero below), Q^T Q = I.
+  std::vector<double> qta = a;
+  apply_qt(m, n, f, t, qta.data(), n);
+  double res = 0;
+  for (std::size_t e = 0; e < qta.size(); ++e) res = std::max(res, std::abs(qta[e] - r[e]));
+  EXPECT_LT(res / anorm, eps) << "||Q^T A - R||";
+  std::vector<double> qt(static_cast<std::size_t>(m) * m, 0.0);
+  for (int i = 0; i < m; ++i) qt[i + i * m] = 1.0;
+  apply_qt(m, n, f, t, qt.data(), m);  // Q^T
+  double orth = 0;
+  for (int j = 0; j < m; ++j)
+    for (int i = 0; i < m; ++i) {
+      double s = 0;  // (Q^T Q)(i, j) = row i of Q^T . row j of Q^T
+      for (int k = 0; k < m; ++k) s += qt[i + k * m] * qt[j + k * m];
+      orth = std::max(orth, std::abs(s - (i == j ? 1.0 : 0.0)));
+    }
+  EXPECT_LT(orth, eps) << "||Q^T Q - I||";
+}
+}  // namespace
+
+TEST_P(Geqrf, RoundTripBitIdenticalAndMatchesLapack) {
+  apps::Options o = options(GetParam());
+  const std::string p = std::to_string(world_size());
+  // The default grid (1xP here) keeps each tile row's chain on one rank; on Px1 the
+  // rows of step k travel down their column and come back through STORE.
+  for (redist::Coord grid : {redist::Coord{}, redist::Coord{world_size(), 1}})
+  for (const Case& cs : kCases) {
+    o.grid = grid;
+    const std::string shape = std::to_string(cs.m) + "x" + std::to_string(cs.n);
+    SCOPED_TRACE(shape + (grid.ndim() ? " on Px1" : " on the default grid"));
+    const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+    const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
+    // The same on one rank: a communicator of rank 0 alone, grid 1x1, same tiles.
+    MPI_Comm self;
+    ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank() == 0 ? 0 : MPI_UNDEFINED, 0, &self), MPI_SUCCESS);
+    if (world_rank() == 0) {
+      apps::Options one_rank = o;
+      one_rank.grid = {};
+      const auto [one, one_t] = direct(apps::work_layout(cs.m, cs.n, 1, one_rank), o.threads, self);
+      EXPECT_EQ(std::memcmp(one.data(), ref.data(), ref.size() * sizeof(double)), 0) << "1 rank vs " << p;
+      MPI_Comm_free(&self);
+    }
+    const std::vector<redist::Layout> users = {
+        redist::Layout::parse(shape + " tile=10x10 block_cyclic grid=1x" + p + " storage=local_array"),
+        redist::Layout::parse(shape + " tile=7x9 random seed=11 ranks=" + p), work};
+    for (const redist::Layout& user : users) {
+      SCOPED_TRACE(user.spec());
+      std::vector<double> a = make_local(user, element);
+      const apps::QrFactors f = apps::geqrf(user, a.data(), MPI_COMM_WORLD, o);
+      EXPECT_EQ(f.report.moved, !(user == work));
+      EXPECT_EQ(f.inner, kInner);
+      EXPECT_EQ(f.report.work, work.spec());
+      const std::vector<double> got = gather_root(user, a.data());
+      const std::vector<double> got_t = gather_on_root<double>(*f.t);
+      bool same = true;
+      if (world_rank() == 0) {
+        same = std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
+               std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0;
+        EXPECT_TRUE(same) << "the round trip differs from the tile QR on " << work.spec();
+      }
+      ASSERT_TRUE(all_ranks(same));
+    }
+    if (world_rank() == 0) check_against_lapack(cs.m, cs.n, ref, ref_t);
+  }
+}
+
+TEST_P(Geqrf, BadInputIsACollectiveError) {
+  const std::string p = std::to_string(world_size());
+  apps::Options o = options(GetParam());
+  std::vector<double> buf(64 * 64, 1.0);
+  expect_collective_error([&] { apps::geqrf(redist::Layout::parse("40 tile=8"), buf.data(), MPI_COMM_WORLD, o); },
+                          "geqrf: the matrix must be a 2-D layout");
+  o.inner = -1;
+  expect_collective_error(
+      [&] { apps::geqrf(redist::Layout::parse("40x40 tile=8x8 block_cyclic grid=1x" + p), buf.data(), MPI_COMM_WORLD, o); },
+      "options.inner must be >= 0");
+  // The task graph's own checks: tall diagonal tiles above the last tile row.
+  rt::LayoutCollection a(redist::Layout::parse("40x40 tile=8x10"), MPI_COMM_WORLD);
+  rt::LayoutCollection t(redist::qr::t_layout(a.layout(), 4), MPI_COMM_WORLD);
+  EXPECT_THROW(redist::qr::task_graph(a, t, 4), redist::Error);
+  EXPECT_THROW(redist::qr::task_graph(a, t, 3), redist::Error);  // T on another inner blocking
+}
+
+INSTANTIATE_TEST_SUITE_P(Apps, Geqrf, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::string(info.param == 1 ? "t1" : "t2"); });

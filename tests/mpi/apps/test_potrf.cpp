@@ -1,0 +1,177 @@
+// redist::apps::potrf: the caller's matrix in ScaLAPACK storage (a poor 1xP grid,
+// odd N, ragged tiles, leading dimensions that differ by rank), in tile storage
+// with random owners, and already in the working layout. The result, gathered by
+// the core's redistribution, must be bit for bit the tiled Cholesky run directly
+// on the working layout, and match LAPACK dpotrf (rel. 1e-12, residual). Bad input
+// gives the same error on every rank and leaves the caller's data untouched.
+#include <lapacke.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "apps_util.hpp"
+#include "cholesky/cholesky.hpp"
+#include "redist/apps.hpp"
+
+namespace apps = redist::apps;
+using redist::cholesky::spd_element;
+
+class Potrf : public ::testing::TestWithParam<int> {};
+
+namespace {
+constexpr int kN = 77;
+
+apps::Options options(int threads) {
+  apps::Options o;
+  o.tile = 16;  // 77 = 4 x 16 + 13: a ragged last tile
+  o.threads = threads;
+  return o;
+}
+
+// L of the tiled Cholesky run directly on `work`, gathered on rank 0 (whole matrix).
+std::vector<double> direct(const redist::Layout& work, int threads) {
+  rt::LayoutCollection a(work, MPI_COMM_WORLD);
+  redist::cholesky::fill_spd(a);
+  rt::TaskGraph g = redist::cholesky::task_graph(a);
+  rt::Options o;
+  o.threads = threads;
+  rt::run(g, MPI_COMM_WORLD, o);
+  return gather_on_root<double>(a);
+}
+
+// The caller's layouts: ScaLAPACK local arrays on a 1xP grid (one with a larger
+// leading dimension on every rank, a different one per rank), random owners in
+// tile storage, and the working layout itself.
+std::vector<redist::Layout> user_layouts(const redist::Layout& work) {
+  const std::string p = std::to_string(world_size());
+  std::vector<redist::Layout> out;
+  out.push_back(redist::Layout::parse("77x77 tile=10x10 block_cyclic grid=1x" + p + " storage=local_array"));
+  const redist::Layout px1 = redist::Layout::parse("77x77 tile=9x12 block_cyclic grid=" + p + "x1 storage=local_array");
+  const redist::index_t rows = redist::LocalIndex(px1, world_rank()).local_extent()[0];
+  out.push_back(redist::Layout::parse("77x77 tile=9x12 block_cyclic grid=" + p + "x1 storage=local_array ld=" +
+                                      std::to_string(rows + 3 + world_rank())));
+  out.push_back(redist::Layout::parse("77x77 tile=7x7 random seed=5 ranks=" + p));
+  out.push_back(work);
+  return out;
+}
+}  // namespace
+
+TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
+  const apps::Options o = options(GetParam());
+  const redist::Layout work = apps::work_layout(kN, kN, world_size(), o);
+  const std::vector<double> ref = direct(work, o.threads);
+  for (const redist::Layout& user : user_layouts(work)) {
+    SCOPED_TRACE(user.spec());
+    std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
+    const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, o);
+    EXPECT_EQ(r.work, work.spec());
+    EXPECT_EQ(r.moved, !(user == work));
+    if (!r.moved) {
+      EXPECT_EQ(r.to_seconds + r.back_seconds, 0.0);
+    }
+    const std::vector<double> got = gather_root(user, a.data());
+    bool same = true;
+    if (world_rank() == 0) {
+      ASSERT_EQ(got.size(), ref.size());
+      same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
+      EXPECT_TRUE(same) << "the round trip differs from the tiled Cholesky on " << work.spec();
+    }
+    ASSERT_TRUE(all_ranks(same));
+  }
+  // The independent oracle: LAPACK dpotrf of the same matrix, and the residual.
+  if (world_rank() == 0) {
+    const int n = kN;
+    std::vector<double> lap(static_cast<std::size_t>(n) * n), orig(lap.size());
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) orig[i + j * n] = lap[i + j * n] = spd_element(i, j, n);
+    ASSERT_EQ(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, lap.data(), n), 0);
+    double diff = 0, norm = 0, res = 0, anorm = 0, upper = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        if (i < j) {
+          upper = std::max(upper, std::abs(ref[i + j * n] - orig[i + j * n]));
+          continue;
+        }
+        diff = std::max(diff, std::abs(ref[i + j * n] - lap[i + j * n]));
+        norm = std::max(norm, std::abs(lap[i + j * n]));
+        double llt = 0;
+        for (int k = 0; k <= j; ++k) llt += ref[i + k * n] * ref[j + k * n];
+        res += (orig[i + j * n] - llt) * (orig[i + j * n] - llt);
+        anorm += orig[i + j * n] * orig[i + j * n];
+      }
+    EXPECT_LT(diff / norm, 1e-12);
+    EXPECT_LT(std::sqrt(res / anorm), 1e-14 * n);
+    EXPECT_EQ(upper, 0.0) << "the strict upper triangle must be left as it was";
+  }
+}
+
+// The model's tile (Options::tile = 0) on the default grid, from ScaLAPACK storage.
+TEST_P(Potrf, ModelTileMatchesLapack) {
+  const int n = 301;
+  apps::Options o;
+  o.threads = GetParam();
+  const redist::Layout user =
+      redist::Layout::parse("301x301 tile=64x64 block_cyclic grid=1x" + std::to_string(world_size()) +
+                            " storage=local_array");
+  std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, n); });
+  const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, o);
+  EXPECT_EQ(r.work, apps::work_layout(n, n, world_size(), o).spec());
+  EXPECT_NE(r.work.find("tile=128x128"), std::string::npos) << r.work;  // model_tile(301, cores)
+  EXPECT_TRUE(r.moved);
+  EXPECT_GT(r.tasks + 1, 0);
+  const std::vector<double> got = gather_root(user, a.data());
+  if (world_rank() == 0) {
+    std::vector<double> lap(static_cast<std::size_t>(n) * n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) lap[i + j * n] = spd_element(i, j, n);
+    ASSERT_EQ(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, lap.data(), n), 0);
+    double diff = 0, norm = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) {
+        diff = std::max(diff, std::abs(got[i + j * n] - lap[i + j * n]));
+        norm = std::max(norm, std::abs(lap[i + j * n]));
+      }
+    EXPECT_LT(diff / norm, 1e-12);
+  }
+}
+
+TEST_P(Potrf, BadInputIsACollectiveError) {
+  const std::string p = std::to_string(world_size());
+  const apps::Options o = options(GetParam());
+  auto call = [&](const std::string& spec, void* data, const apps::Options& opt) {
+    return [=] { apps::potrf(redist::Layout::parse(spec), data, MPI_COMM_WORLD, opt); };
+  };
+  std::vector<double> buf(77 * 77, 1.0);
+  expect_collective_error(call("40x30 tile=8x8 block_cyclic grid=1x" + p, buf.data(), o),
+                          "potrf: the matrix must be square");
+  expect_collective_error(call("40x40 tile=8x8 esize=4 block_cyclic grid=1x" + p, buf.data(), o),
+                          "must hold doubles");
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + std::to_string(world_size() + 1),
+                               buf.data(), o),
+                          "potrf: the matrix: ");
+  apps::Options bad_grid = o;
+  bad_grid.grid = redist::Coord{world_size() + 1, 1};
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_grid),
+                          "grid of the working layout must be PxQ");
+  apps::Options bad_strategy = o;
+  bad_strategy.strategy = "carrier_pigeon";
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_strategy),
+                          "carrier_pigeon");
+  // Null data on rank 0 only: every rank gets the error, none hangs.
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, world_rank() == 0 ? nullptr : buf.data(), o),
+                          "passed null data");
+  // Different layouts on different ranks.
+  if (world_size() > 1)
+    expect_collective_error(call("40x40 tile=" + std::string(world_rank() == 0 ? "8x8" : "10x10") +
+                                     " block_cyclic grid=1x" + p, buf.data(), o),
+                            "layout differs between ranks");
+  // Not positive definite: the runtime's error on every rank, the caller's data untouched.
+  const redist::Layout user = redist::Layout::parse("77x77 tile=10x10 block_cyclic grid=1x" + p + " storage=local_array");
+  std::vector<double> a = make_local(user, [](auto i, auto j) { return i == j && i == 50 ? -1.0 : spd_element(i, j, kN); });
+  const std::vector<double> before = a;
+  expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, o); }, "not positive definite");
+  EXPECT_TRUE(a == before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Apps, Potrf, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::string(info.param == 1 ? "t1" : "t2"); });
