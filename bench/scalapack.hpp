@@ -135,22 +135,10 @@ struct Redistribution {
     transpose = region.permutes();
     line = line_grid();
     ctxt_a = make_grid(src);
-    ctxt_b = transpose ? -1 : make_grid(dst);
-    if (transpose) {  // C in A's context (PBLAS's rule)
-      int info_a = 0, info_b = 0;
-      desc_a = descriptor(src, ctxt_a, ld_src, info_a);
-      desc_b = descriptor(dst, ctxt_a, ld_dst, info_b);
-      int bad = info_a || info_b, any_bad = 0;
-      MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      ok = !any_bad;
-      m = static_cast<int>(region.size[0]), n = static_cast<int>(region.size[1]);
-      ia = static_cast<int>(region.src_offset[0]) + 1, ja = static_cast<int>(region.src_offset[1]) + 1;
-      ib = static_cast<int>(region.dst_offset[0]) + 1, jb = static_cast<int>(region.dst_offset[1]) + 1;
-      return;
-    }
+    ctxt_b = transpose ? -1 : make_grid(dst);  // a transpose: C in A's context (PBLAS's rule)
     int info_a = 0, info_b = 0;
     desc_a = descriptor(src, ctxt_a, ld_src, info_a);
-    desc_b = descriptor(dst, ctxt_b, ld_dst, info_b);
+    desc_b = descriptor(dst, transpose ? ctxt_a : ctxt_b, ld_dst, info_b);
     int bad = info_a || info_b, any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     ok = !any_bad;
