@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything redist needs on Debian 12 (idempotent; quick when all is present).
-# Debian packages: compiler, CMake, Ninja, Open MPI, GoogleTest, ScaLAPACK, OpenBLAS, LAPACKE.
+# Debian packages: compilers (C++, Fortran for the drop-ins' Fortran test), CMake, Ninja,
+# Open MPI, GoogleTest, ScaLAPACK, OpenBLAS, LAPACKE.
 # Python: a venv in .venv with pytest, numpy and matplotlib, and what the Python
 # binding (python/, docs/python.md) builds with: nanobind and scikit-build-core,
 # and mpi4py compiled from source with Debian's mpicc (so that it and redist use
@@ -15,7 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-pkgs=(g++ cmake ninja-build make pkg-config
+pkgs=(g++ gfortran cmake ninja-build make pkg-config
       libopenmpi-dev openmpi-bin
       libgtest-dev googletest
       libscalapack-openmpi-dev libopenblas-dev liblapacke-dev
