@@ -127,10 +127,6 @@ std::string agreed_spec(const Layout& l) {
   return Layout(l.shape(), l.partitions(), l.ownership(), Storage{l.storage().kind, 0}, l.elem_size()).spec();
 }
 
-// Every rank must describe the same redistribution (compared with rank 0).
-// Options count too: another max_message_bytes splits messages differently on
-// sender and receiver, another default strategy pairs different message schemes;
-// both would hang or truncate instead of failing.
 // Empty unless `strategy` cannot apply `a` (StrategyEntry::arithmetic).
 std::string arithmetic_refused(std::string_view strategy, const Arithmetic& a) {
   if (a.identity() || strategy == kAuto) return {};
@@ -140,6 +136,10 @@ std::string arithmetic_refused(std::string_view strategy, const Arithmetic& a) {
                      a.str(), "); strategies that can: ", arithmetic_strategies(), ", auto");
 }
 
+// Every rank must describe the same redistribution (compared with rank 0).
+// Options count too: another max_message_bytes splits messages differently on
+// sender and receiver, another default strategy pairs different message schemes;
+// both would hang or truncate instead of failing.
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
                            const Options& options) {
   detail::agree_same(p.comm,
