@@ -1,4 +1,4 @@
-// fuzz_region: "REGION[|SRC_SPEC|DST_SPEC]" -> Region::parse, the str() round
+// fuzz_region: "REGION[|SRC_SPEC|DST_SPEC]" -> Region::parse (axes= too), the str() round
 // trip, and Region::check against the shapes of the two specs (without them,
 // against the region's own size) compared with an oracle computed in 128-bit
 // arithmetic. Every failure must be a redist::Error.
@@ -11,14 +11,28 @@ using fuzz::finding;
 namespace {
 
 bool same(const Region& a, const Region& b) {
-  return a.size == b.size && a.src_offset == b.src_offset && a.dst_offset == b.dst_offset;
+  // axes: the identity is not printed (str() drops it), any other permutation is
+  return a.size == b.size && a.src_offset == b.src_offset && a.dst_offset == b.dst_offset &&
+         a.permutes() == b.permutes() && (!a.permutes() || a.axes == b.axes);
 }
 
 // What Region::check must say (docs/errors.md): fits both shapes, no negative
 // size or offset; a zero-size region is valid wherever it stands.
+// With axes: a permutation of the n dimensions (each once), and target dimension d
+// of the size fits source dimension axes[d].
 bool fits(const Region& r, const Coord& src, const Coord& dst) {
   const int n = src.ndim();
   if (dst.ndim() != n || r.size.ndim() != n || r.src_offset.ndim() != n || r.dst_offset.ndim() != n) return false;
+  Coord ssize = r.size;
+  if (r.axes.ndim() != 0) {
+    if (r.axes.ndim() != n) return false;
+    for (int d = 0; d < n; ++d) {
+      if (r.axes[d] < 0 || r.axes[d] >= n) return false;
+      for (int e = 0; e < d; ++e)
+        if (r.axes[e] == r.axes[d]) return false;
+    }
+    for (int d = 0; d < n; ++d) ssize[static_cast<int>(r.axes[d])] = r.size[d];
+  }
   bool empty = n == 0;
   for (int d = 0; d < n; ++d) {
     if (r.size[d] < 0 || r.src_offset[d] < 0 || r.dst_offset[d] < 0) return false;
@@ -26,7 +40,7 @@ bool fits(const Region& r, const Coord& src, const Coord& dst) {
   }
   if (empty) return true;
   for (int d = 0; d < n; ++d) {
-    if (static_cast<__int128>(r.src_offset[d]) + r.size[d] > src[d]) return false;
+    if (static_cast<__int128>(r.src_offset[d]) + ssize[d] > src[d]) return false;
     if (static_cast<__int128>(r.dst_offset[d]) + r.size[d] > dst[d]) return false;
   }
   return true;
