@@ -74,12 +74,14 @@ inline bool small_enough(const Case& c) {
   if (c.region.empty()) return true;
   index_t segments = 1;
   for (int d = 0; d < c.src.ndim(); ++d) {
-    auto tiles = [&](const Layout& l, index_t at) {
-      const DimPartition& p = l.partition(d);
+    // Target dimension d meets source dimension sd (Region::axes; checked before this).
+    auto tiles = [&](const Layout& l, int dim, index_t at) {
+      const DimPartition& p = l.partition(dim);
       return p.tile_of(at + c.region.size[d] - 1) - p.tile_of(at) + 1;
     };
+    const int sd = c.region.src_dim(d);
     index_t n;
-    if (!fits_add(tiles(c.src, c.region.src_offset[d]), tiles(c.dst, c.region.dst_offset[d]), n) ||
+    if (!fits_add(tiles(c.src, sd, c.region.src_offset[sd]), tiles(c.dst, d, c.region.dst_offset[d]), n) ||
         !fits_mul(segments, n, segments) || segments > kMaxSegments)
       return false;
   }
