@@ -327,7 +327,7 @@ void bind_plan(nb::module_& m) {
      "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
      "string or None (the whole source shape; 'axes=1,0' in it transposes). element_type ('f32', 'f64', 'c64', "
      "'c128', 'i32', 'i64', 'bytes'), alpha, beta, conjugate: target = alpha * op(source) + beta * target while "
-     "copying (docs/transforms.md; the strategies that apply it: StrategyInfo.arithmetic).");
+     "copying (docs/transforms.md); a strategy that cannot apply it is refused with an error naming those that can.");
 }
 
 }  // namespace redist::python

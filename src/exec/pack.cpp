@@ -21,15 +21,15 @@ void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t e
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(p.rp.stats.bytes_local);
-  if (const Arithmetic* a = arithmetic_of(p)) {
-    for (const LocalCopy& c : p.rp.locals)
+  const Arithmetic* a = arithmetic_of(p);
+  for (const LocalCopy& c : p.rp.locals) {
+    if (a)
       axpby_run(*a, c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
                 c.to.strides, c.to_step);
-    return;
+    else
+      copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
+               c.to.strides, c.to_step, stream);
   }
-  for (const LocalCopy& c : p.rp.locals)
-    copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
-             c.to.strides, c.to_step, stream);
   if (stream) stream_fence();
 }
 

@@ -43,7 +43,7 @@ std::string hex(const unsigned char* p, index_t n) {
 
 void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out, ElementType type) {
   const std::uint64_t base = mix64(id * 0x2545f4914f6cdd1dULL ^ static_cast<std::uint64_t>(linear));
-  const bool doubles = es == 8 && type == ElementType::bytes ? true : type == ElementType::f64 || type == ElementType::c128;
+  const bool doubles = (es == 8 && type == ElementType::bytes) || type == ElementType::f64 || type == ElementType::c128;
   const bool floats = type == ElementType::f32 || type == ElementType::c64;
   for (index_t w = 0; w * 8 < es; ++w) {
     std::uint64_t h = mix64(base + static_cast<std::uint64_t>(w));
@@ -126,14 +126,13 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
       const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
-      if (in && compute) {
-        pattern_element(dst_id, lin_dst + i, es, want.data(), type);
-        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, source.data(), type);
-        expected_element(arith, source.data(), want.data());
-      } else if (in) {
-        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, want.data(), type);
-      } else {
-        pattern_element(dst_id, lin_dst + i, es, want.data(), type);
+      // want: the source element moved there, or with arithmetic alpha * op(it) +
+      // beta * the target's own element; outside the region the target's own.
+      if (!in || compute) pattern_element(dst_id, lin_dst + i, es, want.data(), type);
+      if (in) {
+        unsigned char* s = compute ? source.data() : want.data();
+        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, s, type);
+        if (compute) expected_element(arith, source.data(), want.data());
       }
       ++r.checked;
       if (std::memcmp(want.data(), p + i * es, static_cast<size_t>(es)) != 0) {

@@ -1,11 +1,12 @@
 // The arithmetic kernel: target = alpha * op(source) + beta * target over a run
 // (kernels/copy.hpp's walk_run), for the element types of redist/element.hpp.
-// Each product and the sum are rounded on their own (no fused multiply-add; the
-// build does not enable FMA instructions), complex products by the textbook
-// formula, so results match ScaLAPACK's p?tran bit for bit.
+// Each product and the sum are rounded on their own (no fused multiply-add: the
+// build passes -ffp-contract=off), complex products by the textbook formula: the
+// results of ScaLAPACK's own p?tran loops, bit for bit (docs/transforms.md says
+// where ScaLAPACK calls BLAS instead).
 #pragma once
 
-#include <complex>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/copy.hpp"

@@ -55,6 +55,16 @@ Coord parse_axes(const std::string& text) {
   return c;
 }
 
+// "1,0,2" (parse_axes' form).
+std::string axes_text(const Coord& axes) {
+  std::string a;
+  for (int d = 0; d < axes.ndim(); ++d) {
+    if (d) a += ',';
+    a += std::to_string(axes[d]);
+  }
+  return a;
+}
+
 }  // namespace
 
 bool Region::permutes() const {
@@ -107,13 +117,7 @@ Region Region::parse(const std::string& text) {
 
 std::string Region::str() const {
   std::string s = size.str() + " from=" + src_offset.str() + " to=" + dst_offset.str();
-  if (permutes()) {
-    s += " axes=";
-    for (int d = 0; d < axes.ndim(); ++d) {
-      if (d) s += ',';
-      s += std::to_string(axes[d]);
-    }
-  }
+  if (permutes()) s += " axes=" + axes_text(axes);
   return s;
 }
 
@@ -138,12 +142,7 @@ std::string Region::check(const Coord& src_shape, const Coord& dst_shape) const 
       if (perm) seen[axes[d]] = true;
     }
     if (!perm) {
-      std::string a;
-      for (int d = 0; d < axes.ndim(); ++d) {
-        if (d) a += ',';
-        a += std::to_string(axes[d]);
-      }
-      return cat("region axes=", a, " must name each of the ", n, " dimensions 0..", n - 1,
+      return cat("region axes=", axes_text(axes), " must name each of the ", n, " dimensions 0..", n - 1,
                  " once (target dimension d reads source dimension axes[d])");
     }
   }
