@@ -72,6 +72,13 @@ options:
                    way; alltoallw: none); a named strategy over it, or a budget
                    nothing fits, is an error naming the smallest budget that
                    works (default: no budget)
+  --storage S      where the harness allocates the arrays: heap (default) or
+                   shared (MPI-3 shared windows, redist::shared_allocate: the
+                   shm strategy then copies once; docs/shm.md); also
+                   $REDIST_STORAGE
+  --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
+                   try the on-node and off-node paths on one machine; also
+                   $REDIST_NODE_SIZE; default: the shared-memory node)
   --senders N      two process groups (docs/groups.md): the first N ranks send
                    with SRC (their ranks 0..N-1), the rest receive with DST
   --overlap        with --senders: all P ranks receive (DST for P ranks)
@@ -166,11 +173,19 @@ int cmd_run(int argc, char** argv) {
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
                                "--tg-threads", "--tg-batch", "--tg-eager", "--senders", "--type", "--alpha",
-                               "--beta"},
+                               "--beta", "--storage", "--node-size"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
                                "--overlap", "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
+    // Storage and node size for shm (docs/shm.md): read by the harness and the
+    // plan from the environment, so that both agree.
+    const std::string storage = a.get("--storage", "");
+    if (!storage.empty() && storage != "heap" && storage != "shared")
+      detail::fail("--storage ", storage, ": expected heap or shared");
+    if (!storage.empty()) setenv("REDIST_STORAGE", storage.c_str(), 1);
+    if (a.has("--node-size"))
+      setenv("REDIST_NODE_SIZE", std::to_string(a.get_int("--node-size", 0, 1, INT_MAX)).c_str(), 1);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
     mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));
@@ -305,23 +320,31 @@ int cmd_run(int argc, char** argv) {
                   human_rate(lim.bmemcpy).c_str(), human_rate(lim.bound).c_str());
     else
       std::printf("machine  no remote bytes (or 1 rank): the bound of Eq. 5 does not apply\n");
+    if (lim.single_copy > 0)
+      std::printf("limit    single copy %s: every target byte written once (max over ranks %s) at %s per rank "
+                  "with every rank copying (docs/shm.md)\n",
+                  human_time(lim.single_copy).c_str(), human_bytes(double(g.max_written_bytes)).c_str(),
+                  human_rate(machine->bmemcpy_node > 0 ? machine->bmemcpy_node : machine->bmemcpy).c_str());
     std::printf("model    picks %s (smallest predicted time, paper 000 Eq. 1)\n", res.model_choice.c_str());
     std::printf("buffers  %s at most on a rank, measured (the plan's packed buffers, every strategy run)%s\n",
                 human_bytes(double(peak)).c_str(),
                 opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()
                                          : "");
-    std::printf("\n%-15s %12s %12s %12s %14s %9s  %s\n", "strategy", "median", "min", "predicted", "bandwidth",
-                "of bound", mo.verify ? "verified" : "");
+    std::printf("\n%-15s %12s %12s %12s %14s %9s %8s  %s\n", "strategy", "median", "min", "predicted", "bandwidth",
+                "of bound", "x 1-copy", mo.verify ? "verified" : "");
     for (const harness::MethodResult& m : res.methods) {
-      char ratio[16] = "-";
+      char ratio[16] = "-", once[16] = "-";
       if (lim.bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", res.ratio_to_bound(m));
+      if (lim.single_copy > 0) std::snprintf(once, sizeof once, "%.2f", res.times_single_copy(m));
       const std::string v = !m.verified ? "" : m.wrong ? "FAILED (" + std::to_string(m.wrong) + " wrong)"
                                                        : "ok (" + std::to_string(m.checked) + " elements)";
       const std::string name = m.chose.empty() ? m.name : m.name + "(" + m.chose + ")";
-      std::printf("%-15s %12s %12s %12s %14s %9s  %s\n", name.c_str(), human_time(m.median).c_str(),
+      std::printf("%-15s %12s %12s %12s %14s %9s %8s  %s\n", name.c_str(), human_time(m.median).c_str(),
                   human_time(m.min).c_str(), human_time(m.predicted).c_str(), human_rate(res.bandwidth(m)).c_str(),
-                  ratio, v.c_str());
+                  ratio, once, v.c_str());
     }
+    if (std::find(names.begin(), names.end(), "shm") != names.end())
+      std::printf("shm      rank 0 %s\n", run->plan().describe("shm").c_str());
     std::printf("(median and min of %d interleaved repetitions after %d warm-up; bandwidth = paper 000 Eq. 3;\n"
                 " predicted = cost model, max over ranks, docs/strategies.md)\n",
                 mo.reps, mo.warmup);

@@ -39,19 +39,21 @@ void Report::print_launches(FILE* f) const {
 void print_case(FILE* f, const CaseResult& r, size_t i, size_t n) {
   std::fprintf(f, "\n[%zu/%zu] %s %s\n  src %s\n  dst %s\n  region %s\n", i, n, r.suite.c_str(), r.name.c_str(),
                r.src.c_str(), r.dst.c_str(), r.region.c_str());
-  std::fprintf(f, "  remote %.2f MB/rank, local %.2f MB/rank, mean message %.1f KB, bound %.3f GB/s\n",
+  std::fprintf(f, "  remote %.2f MB/rank, local %.2f MB/rank, mean message %.1f KB, bound %.3f GB/s, single-copy "
+               "limit %.3f ms\n",
                r.stats.max_remote_bytes / 1e6, r.stats.max_local_bytes / 1e6, r.stats.max_message_bytes / 1e3,
-               r.limits.bound / 1e9);
-  std::fprintf(f, "  %-16s %10s %10s %8s %7s %9s %s\n", "method", "median ms", "min ms", "GB/s", "/bound",
-               "vs pdgemr", "ok");
+               r.limits.bound / 1e9, r.limits.single_copy * 1e3);
+  std::fprintf(f, "  %-16s %10s %10s %8s %7s %7s %9s %s\n", "method", "median ms", "min ms", "GB/s", "/bound",
+               "x1copy", "vs pdgemr", "ok");
   for (const MethodResult& m : r.methods) {
     const std::string name = m.chose.empty() ? m.name : m.name + "(" + m.chose + ")";
     const double bw = r.bandwidth(m), sp = r.speedup(m);
-    char ratio[16] = "-", speed[16] = "n/a";
+    char ratio[16] = "-", speed[16] = "n/a", once[16] = "-";
     if (r.limits.bound > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio_to_bound(m));
+    if (r.limits.single_copy > 0) std::snprintf(once, sizeof once, "%.2f", r.times_single_copy(m));
     if (sp > 0) std::snprintf(speed, sizeof speed, "%.2fx", sp);
-    std::fprintf(f, "  %-16s %10.3f %10.3f %8.3f %7s %9s %s\n", name.c_str(), m.median * 1e3, m.min * 1e3, bw / 1e9,
-                 ratio, speed, !m.verified ? "-" : *m.verified ? "yes" : "NO");
+    std::fprintf(f, "  %-16s %10.3f %10.3f %8.3f %7s %7s %9s %s\n", name.c_str(), m.median * 1e3, m.min * 1e3,
+                 bw / 1e9, ratio, once, speed, !m.verified ? "-" : *m.verified ? "yes" : "NO");
   }
   std::fflush(f);
 }

@@ -46,7 +46,7 @@ PATHS = [
     ("src/kernels/", "kernels"),
     ("src/mpi/", "mpi"),
     ("include/redist/cost.hpp", "cost"), ("src/cost/", "cost"),
-    ("include/redist/exec.hpp", "exec"), ("include/redist/groups.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
+    ("include/redist/exec.hpp", "exec"), ("include/redist/groups.hpp", "exec"), ("include/redist/shm.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
     ("include/redist/redist.h", "capi"), ("src/capi/", "capi"),  # after redist.hpp: a prefix of it
     ("include/redist/scalapack.h", "scalapack"), ("src/scalapack/", "scalapack"),
     ("src/harness/pattern.", "pattern"),

@@ -27,6 +27,10 @@ struct Curve {
 struct Machine {
   double bnet = 0;     // bytes/s between two ranks at the plan's message size (Eq. 5)
   double bmemcpy = 0;  // bytes/s of a single-core memcpy of large buffers (bytes copied)
+  // bytes/s per rank of a large copy with ranks 0 and 1 copying at once: the
+  // single-copy limit's rate (every target byte written once, docs/shm.md); 0 in
+  // an older calibration file (bmemcpy is used then).
+  double bmemcpy_node = 0;
   double startup = 0;   // t_m: one-way time of a small message (ping-pong), seconds
   // Measured curves. All but the ping-pong run on ranks 0 and 1 at once, as a
   // redistribution does (they share the node's memory bandwidth).

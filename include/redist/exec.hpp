@@ -104,6 +104,11 @@ struct Options {
   std::shared_ptr<const Machine> machine;
   std::string calibration;
   TaskgraphOptions taskgraph;
+  // Ranks per node for the node-aware strategy `shm` (include/redist/shm.hpp):
+  // 0: the groups of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or
+  // $REDIST_NODE_SIZE when set; k > 0: each such group split into nodes of k
+  // consecutive ranks (on-node and off-node paths on one machine).
+  int node_size = 0;
 };
 
 class PlanImpl;
@@ -136,9 +141,17 @@ class Plan {
   const Machine* machine() const;
   // What auto chose; empty until an execute with auto decided.
   const std::string& auto_choice() const;
+  // What `strategy` did on this rank in its last execute, in words, when that
+  // depends on more than the plan (shm: the bytes that went through shared
+  // windows, by messages, from other nodes); empty otherwise or before a run.
+  std::string describe(const std::string& strategy) const;
   // Collective: the max over ranks of each strategy's predicted seconds, in
   // strategies() order (the same vector on every rank). Needs a machine model.
   std::vector<double> predictions() const;
+  // The same for these source buffers: a strategy whose model needs more than
+  // the plan (shm: the source in shared windows) and does not hold for them on
+  // some rank predicts infinity. What auto compares.
+  std::vector<double> predictions(std::span<const void* const> src_blocks) const;
   // The most bytes this rank's plan has held at once for data buffers (packed
   // messages, whatever strategies it ran): the measured extra memory, which stays
   // within Options::max_buffer_bytes when one is set.

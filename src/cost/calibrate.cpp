@@ -149,6 +149,15 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       a[7] = b[9];
     });
     m.bmemcpy = static_cast<double>(big) / std::min(t, ts);
+    // The same streaming copy on ranks 0 and 1 at once: the rate of a single-copy
+    // redistribution, where every rank writes its target while the others do.
+    const double tn = both(reps_large, [&] {
+      if (!active) return;
+      detail::copy_row(reinterpret_cast<std::byte*>(b.data()), reinterpret_cast<const std::byte*>(a.data()), big, true);
+      detail::stream_fence();
+      a[7] = b[9];
+    });
+    m.bmemcpy_node = static_cast<double>(big) / tn;
     for (int f = 0; f < 2; ++f)
       // 8 and 32 B rows: a fine-grained cyclic layout's elements (compressed plans).
       for (size_t row : {size_t{8}, size_t{32}, size_t{80}, size_t{256}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {

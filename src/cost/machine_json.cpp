@@ -155,6 +155,7 @@ std::string to_json(const Machine& m) {
     << ",\n  \"cores\": " << m.cores << ",\n  \"ranks\": " << m.ranks << ",\n  \"build\": " << quote(m.build)
     << ",\n  \"mpi_library\": " << quote(m.mpi_library) << ",\n  \"created\": " << quote(m.created)
     << ",\n  \"bnet\": " << num(m.bnet) << ",\n  \"bmemcpy\": " << num(m.bmemcpy)
+    << ",\n  \"bmemcpy_node\": " << num(m.bmemcpy_node)
     << ",\n  \"startup_s\": " << num(m.startup) << ",\n  \"small_footprint_bytes\": " << num(m.small_footprint)
     << ",\n  \"large_footprint_bytes\": " << num(m.large_footprint);
   auto curve = [&](const char* xs, const char* ys, const Curve& c) {
@@ -174,7 +175,7 @@ Machine machine_from_json(const std::string& text) {
   m.hostname = str("hostname"), m.build = str("build"), m.mpi_library = str("mpi_library");
   m.created = str("created");
   m.cores = static_cast<int>(num1("cores")), m.ranks = static_cast<int>(num1("ranks"));
-  m.bnet = num1("bnet"), m.bmemcpy = num1("bmemcpy"), m.startup = num1("startup_s");
+  m.bnet = num1("bnet"), m.bmemcpy = num1("bmemcpy"), m.bmemcpy_node = num1("bmemcpy_node"), m.startup = num1("startup_s");
   m.small_footprint = num1("small_footprint_bytes"), m.large_footprint = num1("large_footprint_bytes");
   for (const auto& [xs, ys, cc] : curves(m)) {
     Curve& c = *cc;

@@ -51,7 +51,7 @@ class PlanImpl {
   // Plan::execute's and Plan::predictions' work, run by the thread that holds the plan.
   void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy,
                std::string_view caller_error = {});
-  std::vector<double> predictions();
+  std::vector<double> predictions(std::span<const void* const> src_blocks = {});
 };
 
 namespace {
@@ -155,7 +155,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
-                                   options.taskgraph.validate)}},
+                                   options.taskgraph.validate, " node_size=", options.node_size)}},
                      "every rank must pass the same");
 }
 
@@ -386,6 +386,8 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   std::string err = local_checks(src, dst, region, p.size);
   if (err.empty() && options.max_message_bytes < 1)
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
+  if (err.empty() && options.node_size < 0)
+    err = detail::cat("options.node_size must be >= 0 (0: the whole node), got ", options.node_size);
   if (err.empty() && options.max_buffer_bytes < 0)
     err = detail::cat("options.max_buffer_bytes must be >= 0 (0: no budget), got ", options.max_buffer_bytes);
   if (err.empty() && options.taskgraph.threads < 1)
@@ -448,6 +450,12 @@ const Options& Plan::options() const { return impl_->core.options; }
 MPI_Comm Plan::comm() const { return impl_ ? impl_->core.comm : MPI_COMM_NULL; }
 const Machine* Plan::machine() const { return impl_->machine.get(); }
 const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
+std::string Plan::describe(const std::string& strategy) const {
+  const int i = detail::find_strategy(strategy);
+  if (i < 0 || impl_->runs_as[static_cast<size_t>(i)] < 0) return {};
+  const int r = impl_->runs_as[static_cast<size_t>(i)];
+  return impl_->states[static_cast<size_t>(r)] ? impl_->states[static_cast<size_t>(r)]->describe() : std::string();
+}
 index_t Plan::buffer_bytes() const { return impl_->core.buffer_peak; }
 
 std::vector<double> Plan::predictions() const {
@@ -455,8 +463,13 @@ std::vector<double> Plan::predictions() const {
   OneThread one(*impl_);
   return impl_->predictions();
 }
+std::vector<double> Plan::predictions(std::span<const void* const> src_blocks) const {
+  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
+  return impl_->predictions(src_blocks);
+}
 
-std::vector<double> PlanImpl::predictions() {
+std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks) {
   std::string err;
   if (!machine)
     err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
@@ -465,6 +478,11 @@ std::vector<double> PlanImpl::predictions() {
   std::vector<double> t;
   for (const detail::StrategyEntry& e : detail::registry())  // predict_plan is collective: same order everywhere
     t.push_back((e.predict_plan ? e.predict_plan(core, *machine) : e.predict(core.rp, *machine)).total());
+  const auto& reg = detail::registry();
+  if (src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
+    for (size_t i = 0; i < reg.size(); ++i)
+      if (reg[i].suits && !reg[i].suits(core, detail::SrcBlocks{src_blocks}))
+        t[i] = std::numeric_limits<double>::infinity();
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);
@@ -543,7 +561,7 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
       // Collective once per plan (every rank asked for auto, checked above): the same
       // machine figures everywhere, predictions reduced with MPI_MAX.
       if (auto_choice.empty()) {
-        std::vector<double> t = predictions();
+        std::vector<double> t = predictions(src_blocks);
         for (size_t i = 0; i < extra_max.size(); ++i)  // the memory budget first (some strategy fits: make_plan)
           if (extra_max[i] > p.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
         if (!p.options.arithmetic.identity())  // only the strategies that apply it

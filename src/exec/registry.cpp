@@ -11,6 +11,7 @@
   X(alltoallv)               \
   X(alltoallw)               \
   X(direct)                  \
+  X(shm)                     \
   X(phased)                  \
   X(phased_sendrecv)         \
   X(phased_unsync)           \

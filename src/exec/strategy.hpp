@@ -123,6 +123,9 @@ class Strategy {
   // Moves the plan's data (the buffers are validated). Allocates nothing after
   // its first run.
   virtual void run(const SrcBlocks& src, const DstBlocks& dst) = 0;
+  // What its last run did on this rank, in words, when that depends on more than
+  // the plan (shm: which path each peer's data took). Plan::describe.
+  virtual std::string describe() const { return {}; }
 
  protected:
   PlanCore& plan_;
@@ -145,6 +148,9 @@ struct StrategyEntry {
   // forwarding strategies' routes, relay.hpp). Plan::predictions and auto use it
   // in place of `predict` (which stays the model without MPI: `redist plan`).
   Prediction (*predict_plan)(PlanCore& plan, const Machine& m) = nullptr;
+  // Optional, local: does its model hold for these buffers on this rank (shm: the
+  // source lies in shared windows)? auto leaves it out unless every rank says so.
+  bool (*suits)(const PlanCore& plan, const SrcBlocks& src) = nullptr;
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

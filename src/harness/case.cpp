@@ -17,16 +17,16 @@ using detail::check_mpi;
 
 GlobalStats global_stats(const PlanStats& st, MPI_Comm comm) {
   static_assert(sizeof(index_t) == sizeof(std::int64_t));
-  std::int64_t mx[5] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
+  std::int64_t mx[6] = {std::max(st.bytes_sent, st.bytes_received), st.bytes_local,
                         st.messages_sent ? st.bytes_sent / st.messages_sent : 0, st.max_segments_per_tile,
-                        st.plan_bytes};
+                        st.plan_bytes, st.bytes_received + st.bytes_local};
   std::int64_t sum[5] = {st.bytes_sent, st.bytes_local, st.messages_sent, st.segments_sent,
                          st.runs_sent + st.local_runs};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, mx, 5, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce", comm);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, mx, 6, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce", comm);
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce", comm);
   GlobalStats g;
   g.max_remote_bytes = mx[0], g.max_local_bytes = mx[1], g.max_message_bytes = mx[2];
-  g.max_segments_per_tile = mx[3], g.max_plan_bytes = mx[4];
+  g.max_segments_per_tile = mx[3], g.max_plan_bytes = mx[4], g.max_written_bytes = mx[5];
   g.total_remote_bytes = sum[0], g.total_local_bytes = sum[1], g.messages = sum[2], g.segments = sum[3];
   g.runs = sum[4];
   return g;
@@ -39,6 +39,8 @@ Limits limits(const GlobalStats& g, const Machine& m) {
   l.bnet = m.net_bandwidth(static_cast<double>(l.message_bytes));
   l.bmemcpy = m.bmemcpy;
   l.bound = g.max_remote_bytes ? bound_bandwidth(m, g.max_remote_bytes, g.max_local_bytes, l.message_bytes) : 0;
+  const double rate = m.bmemcpy_node > 0 ? m.bmemcpy_node : m.bmemcpy;
+  l.single_copy = rate > 0 ? static_cast<double>(g.max_written_bytes) / rate : 0;
   return l;
 }
 
@@ -67,6 +69,9 @@ double CaseResult::bandwidth(const MethodResult& m) const {
 }
 double CaseResult::ratio_to_bound(const MethodResult& m) const {
   return limits.bound > 0 ? bandwidth(m) / limits.bound : 0;
+}
+double CaseResult::times_single_copy(const MethodResult& m) const {
+  return limits.single_copy > 0 ? m.median / limits.single_copy : 0;
 }
 double CaseResult::speedup(const MethodResult& m) const {
   const MethodResult* p = find("pdgemr2d");
@@ -157,9 +162,21 @@ void CaseRun::allocate(const Layout& src, const Layout& dst, MPI_Comm comm) {
                                         gib(static_cast<double>(src_bytes)), " + target ",
                                         gib(static_cast<double>(dst_bytes)), ")");
   std::string err;
-  if (on_node > memory)
+  bool shared = false;
+  try {
+    shared = shared_storage_requested();
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  if (err.empty() && on_node > memory)
     err = detail::cat("not enough memory: ", needs, "; the ", node_ranks, " ranks on its node need ", gib(on_node),
                       " in all, the node has ", gib(memory));
+  if (shared) {  // collective: every rank allocates, or none
+    detail::agree(comm, err);
+    src_ = LocalStorage(src, src_map, comm);
+    dst_ = LocalStorage(dst, dst_map, comm);
+    return;
+  }
   if (err.empty()) try {
       src_ = LocalStorage(src, src_map);
       dst_ = LocalStorage(dst, dst_map);
@@ -241,7 +258,7 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
   const std::vector<std::string> names = strategy_names();
   if (plan_.machine()) {
     Watchdog::Step s(wd, "predictions (cost model)");
-    predicted = plan_.predictions();
+    predicted = plan_.predictions(src_.const_blocks());
     res.limits = limits(stats_, *plan_.machine());
     res.model_choice = names[static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin())];
   }

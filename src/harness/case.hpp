@@ -27,6 +27,7 @@ inline constexpr std::uint64_t kSourcePattern = 1, kTargetPattern = 2;
 struct GlobalStats {
   index_t max_remote_bytes = 0;   // max over ranks of max(bytes sent, received): Eq. 3
   index_t max_local_bytes = 0;    // max over ranks of bytes copied locally: Eq. 5's r
+  index_t max_written_bytes = 0;  // max over ranks of target bytes written (received + local)
   index_t max_message_bytes = 0;  // max over ranks of the mean message sent
   index_t total_remote_bytes = 0, total_local_bytes = 0;  // sums (remote: bytes sent)
   index_t messages = 0, segments = 0;                      // sums (sent)
@@ -41,6 +42,9 @@ GlobalStats global_stats(const PlanStats& mine, MPI_Comm comm);
 struct Limits {
   index_t message_bytes = 0;  // where Bnet is read on the calibrated curve
   double bnet = 0, bmemcpy = 0, bound = 0;  // bytes/s
+  // The single-copy limit (docs/shm.md): seconds to write every target byte once
+  // (max over ranks of bytes received + copied locally) at Machine::bmemcpy_node.
+  double single_copy = 0;
 };
 Limits limits(const GlobalStats& g, const Machine& m);
 
@@ -78,6 +82,7 @@ struct CaseResult {
   const MethodResult* find(const std::string& name) const;
   double bandwidth(const MethodResult& m) const;  // Eq. 3, bytes/s
   double ratio_to_bound(const MethodResult& m) const;  // 0 without a bound
+  double times_single_copy(const MethodResult& m) const;  // median / the single-copy limit; 0 without one
   double speedup(const MethodResult& m) const;  // pdgemr2d's (or pdtran's) median / m's; 0 without either
   bool ok() const;  // no method found a wrong element
 };

@@ -72,7 +72,8 @@ std::string to_json(const CaseResult& c) {
      << ", \"max_plan_bytes\": " << g.max_plan_bytes
      << ", \"max_segments_per_tile\": " << g.max_segments_per_tile << ",\n   \"bnet_Bps\": "
      << json_number(c.limits.bnet) << ", \"bmemcpy_Bps\": " << json_number(c.limits.bmemcpy)
-     << ", \"bound_Bps\": " << json_number(c.limits.bound) << ", \"model_choice\": " << json_string(c.model_choice)
+     << ", \"bound_Bps\": " << json_number(c.limits.bound)
+     << ", \"single_copy_s\": " << json_number(c.limits.single_copy) << ", \"model_choice\": " << json_string(c.model_choice)
      << ", \"methods\": [";
   for (size_t k = 0; k < c.methods.size(); ++k) {
     const MethodResult& m = c.methods[k];
@@ -82,6 +83,7 @@ std::string to_json(const CaseResult& c) {
        << ", \"predicted_s\": " << (m.predicted > 0 ? json_number(m.predicted) : "null")
        << ", \"bandwidth_Bps\": " << json_number(c.bandwidth(m))
        << ", \"ratio_to_bound\": " << (c.limits.bound > 0 ? json_number(c.ratio_to_bound(m)) : "null")
+       << ", \"times_single_copy\": " << (c.limits.single_copy > 0 ? json_number(c.times_single_copy(m)) : "null")
        << ", \"speedup_vs_pdgemr2d\": " << (sp > 0 ? json_number(sp) : "null")
        << ", \"verified\": " << (m.verified ? (*m.verified ? "true" : "false") : "null")
        << ", \"checked\": " << m.checked << ", \"wrong\": " << m.wrong << ", \"times_s\": [";

@@ -4,6 +4,8 @@
 // once, by this rank, before anything is timed); fill with harness/pattern.hpp.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -20,6 +22,10 @@ class LocalStorage {
   LocalStorage(const Layout& layout, int rank);
   // The same from the rank's storage map of `layout` (when the caller has one).
   LocalStorage(const Layout& layout, const LocalIndex& map);
+  // Collective over `comm`: the same in one shared window per node
+  // (redist::shared_allocate), freed collectively when the storage goes (every
+  // rank must destroy its storages in the same order). Blocks 64-byte aligned.
+  LocalStorage(const Layout& layout, const LocalIndex& map, MPI_Comm comm);
 
   // One pointer per block, as Plan::execute and fill_pattern take them.
   std::span<void* const> blocks() const { return ptr_; }
@@ -28,7 +34,7 @@ class LocalStorage {
   void* data() const { return ptr_.empty() ? nullptr : ptr_[0]; }
   index_t bytes() const { return bytes_; }
   // The bytes of block b (to compare whole buffers).
-  std::span<std::byte> block_bytes(std::size_t b) const { return {owned_[b].get(), sizes_[b]}; }
+  std::span<std::byte> block_bytes(std::size_t b) const { return {static_cast<std::byte*>(ptr_[b]), sizes_[b]}; }
   // The one buffer as elements of T; sizeof(T) must be the layout's element size.
   template <class T>
   std::span<T> as() const {
@@ -39,10 +45,15 @@ class LocalStorage {
 
  private:
   std::vector<std::unique_ptr<std::byte[]>> owned_;
+  std::shared_ptr<void> shared_;  // the window memory (shared_free on release)
   std::vector<void*> ptr_;
   std::vector<const void*> cptr_;
   std::vector<std::size_t> sizes_;
   index_t bytes_ = 0, elem_size_ = 8;
 };
+
+// Where the harness allocates storage: in shared windows when $REDIST_STORAGE is
+// `shared` (`redist run --storage shared`), else on the heap; throws on another value.
+bool shared_storage_requested();
 
 }  // namespace redist::harness

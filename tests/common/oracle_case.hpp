@@ -20,7 +20,7 @@ class OracleCase {
   // `arith`: the plan's Options::arithmetic; patterns of its element type (finite
   // values), expected target = alpha * op(source) + beta * target.
   OracleCase(const Layout& src, const Layout& dst, const Region& region, int rank, const Arithmetic& arith = {})
-      : src_(src), dst_(dst), region_(region), rank_(rank), arith_(arith), s_(src, rank), d_(dst, rank) {
+      : src_(src), dst_(dst), region_(region), rank_(rank), arith_(arith), s_(storage(src)), d_(storage(dst)) {
     fill_pattern(src_, rank_, s_.blocks(), kSource, arith_.type);
     reset_target();
   }
@@ -46,6 +46,11 @@ class OracleCase {
   }
 
  private:
+  // Collective when $REDIST_STORAGE=shared (every rank makes its cases in one order).
+  harness::LocalStorage storage(const Layout& l) const {
+    if (harness::shared_storage_requested()) return {l, LocalIndex(l, rank_), MPI_COMM_WORLD};
+    return {l, rank_};
+  }
   Layout src_, dst_;
   Region region_;
   int rank_;

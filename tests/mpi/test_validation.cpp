@@ -375,7 +375,7 @@ TEST(Validation, UnknownStrategyName) {
   for (const char* name : {"p2q", "P2P", "alltoall"})
     expect_same_error(capture([&] { check_strategy(name); }),
                       {"unknown strategy '" + std::string(name) + "'",
-                       "p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, "
+                       "p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, "
                        "phased_dt, taskgraph, centralized, staged, multistage, hybrid, auto"});
   for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
   EXPECT_NO_THROW(check_strategy("auto"));
@@ -700,7 +700,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
       {"rank " + S(last) + ":", "unknown strategy 'fast'",
-       "allowed: p2p, segment, alltoallv, alltoallw, direct, phased, phased_sendrecv, phased_unsync, phased_dt, "
+       "allowed: p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, phased_dt, "
        "taskgraph, centralized, staged, multistage, hybrid, auto"});
 }
 

@@ -26,6 +26,7 @@
 
 #include "cost/model.hpp"
 #include "exec/pack.hpp"
+#include "exec/remote.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 
@@ -53,15 +54,6 @@ struct DirectState {
 
 constexpr int kTagBases = 11, kTagDone = 12, kTagWhere = 13, kTagPack = 14;
 constexpr size_t kBatch = 1024;  // IOV_MAX on Linux
-
-// A run's record, sent by its sender: block, offset, run, step[2], strides. The
-// sender's and the reader's runs of a peer correspond one to one (same shape
-// and counts: plan_rank splits them alike on both sides).
-size_t record_size(int ndim) { return static_cast<size_t>(5 + ndim); }
-// Elements of a segment's run contiguous in both storages: the shorter of the
-// two sides' runs (each a product of leading extents, so the shorter one is
-// contiguous on both). `w`: the sender's record of the run.
-index_t run_both(const Segment& s, const std::int64_t* w) { return std::min<index_t>(s.run, w[2]); }
 
 // Reads everything in the batch from `pid`, resuming after partial reads.
 // Returns an empty string or the reason it failed.
@@ -116,45 +108,13 @@ bool probe(const PlanCore& p, DirectState& st) {
   return ok == 1;
 }
 
-// Senders tell each reader where every segment lives in their storage (once).
+// Senders tell each reader where every segment lives in their storage (once),
+// then readers tell senders which segments to pack.
 void exchange_where(PlanCore& p, DirectState& st) {
-  const int n = p.rp.ndim;
-  const size_t per = record_size(n);  // block, offset, run, step[2], strides
-  std::vector<std::vector<std::int64_t>> out(p.rp.sends.size());
+  const size_t per = record_size(p.rp.ndim);
+  st.where = exchange_records(p, std::vector<char>(static_cast<size_t>(p.size), 1), kTagWhere);
   std::vector<MPI_Request> req;
-  st.where.assign(p.rp.receives.size(), {});
-  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-    st.where[i].resize(p.rp.receives[i].segments.size() * per);
-    req.emplace_back();
-    check_mpi(MPI_Irecv(st.where[i].data(), static_cast<int>(st.where[i].size()), MPI_INT64_T,
-                        p.rp.receives[i].peer, kTagWhere, p.comm, &req.back()),
-              "MPI_Irecv", p.comm, "receive from", p.rp.receives[i].peer);
-  }
-  for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-    for (const Segment& s : p.rp.sends[i].segments) {
-      out[i].push_back(s.at.block);
-      out[i].push_back(s.at.offset);
-      out[i].push_back(s.run);
-      out[i].push_back(s.step[0]);
-      out[i].push_back(s.step[1]);
-      for (int d = 0; d < n; ++d) out[i].push_back(s.at.strides[d]);
-    }
-    req.emplace_back();
-    check_mpi(MPI_Isend(out[i].data(), static_cast<int>(out[i].size()), MPI_INT64_T, p.rp.sends[i].peer,
-                        kTagWhere, p.comm, &req.back()),
-              "MPI_Isend", p.comm, "send to", p.rp.sends[i].peer);
-  }
-  std::vector<MPI_Status> status(req.size());
-  // Requests: a receive per receive peer, then a send per send peer.
-  auto first_round = [&](int i) {
-    const size_t nr = p.rp.receives.size(), k = static_cast<size_t>(i);
-    return k < nr ? cat("receive from rank ", p.rp.receives[k].peer) : cat("send to rank ", p.rp.sends[k - nr].peer);
-  };
-  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
-             status.data(), static_cast<int>(req.size()), nullptr, first_round);
-
   // Readers decide which segments travel packed and tell their senders.
-  req.clear();
   st.pack_recv.assign(p.rp.receives.size(), {});
   st.packed_recv_bytes.assign(p.rp.receives.size(), 0);
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
@@ -183,7 +143,7 @@ void exchange_where(PlanCore& p, DirectState& st) {
     const size_t nr = p.rp.receives.size(), k = static_cast<size_t>(i);
     return k < nr ? cat("send to rank ", p.rp.receives[k].peer) : cat("receive from rank ", p.rp.sends[k - nr].peer);
   };
-  status.resize(req.size());
+  std::vector<MPI_Status> status(req.size());
   check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
              status.data(), static_cast<int>(req.size()), nullptr, second_round);
   st.packed_send_bytes.assign(p.rp.sends.size(), 0);

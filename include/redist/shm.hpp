@@ -1,0 +1,40 @@
+// Storage in MPI-3 shared-memory windows (docs/shm.md). Arrays allocated here can
+// be read by the other ranks of their node without a message: the `shm` strategy
+// copies each target segment straight from the source rank's memory (one copy,
+// no packing) when the sender's storage lies in such a window, and falls back to
+// messages otherwise (see Plan::shm_paths()).
+//
+//   void* a = redist::shared_allocate(MPI_COMM_WORLD, bytes);  // collective
+//   ... plan.execute({a}, {b}, "shm") ...
+//   redist::shared_free(a);                                    // collective
+//
+// Nodes are the groups of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), split
+// further into consecutive groups of k ranks when a node size k is forced
+// (Options::node_size, or $REDIST_NODE_SIZE for both the plan and the allocation):
+// that is how the on-node and off-node paths are both tested on one machine.
+#pragma once
+
+#include <mpi.h>
+
+#include "redist/geometry.hpp"
+
+namespace redist {
+
+// Collective over `comm`: every rank allocates `bytes` (>= 0, may differ per
+// rank) in one shared window per node of `comm` (node size: `node_size` when > 0,
+// else $REDIST_NODE_SIZE when set, else the whole shared-memory node). The memory
+// is zeroed and page-aligned; its pages are first touched by the rank that
+// allocated it. Throws redist::Error, the same on every rank, when MPI cannot make
+// the window.
+void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size = 0);
+// Collective over the ranks that allocated `p` together (the window's node).
+// Null is allowed on every rank (nothing is freed then: call it the same number
+// of times everywhere). Throws redist::Error when `p` did not come from
+// shared_allocate.
+void shared_free(void* p);
+
+// The node size in effect: `requested` when > 0, else $REDIST_NODE_SIZE, else 0
+// (the whole shared-memory node). Throws redist::Error on a malformed variable.
+int node_size_from(int requested);
+
+}  // namespace redist

@@ -1,0 +1,51 @@
+#include "exec/remote.hpp"
+
+#include "mpi/agree.hpp"
+
+namespace redist::detail {
+
+SenderView sender_view(const std::int64_t* w, int ndim) {
+  SenderView v{w[0], w[1], {w[3], w[4]}, {}};
+  for (int d = 0; d < ndim; ++d) v.strides[d] = w[5 + d];
+  return v;
+}
+
+std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag) {
+  const int n = p.rp.ndim;
+  const size_t per = record_size(n);
+  std::vector<std::vector<std::int64_t>> out(p.rp.sends.size()), where(p.rp.receives.size());
+  std::vector<MPI_Request> req;
+  std::vector<std::string> role;  // of each request, for errors
+  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+    const int peer = p.rp.receives[i].peer;
+    if (!with[static_cast<size_t>(peer)]) continue;
+    where[i].resize(p.rp.receives[i].segments.size() * per);
+    req.emplace_back();
+    role.push_back(cat("receive from rank ", peer));
+    check_mpi(MPI_Irecv(where[i].data(), static_cast<int>(where[i].size()), MPI_INT64_T, peer, tag, p.comm,
+                        &req.back()),
+              "MPI_Irecv", p.comm, "receive from", peer);
+  }
+  for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+    const int peer = p.rp.sends[i].peer;
+    if (!with[static_cast<size_t>(peer)]) continue;
+    for (const Segment& s : p.rp.sends[i].segments) {
+      out[i].push_back(s.at.block);
+      out[i].push_back(s.at.offset);
+      out[i].push_back(s.run);
+      out[i].push_back(s.step[0]);
+      out[i].push_back(s.step[1]);
+      for (int d = 0; d < n; ++d) out[i].push_back(s.at.strides[d]);
+    }
+    req.emplace_back();
+    role.push_back(cat("send to rank ", peer));
+    check_mpi(MPI_Isend(out[i].data(), static_cast<int>(out[i].size()), MPI_INT64_T, peer, tag, p.comm, &req.back()),
+              "MPI_Isend", p.comm, "send to", peer);
+  }
+  std::vector<MPI_Status> status(req.size());
+  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
+             status.data(), static_cast<int>(req.size()), nullptr, [&](int i) { return role[static_cast<size_t>(i)]; });
+  return where;
+}
+
+}  // namespace redist::detail

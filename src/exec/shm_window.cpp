@@ -1,0 +1,180 @@
+#include "exec/shm_window.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "mpi/agree.hpp"
+#include "redist/shm.hpp"
+
+namespace redist {
+namespace detail {
+namespace {
+
+// One window of shared_allocate: every member's part, mapped in this process.
+struct Window {
+  MPI_Win win = MPI_WIN_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;    // the node's ranks (freed with the window)
+  std::vector<int> world;           // members' ranks in MPI_COMM_WORLD
+  std::vector<std::byte*> base;     // member's part, in this process
+  std::vector<index_t> bytes;       // member's part size
+  int me = 0;
+};
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::uint64_t, Window> windows;  // by serial
+  std::map<const void*, std::uint64_t> mine;  // this rank's part -> serial
+  std::uint64_t next = 1;
+};
+Registry& registry_of_windows() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+MPI_Comm node_comm(MPI_Comm comm, int node_size) {
+  MPI_Comm shared, node;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared), "MPI_Comm_split_type", comm);
+  const int k = node_size_from(node_size);
+  if (k <= 0) return shared;
+  int r = 0;
+  check_mpi(MPI_Comm_rank(shared, &r), "MPI_Comm_rank", comm);
+  check_mpi(MPI_Comm_split(shared, r / k, r, &node), "MPI_Comm_split", comm);
+  check_mpi(MPI_Comm_free(&shared), "MPI_Comm_free", comm);
+  return node;
+}
+
+WindowRef find_window(const void* p, index_t bytes, const std::vector<int>** members) {
+  Registry& reg = registry_of_windows();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  const auto* b = static_cast<const std::byte*>(p);
+  for (auto& [serial, w] : reg.windows)
+    for (size_t r = 0; r < w.base.size(); ++r)
+      if (w.base[r] && b >= w.base[r] && b + bytes <= w.base[r] + w.bytes[r]) {
+        if (members) *members = &w.world;
+        return {serial, static_cast<std::int64_t>(r), b - w.base[r]};
+      }
+  if (members) *members = nullptr;
+  return {};
+}
+
+std::byte* window_address(const WindowRef& ref, index_t bytes) {
+  Registry& reg = registry_of_windows();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  const auto it = reg.windows.find(ref.serial);
+  if (it == reg.windows.end() || ref.owner < 0 || ref.owner >= static_cast<std::int64_t>(it->second.base.size()))
+    return nullptr;
+  const Window& w = it->second;
+  const auto r = static_cast<size_t>(ref.owner);
+  if (ref.offset < 0 || bytes < 0 || ref.offset + bytes > w.bytes[r]) return nullptr;
+  return w.base[r] + ref.offset;
+}
+
+}  // namespace detail
+
+int node_size_from(int requested) {
+  if (requested > 0) return requested;
+  if (requested < 0) throw Error(detail::cat("node size must be >= 0 (0: the whole node), got ", requested));
+  const char* env = std::getenv("REDIST_NODE_SIZE");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end || v < 0 || v > (1 << 30))
+    throw Error(detail::cat("REDIST_NODE_SIZE=", env, ": expected a number of ranks per node >= 0 (0: the whole node)"));
+  return static_cast<int>(v);
+}
+
+void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size) {
+  using namespace detail;
+  std::string err;
+  if (bytes < 0) err = cat("shared_allocate: bytes must be >= 0, got ", bytes);
+  int k = 0;
+  if (err.empty()) try {
+      k = node_size_from(node_size);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+  agree(comm, err);
+  Window w;
+  w.comm = node_comm(comm, k);
+  MPI_Info info;
+  check_mpi(MPI_Info_create(&info), "MPI_Info_create", comm);
+  // Each part on pages of its own, first touched by its rank (NUMA placement).
+  check_mpi(MPI_Info_set(info, "alloc_shared_noncontig", "true"), "MPI_Info_set", comm);
+  void* mine = nullptr;
+  // unchecked here: a failure is agreed below, so every rank throws the same error
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, w.comm, &mine, &w.win);
+  check_mpi(MPI_Info_free(&info), "MPI_Info_free", comm);
+  err = rc == MPI_SUCCESS ? std::string() : cat("shared_allocate: MPI_Win_allocate_shared of ", bytes, " bytes failed");
+  agree(comm, err);
+  int n = 0;
+  check_mpi(MPI_Comm_size(w.comm, &n), "MPI_Comm_size", comm);
+  check_mpi(MPI_Comm_rank(w.comm, &w.me), "MPI_Comm_rank", comm);
+  w.base.resize(static_cast<size_t>(n));
+  w.bytes.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    MPI_Aint size = 0;
+    int disp = 1;
+    void* base = nullptr;
+    check_mpi(MPI_Win_shared_query(w.win, r, &size, &disp, &base), "MPI_Win_shared_query", comm);
+    w.base[static_cast<size_t>(r)] = static_cast<std::byte*>(base);
+    w.bytes[static_cast<size_t>(r)] = size;
+  }
+  MPI_Group node_group, world_group;
+  check_mpi(MPI_Comm_group(w.comm, &node_group), "MPI_Comm_group", comm);
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world_group), "MPI_Comm_group", comm);
+  std::vector<int> ranks(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) ranks[static_cast<size_t>(r)] = r;
+  w.world.resize(static_cast<size_t>(n));
+  check_mpi(MPI_Group_translate_ranks(node_group, n, ranks.data(), world_group, w.world.data()),
+            "MPI_Group_translate_ranks", comm);
+  check_mpi(MPI_Group_free(&node_group), "MPI_Group_free", comm);
+  check_mpi(MPI_Group_free(&world_group), "MPI_Group_free", comm);
+  // Loads and stores of other ranks through the window: a passive epoch for its
+  // lifetime (MPI_Win_sync orders them; the shm strategy's messages synchronize).
+  check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all", comm);
+  if (bytes > 0) std::memset(mine, 0, static_cast<size_t>(bytes));
+  Registry& reg = registry_of_windows();
+  std::uint64_t serial = 0;
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    serial = reg.next;
+  }
+  // A serial every member agrees on and none has used.
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &serial, 1, MPI_UINT64_T, MPI_MAX, w.comm), "MPI_Allreduce", comm);
+  std::lock_guard<std::mutex> lock(reg.mu);
+  reg.next = serial + 1;
+  // A part of 0 bytes has no address of its own: key this rank's part by a
+  // unique dummy so shared_free still finds the window.
+  void* key = mine && bytes > 0 ? mine : static_cast<void*>(new char[1]);
+  reg.mine[key] = serial;
+  reg.windows.emplace(serial, std::move(w));
+  return key;
+}
+
+void shared_free(void* p) {
+  using namespace detail;
+  if (!p) return;
+  Registry& reg = registry_of_windows();
+  Window w;
+  {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    const auto it = reg.mine.find(p);
+    if (it == reg.mine.end()) throw Error("shared_free: the pointer did not come from redist::shared_allocate");
+    const auto wi = reg.windows.find(it->second);
+    w = std::move(wi->second);
+    const bool dummy = w.bytes[static_cast<size_t>(w.me)] == 0;
+    reg.windows.erase(wi);
+    reg.mine.erase(it);
+    if (dummy) delete[] static_cast<char*>(p);
+  }
+  check_mpi(MPI_Win_unlock_all(w.win), "MPI_Win_unlock_all", w.comm);
+  check_mpi(MPI_Win_free(&w.win), "MPI_Win_free", w.comm);
+  check_mpi(MPI_Comm_free(&w.comm), "MPI_Comm_free", MPI_COMM_WORLD);
+}
+
+}  // namespace redist

@@ -1,0 +1,114 @@
+// The node-aware strategy `shm` and shared storage (docs/shm.md): which path
+// each peer's data takes (shared window, message from the node, message from
+// another node), checked through Plan::describe and against the serial oracle;
+// redist::shared_allocate / shared_free and the node size's errors. The whole
+// conformance suite runs on shm with shared storage too (ctest
+// test_conformance_shm_*, REDIST_STORAGE=shared, node sizes 0 and 2).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "../common/mpi_util.hpp"
+#include "harness/pattern.hpp"
+#include "harness/storage.hpp"
+#include "redist/redist.hpp"
+#include "redist/shm.hpp"
+
+using namespace redist;
+using namespace redist::testing;
+
+namespace {
+
+// Bytes a rank received through each path in its last shm run (describe()).
+struct Paths {
+  long long window = 0, node_message = 0, off_node = 0;
+};
+Paths paths_of(const std::string& d) {
+  std::smatch m;
+  const std::regex re(R"(received (\d+) bytes through shared windows.*, (\d+) bytes by messages from ranks on this node.*, (\d+) bytes by messages from other nodes)");
+  EXPECT_TRUE(std::regex_search(d, m, re)) << d;
+  if (m.empty()) return {};
+  return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
+}
+
+// One case, both storages, several node sizes: the oracle's bytes everywhere,
+// and each peer's bytes on the path its storage and node allow.
+void run(bool shared, int node_size) {
+  const int p = world_size(), rank = world_rank();
+  const Layout src = block_cyclic_layout({97, 61}, {8, 7}, {1, p});
+  const Layout dst = block_cyclic_layout({97, 61}, {5, 11}, {p, 1}, 8, StorageKind::local_array);
+  const Region r = Region::parse("90x50 from=3x4 to=1x9");
+  Options opt;
+  opt.node_size = node_size;
+  harness::LocalStorage s = shared ? harness::LocalStorage(src, LocalIndex(src, rank), MPI_COMM_WORLD)
+                                   : harness::LocalStorage(src, rank);
+  harness::LocalStorage d = shared ? harness::LocalStorage(dst, LocalIndex(dst, rank), MPI_COMM_WORLD)
+                                   : harness::LocalStorage(dst, rank);
+  // The storage's node follows $REDIST_NODE_SIZE; the plan's, Options::node_size:
+  // the tests keep them equal (shared_allocate's node_size argument).
+  fill_pattern(src, rank, s.blocks(), 11);
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+  for (int rep = 0; rep < 2; ++rep) {
+    fill_pattern(dst, rank, d.blocks(), 22);
+    plan.execute(s.const_blocks(), d.blocks(), "shm");
+    const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 11, 22);
+    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared << " node size " << node_size << ": " << k.first_error;
+  }
+  const Paths got = paths_of(plan.describe("shm"));
+  long long want_window = 0, want_node = 0, want_off = 0;
+  const int k = node_size > 0 ? node_size : p;
+  for (const PeerPlan& pp : plan.rank_plan().receives) {
+    const bool same_node = pp.peer / k == rank / k;
+    (same_node ? (shared ? want_window : want_node) : want_off) += pp.bytes;
+  }
+  EXPECT_EQ(got.window, want_window) << plan.describe("shm");
+  EXPECT_EQ(got.node_message, want_node) << plan.describe("shm");
+  EXPECT_EQ(got.off_node, want_off) << plan.describe("shm");
+}
+
+TEST(Shm, HeapStorageGoesByMessages) { run(false, 0); }
+TEST(Shm, SharedStorageIsReadInPlace) { run(true, 0); }
+
+// Nodes of one rank: every peer is on another node, whatever the storage; nodes
+// of two ranks (3 and 4 ranks): both paths in one execute.
+TEST(Shm, ForcedNodeSizes) {
+  for (int k : {1, 2}) {
+    setenv("REDIST_NODE_SIZE", std::to_string(k).c_str(), 1);  // the storage's node (shared_allocate)
+    run(true, k);
+    unsetenv("REDIST_NODE_SIZE");
+  }
+}
+
+TEST(Shm, SharedAllocateErrors) {
+  const int rank = world_rank();
+  // Negative on one rank: the same error everywhere, nothing allocated.
+  try {
+    shared_allocate(MPI_COMM_WORLD, rank == world_size() - 1 ? -1 : 8);
+    ADD_FAILURE() << "negative bytes accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes must be >= 0, got -1"), std::string::npos) << e.what();
+  }
+  int x = 0;
+  EXPECT_THROW(shared_free(&x), Error);
+  EXPECT_THROW(node_size_from(-2), Error);
+  setenv("REDIST_NODE_SIZE", "two", 1);
+  EXPECT_THROW(node_size_from(0), Error);
+  unsetenv("REDIST_NODE_SIZE");
+  // Zero bytes on some ranks, the memory zeroed and writable, freed collectively.
+  const index_t n = rank % 2 ? 0 : 4096 + rank;
+  auto* p = static_cast<unsigned char*>(shared_allocate(MPI_COMM_WORLD, n));
+  ASSERT_NE(p, nullptr);
+  bool zero = true;
+  for (index_t i = 0; i < n; ++i) zero = zero && p[i] == 0, p[i] = 1;
+  EXPECT_TRUE(zero);
+  shared_free(p);
+  shared_free(nullptr);
+  // A bad node size in make_plan: refused on every rank.
+  Options opt;
+  opt.node_size = -1;
+  const Layout l = block_cyclic_layout({10, 10}, {5, 5}, {1, world_size()});
+  EXPECT_THROW(make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt), Error);
+}
+
+}  // namespace
