@@ -36,6 +36,8 @@ const char* kUsage =
     "         every strategy, the algorithms of docs/groups.md among them, against N),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
     "         tran (8000^2 transposes, region axes=1,0, beside ScaLAPACK's pdtran),\n"
+    "         shm (issue 14's cases a-e, arrays in shared windows and on the heap: shm,\n"
+    "         direct, alltoallw, p2p, auto, pdgemr2d and each one's time / single-copy limit),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
     "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
@@ -131,6 +133,8 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     Options opt;
     opt.machine = machine;  // one model for the whole run: auto and the predictions
     opt.taskgraph = c.base;
+    // Where CaseRun allocates (harness::shared_storage_requested).
+    if (c.shared_storage) setenv("REDIST_STORAGE", *c.shared_storage ? "shared" : "heap", 1);
     run = c.senders > 0 ? harness::group_case_run(src, dst, region, MPI_COMM_WORLD, c.senders, c.overlap, opt)
                         : std::make_unique<harness::CaseRun>(src, dst, region, MPI_COMM_WORLD, opt);
   } catch (const std::exception& e) {

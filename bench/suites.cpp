@@ -104,6 +104,35 @@ std::vector<Case> tran(int p, double scale) {
   return out;
 }
 
+// Issue 14's cases (docs/shm.md), ScaLAPACK storage on both sides, each with the
+// arrays in shared windows and on the heap: the node-aware `shm` beside the
+// message strategies, `direct`, auto and pdgemr2d, and the single-copy limit.
+std::vector<Case> shm(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(8000, scale), nd = scaled(2000, scale), ne = scaled(5000, scale);
+  const std::string rows = "1x" + s(p), cols = s(p) + "x1";
+  struct Shape {
+    std::string name, src, dst, region;
+  };
+  const std::vector<Shape> shapes = {
+      {"a 200->200 1xP->Px1", bc2(n, 200, 200, rows), bc2(n, 200, 200, cols), ""},
+      {"b 400->200 1xP->1xP", bc2(n, 400, 400, rows), bc2(n, 200, 200, rows), ""},
+      {"c 100->300 1xP->Px1", bc2(n, 100, 100, rows), bc2(n, 300, 300, cols), ""},
+      {"d " + s(nd) + "^2 10->10", bc2(nd, 10, 10, rows), bc2(nd, 10, 10, cols), ""},
+      {"e submatrix 128->300", bc2(n, 128, 128, rows), bc2(n, 300, 300, cols),
+       square(ne) + " from=" + s(std::lround(123 * scale)) + "x" + s(std::lround(457 * scale)) + " to=" +
+           s(std::lround(1001 * scale)) + "x" + s(std::lround(17 * scale))}};
+  for (bool shared : {true, false})
+    for (const Shape& sh : shapes) {
+      Case c{"shm", shared ? "shared window" : "heap", sh.name + (shared ? " (shared)" : " (heap)"),
+             double(out.size() % shapes.size()), "case a-e", sh.src, sh.dst, sh.region, false,
+             {"shm", "direct", "alltoallw", "p2p", "auto"}};
+      c.shared_storage = shared;
+      out.push_back(c);
+    }
+  return out;
+}
+
 // Regions at displacements that the tile sizes do not divide.
 std::vector<Case> submatrix(int p, double scale) {
   std::vector<Case> out;
@@ -316,6 +345,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "groups") out = groups(p, scale);
   else if (suite == "fine") out = fine(p, scale);
   else if (suite == "tran") out = tran(p, scale);
+  else if (suite == "shm") out = shm(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);
   else if (suite == "ctl_batch") out = ctl_batch(p, scale, threads);
   else if (suite == "ctl_isolate") out = ctl_isolate(p, scale, threads);

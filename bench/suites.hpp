@@ -2,6 +2,7 @@
 // scaled to a small machine.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Case {
   // with `src`, the others (every rank with `overlap`) receive with `dst`; 0: one group.
   int senders = 0;
   bool overlap = false;
+  // Where the arrays live: in MPI-3 shared windows (redist::shared_allocate;
+  // docs/shm.md) or on the heap; unset: as $REDIST_STORAGE says.
+  std::optional<bool> shared_storage{};
 };
 
 // Suite names in the order `all` runs them.

@@ -10,26 +10,29 @@ SenderView sender_view(const std::int64_t* w, int ndim) {
   return v;
 }
 
-std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag) {
+std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag,
+                                                        Teller who) {
   const int n = p.rp.ndim;
   const size_t per = record_size(n);
-  std::vector<std::vector<std::int64_t>> out(p.rp.sends.size()), where(p.rp.receives.size());
+  const std::vector<PeerPlan>& tell = who == Teller::senders ? p.rp.sends : p.rp.receives;
+  const std::vector<PeerPlan>& hear = who == Teller::senders ? p.rp.receives : p.rp.sends;
+  std::vector<std::vector<std::int64_t>> out(tell.size()), where(hear.size());
   std::vector<MPI_Request> req;
   std::vector<std::string> role;  // of each request, for errors
-  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-    const int peer = p.rp.receives[i].peer;
+  for (size_t i = 0; i < hear.size(); ++i) {
+    const int peer = hear[i].peer;
     if (!with[static_cast<size_t>(peer)]) continue;
-    where[i].resize(p.rp.receives[i].segments.size() * per);
+    where[i].resize(hear[i].segments.size() * per);
     req.emplace_back();
     role.push_back(cat("receive from rank ", peer));
     check_mpi(MPI_Irecv(where[i].data(), static_cast<int>(where[i].size()), MPI_INT64_T, peer, tag, p.comm,
                         &req.back()),
               "MPI_Irecv", p.comm, "receive from", peer);
   }
-  for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-    const int peer = p.rp.sends[i].peer;
+  for (size_t i = 0; i < tell.size(); ++i) {
+    const int peer = tell[i].peer;
     if (!with[static_cast<size_t>(peer)]) continue;
-    for (const Segment& s : p.rp.sends[i].segments) {
+    for (const Segment& s : tell[i].segments) {
       out[i].push_back(s.at.block);
       out[i].push_back(s.at.offset);
       out[i].push_back(s.run);

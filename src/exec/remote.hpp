@@ -28,8 +28,13 @@ struct SenderView {
 SenderView sender_view(const std::int64_t* w, int ndim);
 
 // Collective over the plan's peers that take part (`with[rank]` true on both
-// sides): each sender sends each such receive peer the records of its segments;
-// returns them per receive peer, in rp.receives order (empty for the others).
-std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag);
+// sides). Senders tell (the default): each sender sends each such receive peer
+// the records of its segments (where they are in the source); returned per
+// receive peer, in rp.receives order. Receivers tell: each receiver sends each
+// such sender the records of its segments (where they go in the target);
+// returned per send peer, in rp.sends order. Empty for the peers not taking part.
+enum class Teller { senders, receivers };
+std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag,
+                                                        Teller who = Teller::senders);
 
 }  // namespace redist::detail

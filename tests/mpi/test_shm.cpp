@@ -22,29 +22,35 @@ namespace {
 
 // Bytes a rank received through each path in its last shm run (describe()).
 struct Paths {
-  long long window = 0, node_message = 0, off_node = 0;
+  long long window = 0, pushed = 0, node_message = 0, off_node = 0;
 };
 Paths paths_of(const std::string& d) {
   std::smatch m;
-  const std::regex re(R"(received (\d+) bytes through shared windows.*, (\d+) bytes by messages from ranks on this node.*, (\d+) bytes by messages from other nodes)");
+  const std::regex re(R"(received (\d+) bytes through shared windows \(one copy: (\d+) written by their senders.*, (\d+) bytes by messages from ranks on this node.*, (\d+) bytes by messages from other nodes)");
   EXPECT_TRUE(std::regex_search(d, m, re)) << d;
   if (m.empty()) return {};
-  return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
+  return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4])};
 }
 
-// One case, both storages, several node sizes: the oracle's bytes everywhere,
-// and each peer's bytes on the path its storage and node allow.
-void run(bool shared, int node_size) {
+// One case, each storage in a shared window or on the heap, several node sizes:
+// the oracle's bytes everywhere, and each peer's bytes on the path its storage
+// and node allow (a target in a window: its senders write it, push; else a
+// source in a window: the receiver reads it, pull; else messages).
+// `long_rows`: rows of 1-4 KB, which push walks in source order (one sorted list
+// of rows for all its targets); else rows of 40-64 bytes, copied segment by segment.
+void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false) {
   const int p = world_size(), rank = world_rank();
-  const Layout src = block_cyclic_layout({97, 61}, {8, 7}, {1, p});
-  const Layout dst = block_cyclic_layout({97, 61}, {5, 11}, {p, 1}, 8, StorageKind::local_array);
-  const Region r = Region::parse("90x50 from=3x4 to=1x9");
+  const Layout src = long_rows ? block_cyclic_layout({1999, 37}, {500, 3}, {1, p}, 8, StorageKind::local_array)
+                               : block_cyclic_layout({97, 61}, {8, 7}, {1, p});
+  const Layout dst = long_rows ? block_cyclic_layout({1999, 37}, {211, 5}, {p, 1}, 8, StorageKind::local_array)
+                               : block_cyclic_layout({97, 61}, {5, 11}, {p, 1}, 8, StorageKind::local_array);
+  const Region r = Region::parse(long_rows ? "1990x30 from=3x4 to=1x7" : "90x50 from=3x4 to=1x9");
   Options opt;
   opt.node_size = node_size;
-  harness::LocalStorage s = shared ? harness::LocalStorage(src, LocalIndex(src, rank), MPI_COMM_WORLD)
-                                   : harness::LocalStorage(src, rank);
-  harness::LocalStorage d = shared ? harness::LocalStorage(dst, LocalIndex(dst, rank), MPI_COMM_WORLD)
-                                   : harness::LocalStorage(dst, rank);
+  harness::LocalStorage s = shared_src ? harness::LocalStorage(src, LocalIndex(src, rank), MPI_COMM_WORLD)
+                                       : harness::LocalStorage(src, rank);
+  harness::LocalStorage d = shared_dst ? harness::LocalStorage(dst, LocalIndex(dst, rank), MPI_COMM_WORLD)
+                                       : harness::LocalStorage(dst, rank);
   // The storage's node follows $REDIST_NODE_SIZE; the plan's, Options::node_size:
   // the tests keep them equal (shared_allocate's node_size argument).
   fill_pattern(src, rank, s.blocks(), 11);
@@ -53,29 +59,43 @@ void run(bool shared, int node_size) {
     fill_pattern(dst, rank, d.blocks(), 22);
     plan.execute(s.const_blocks(), d.blocks(), "shm");
     const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 11, 22);
-    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared << " node size " << node_size << ": " << k.first_error;
+    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared_src << shared_dst << " node size " << node_size << ": "
+                                << k.first_error;
   }
   const Paths got = paths_of(plan.describe("shm"));
-  long long want_window = 0, want_node = 0, want_off = 0;
+  long long want_push = 0, want_pull = 0, want_node = 0, want_off = 0;
   const int k = node_size > 0 ? node_size : p;
   for (const PeerPlan& pp : plan.rank_plan().receives) {
     const bool same_node = pp.peer / k == rank / k;
-    (same_node ? (shared ? want_window : want_node) : want_off) += pp.bytes;
+    (!same_node ? want_off : shared_dst ? want_push : shared_src ? want_pull : want_node) += pp.bytes;
   }
-  EXPECT_EQ(got.window, want_window) << plan.describe("shm");
+  EXPECT_EQ(got.window, want_push + want_pull) << plan.describe("shm");
+  EXPECT_EQ(got.pushed, want_push) << plan.describe("shm");
   EXPECT_EQ(got.node_message, want_node) << plan.describe("shm");
   EXPECT_EQ(got.off_node, want_off) << plan.describe("shm");
+  const bool walked = plan.describe("shm").find("in storage order") != std::string::npos;
+  EXPECT_EQ(walked, long_rows && want_push > 0) << plan.describe("shm");
 }
 
-TEST(Shm, HeapStorageGoesByMessages) { run(false, 0); }
-TEST(Shm, SharedStorageIsReadInPlace) { run(true, 0); }
+TEST(Shm, HeapStorageGoesByMessages) { run(false, false, 0); }
+TEST(Shm, SharedTargetsAreWrittenBySenders) { run(true, true, 0); run(false, true, 0); }
+TEST(Shm, SharedSourceOnlyIsReadByReceivers) { run(true, false, 0); }
+TEST(Shm, LongRowsArePushedInSourceOrder) {
+  run(true, true, 0, true);
+  run(false, false, 0, true);
+  run(true, false, 0, true);
+  setenv("REDIST_NODE_SIZE", "2", 1);
+  run(true, true, 2, true);
+  unsetenv("REDIST_NODE_SIZE");
+}
 
 // Nodes of one rank: every peer is on another node, whatever the storage; nodes
 // of two ranks (3 and 4 ranks): both paths in one execute.
 TEST(Shm, ForcedNodeSizes) {
   for (int k : {1, 2}) {
     setenv("REDIST_NODE_SIZE", std::to_string(k).c_str(), 1);  // the storage's node (shared_allocate)
-    run(true, k);
+    run(true, true, k);
+    run(true, false, k);
     unsetenv("REDIST_NODE_SIZE");
   }
 }

@@ -1,18 +1,27 @@
 // `shm`: single-copy transfers between ranks of one node through MPI-3 shared
-// windows (include/redist/shm.hpp, docs/shm.md). Each rank copies its own target
-// segments straight from the sender's source memory, mapped in its own address
-// space: one copy, no packing, no message carrying data, and the plan's
-// arithmetic applied as it copies. Each rank writes only its own target.
+// windows (include/redist/shm.hpp, docs/shm.md): every remote byte is copied once,
+// straight from the source rank's memory into the target rank's, with no packing
+// and no message carrying data.
 //
-// Per execute and peer on the node, the sender tells the reader where its source
-// blocks are (window serial, member, offset: a header message, which is also the
-// "sources ready" synchronization); the reader copies, then sends a zero-byte
-// "done" (the sender may reuse its source once every reader is done). A sender
-// whose source blocks are not all in windows the reader can map says so in the
-// header and sends the peer's segments packed instead (the message path); peers
-// on other nodes (node size: Options::node_size, $REDIST_NODE_SIZE) always get
-// messages, as p2p. Where each segment lives in the sender's storage is told
-// once per plan (exec/remote.hpp), as in `direct`.
+// Per execute, the two ranks of each pair on the node exchange headers: the
+// sender says where its source blocks are in shared windows, the receiver where
+// its target blocks are (window serial, member, offset, bytes, found in the
+// registry of shared_allocate), or that they are not in a window the other can
+// map. The headers are also the synchronization "sources ready, targets ready".
+// Then, per pair:
+//   push     the target is in a window: the sender writes it. Every sender walks
+//            its own source once, in storage order, writing each row to whichever
+//            target it belongs to (its own or a peer's): reads are sequential even
+//            when the rows of one column go to several ranks (reading every other
+//            1.6 KB row of a column ran at half the speed: the prefetchers fetch
+//            the gaps). Then a zero-byte "done" to the receiver.
+//   pull     the source only is in a window: the receiver reads it, then "done".
+//   message  neither (heap memory), or the peer is on another node (node size:
+//            Options::node_size, $REDIST_NODE_SIZE): packed and sent, as p2p.
+// No two senders write one target element (the plan gives each exactly one
+// source), so writes need no locks. Options::arithmetic (beta reads the target)
+// is applied by whoever copies; push then goes segment by segment.
+#include <algorithm>
 #include <atomic>
 
 #include "cost/model.hpp"
@@ -26,12 +35,17 @@
 namespace redist::detail {
 namespace {
 
-constexpr int kTagWhere = 21, kTagHeader = 22, kTagDone = 23, kTagData = 24;
-// Header: the path, then per source block (serial, member, offset, bytes).
-constexpr std::int64_t kPathWindow = 0, kPathMessage = 1;
+constexpr int kTagSrcWhere = 21, kTagDstWhere = 22, kTagSource = 23, kTagTarget = 24, kTagDone = 25, kTagData = 26;
+// A header: 1 when every block is in a window the peer can map, then per block
+// (serial, member, offset, bytes).
 constexpr size_t kPerBlock = 4;
+enum Path : int { kPush, kPull, kMessage };
+// The sorted row walk of push holds one 40-byte record per row (before merging):
+// built only when rows average at least this many bytes and there are at most
+// kMaxRows of them (40 MB); else push goes segment by segment.
+constexpr index_t kSortRowsAbove = 64, kMaxRows = index_t{1} << 20;
 
-// Blocks of the sender's storage that segments `segs` read: 0 .. max block.
+// Blocks 0 .. max block that `n` records use (their block at block(k)).
 template <class Block>
 std::int64_t blocks_used(size_t n, Block block) {
   std::int64_t b = 0;
@@ -39,34 +53,52 @@ std::int64_t blocks_used(size_t n, Block block) {
   return b;
 }
 
+// One row of the push walk: `bytes` from this rank's source to a target.
+struct Row {
+  std::int64_t src_off, dst_off, bytes;  // byte offsets in their blocks
+  std::int32_t src_block, dst_block;
+  std::int32_t target;  // -1: this rank's own target, else an index into rp.sends
+};
+
 class Shm final : public Strategy {
  public:
   explicit Shm(PlanCore& p) : Strategy(p) {}
 
   // Collective: node discovery and, with the peers on this rank's node, where
-  // their segments live. Always available: peers it cannot map get messages.
+  // each side's segments live. Always available: peers it cannot map get messages.
   bool available() override;
   void run(const SrcBlocks& src, const DstBlocks& dst) override;
   std::string describe() const override { return report_; }
 
  private:
-  struct Request {
-    int peer_index;
-    bool header;  // else a data chunk
-  };
-  void post_data_receives(size_t i, std::byte* rbuf);
-  std::string copy_from_window(size_t i, const DstBlocks& dst);
-  void send_header(size_t i, const SrcBlocks& src, std::byte* sbuf);
+  bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
+  Path decide(std::int64_t source_ok, std::int64_t target_ok) const {
+    if (target_ok && arithmetic_of(plan_) == nullptr) return kPush;
+    return source_ok ? kPull : kMessage;
+  }
+  void build_rows();
+  std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
+  std::string push(const SrcBlocks& src, const DstBlocks& dst);
+  std::string pull(size_t i, const DstBlocks& dst);
+  void send_message(size_t i, const SrcBlocks& src);
+  void receive_message(size_t i);
+  void report();
 
-  std::vector<char> on_node_;            // per rank of the plan
-  std::vector<int> world_;               // per rank of the plan: its rank in MPI_COMM_WORLD
-  std::vector<std::vector<std::int64_t>> where_;  // per receive peer on the node
-  std::vector<std::int64_t> recv_blocks_, send_blocks_;  // per peer: blocks its segments use
-  std::vector<std::vector<std::int64_t>> header_in_, header_out_;
-  std::vector<std::int64_t> path_in_;     // per receive peer, this execute
-  std::vector<index_t> pending_;          // per receive peer: data chunks in flight
-  std::vector<MPI_Request> rq_, sq_;      // reader's and sender's requests
-  std::vector<Request> rwhat_;
+  std::vector<char> on_node_;  // per rank of the plan
+  std::vector<int> world_;     // per rank of the plan: its rank in MPI_COMM_WORLD
+  std::vector<std::vector<std::int64_t>> src_where_;  // per receive peer on the node: the sender's records
+  std::vector<std::vector<std::int64_t>> dst_where_;  // per send peer on the node: the receiver's records
+  std::vector<std::int64_t> recv_src_blocks_, recv_dst_blocks_, send_src_blocks_, send_dst_blocks_;
+  std::vector<std::vector<std::int64_t>> src_in_, dst_out_;  // as receiver: the sender's header, mine
+  std::vector<std::vector<std::int64_t>> src_out_, dst_in_;  // as sender: mine, the receiver's header
+  std::vector<Path> recv_path_, send_path_;
+  std::vector<std::vector<std::byte*>> push_base_;  // per send peer: its target blocks, mapped here
+  std::vector<Row> rows_;
+  bool rows_built_ = false, rows_sorted_ = false;
+  std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
+  std::vector<index_t> pending_;  // per receive peer: data chunks in flight
+  std::vector<MPI_Request> rq_, sq_;  // data receives; everything else
+  std::vector<int> rpeer_;            // per data receive: its receive peer index
   std::vector<std::string> swhat_;
   std::vector<int> index_;
   std::vector<MPI_Status> status_;
@@ -94,221 +126,376 @@ bool Shm::available() {
   check_mpi(MPI_Group_free(&plan_group), "MPI_Group_free", p.comm);
   check_mpi(MPI_Group_free(&world_group), "MPI_Group_free", p.comm);
 
-  where_ = exchange_records(p, on_node_, kTagWhere);
+  src_where_ = exchange_records(p, on_node_, kTagSrcWhere, Teller::senders);
+  dst_where_ = exchange_records(p, on_node_, kTagDstWhere, Teller::receivers);
   const size_t per = record_size(p.rp.ndim);
-  for (size_t i = 0; i < p.rp.receives.size(); ++i)
-    recv_blocks_.push_back(
-        blocks_used(where_[i].size() / per, [&](size_t k) { return where_[i][k * per]; }));
-  for (const PeerPlan& pp : p.rp.sends)
-    send_blocks_.push_back(blocks_used(pp.segments.size(), [&](size_t k) { return pp.segments[k].at.block; }));
-  header_in_.resize(p.rp.receives.size());
-  header_out_.resize(p.rp.sends.size());
-  for (size_t i = 0; i < header_in_.size(); ++i)
-    header_in_[i].resize(1 + kPerBlock * static_cast<size_t>(recv_blocks_[i]));
-  for (size_t i = 0; i < header_out_.size(); ++i)
-    header_out_[i].resize(1 + kPerBlock * static_cast<size_t>(send_blocks_[i]));
-  path_in_.assign(p.rp.receives.size(), kPathMessage);
-  pending_.assign(p.rp.receives.size(), 0);
+  const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
+  for (size_t i = 0; i < nr; ++i) {
+    const auto& segs = p.rp.receives[i].segments;
+    recv_src_blocks_.push_back(blocks_used(src_where_[i].size() / per, [&](size_t k) { return src_where_[i][k * per]; }));
+    recv_dst_blocks_.push_back(blocks_used(segs.size(), [&](size_t k) { return segs[k].at.block; }));
+  }
+  for (size_t i = 0; i < ns; ++i) {
+    const auto& segs = p.rp.sends[i].segments;
+    send_src_blocks_.push_back(blocks_used(segs.size(), [&](size_t k) { return segs[k].at.block; }));
+    send_dst_blocks_.push_back(blocks_used(dst_where_[i].size() / per, [&](size_t k) { return dst_where_[i][k * per]; }));
+  }
+  auto sized = [](const std::vector<std::int64_t>& nblocks) {
+    std::vector<std::vector<std::int64_t>> v(nblocks.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i].resize(1 + kPerBlock * static_cast<size_t>(nblocks[i]));
+    return v;
+  };
+  src_in_ = sized(recv_src_blocks_), dst_out_ = sized(recv_dst_blocks_);
+  src_out_ = sized(send_src_blocks_), dst_in_ = sized(send_dst_blocks_);
+  recv_path_.assign(nr, kMessage), send_path_.assign(ns, kMessage);
+  push_base_.resize(ns);
+  pending_.assign(nr, 0);
   return true;
 }
 
-// The sender's header for send peer i: the window path when every block the
-// peer reads lies in a window the peer is a member of, else the message path
-// (and then the peer's segments are packed and sent).
-void Shm::send_header(size_t i, const SrcBlocks& src, std::byte* sbuf) {
-  PlanCore& p = plan_;
-  const PeerPlan& pp = p.rp.sends[i];
-  const int peer_world = world_[static_cast<size_t>(pp.peer)];
-  auto& h = header_out_[i];
-  h[0] = kPathWindow;
-  for (std::int64_t b = 0; b < send_blocks_[i] && h[0] == kPathWindow; ++b) {
-    const index_t bytes = p.src_local->block_elements(b) * p.rp.elem_size;
+// Fills a header: whether blocks 0 .. nblocks-1 of this rank's storage (`map`)
+// all lie in windows `peer` can map, and where.
+bool Shm::header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer,
+                 std::vector<std::int64_t>& h) {
+  const int peer_world = world_[static_cast<size_t>(peer)];
+  h[0] = 1;
+  for (std::int64_t b = 0; b < nblocks; ++b) {
+    const index_t bytes = map.block_elements(b) * plan_.rp.elem_size;
     const std::vector<int>* members = nullptr;
-    const WindowRef ref = bytes > 0 ? find_window(src.ptr[static_cast<size_t>(b)], bytes, &members) : WindowRef{0, 0, 0};
-    if (bytes > 0 && (ref.owner < 0 || std::find(members->begin(), members->end(), peer_world) == members->end()))
-      h[0] = kPathMessage;
-    h[1 + kPerBlock * static_cast<size_t>(b)] = static_cast<std::int64_t>(ref.serial);
-    h[2 + kPerBlock * static_cast<size_t>(b)] = ref.owner;
-    h[3 + kPerBlock * static_cast<size_t>(b)] = ref.offset;
-    h[4 + kPerBlock * static_cast<size_t>(b)] = bytes;
+    WindowRef ref{0, 0, 0};
+    if (bytes > 0) {
+      ref = find_window(ptr[b], bytes, &members);
+      if (ref.owner < 0 || std::find(members->begin(), members->end(), peer_world) == members->end()) h[0] = 0;
+    }
+    std::int64_t* at = &h[1 + kPerBlock * static_cast<size_t>(b)];
+    at[0] = static_cast<std::int64_t>(ref.serial), at[1] = ref.owner, at[2] = ref.offset, at[3] = bytes;
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the source's stores before the header
-  sq_.emplace_back();
-  swhat_.push_back(cat("send to rank ", pp.peer));
-  check_mpi(MPI_Isend(h.data(), static_cast<int>(h.size()), MPI_INT64_T, pp.peer, kTagHeader, p.comm, &sq_.back()),
-            "MPI_Isend", p.comm, "send to", pp.peer);
-  if (h[0] == kPathWindow) {
-    sq_.emplace_back();
-    swhat_.push_back(cat("receive from rank ", pp.peer));
-    check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &sq_.back()), "MPI_Irecv", p.comm,
-              "receive from", pp.peer);
-    return;
-  }
-  pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
-  for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
-    sq_.emplace_back();
-    swhat_.push_back(cat("send to rank ", pp.peer));
-    check_mpi(MPI_Isend(sbuf + p.send_offset[i] + off,
-                        static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
-                        kTagData, p.comm, &sq_.back()),
-              "MPI_Isend", p.comm, "send to", pp.peer);
-  }
+  return h[0] == 1;
 }
 
-void Shm::post_data_receives(size_t i, std::byte* rbuf) {
-  PlanCore& p = plan_;
-  const PeerPlan& pp = p.rp.receives[i];
-  for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
-    rq_.emplace_back();
-    rwhat_.push_back({static_cast<int>(i), false});
-    ++pending_[i];
-    check_mpi(MPI_Irecv(rbuf + p.recv_offset[i] + off,
-                        static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
-                        kTagData, p.comm, &rq_.back()),
-              "MPI_Irecv", p.comm, "receive from", pp.peer);
+// The blocks a header names, mapped in this process.
+std::string Shm::resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer,
+                         std::vector<std::byte*>& base) {
+  base.assign(static_cast<size_t>(nblocks), nullptr);
+  for (std::int64_t b = 0; b < nblocks; ++b) {
+    const std::int64_t* at = &h[1 + kPerBlock * static_cast<size_t>(b)];
+    if (at[3] == 0) continue;
+    base[static_cast<size_t>(b)] = window_address({static_cast<std::uint64_t>(at[0]), at[1], at[2]}, at[3]);
+    if (!base[static_cast<size_t>(b)])
+      return cat("shm: rank ", peer, "'s block ", b, " is in a shared window this rank cannot map");
   }
+  return {};
+}
+
+// Push's rows, every local copy and every segment to a peer on the node, one
+// record per contiguous row, sorted by their place in this rank's source.
+void Shm::build_rows() {
+  PlanCore& p = plan_;
+  rows_built_ = true;
+  const index_t es = p.rp.elem_size;
+  const size_t per = record_size(p.rp.ndim);
+  index_t rows = 0, bytes = 0;
+  auto count = [&](const Coord& shape, index_t run, const std::array<index_t, 2>& c, const std::array<index_t, 2>& fstep,
+                   const std::array<index_t, 2>& tstep) {
+    const RunRows rr = run_rows(shape, run, c, fstep, tstep);
+    rows += rr.rows, bytes += rr.rows * rr.row * es;
+  };
+  for (const LocalCopy& c : p.rp.locals) count(c.shape, c.run, c.count, c.from_step, c.to_step);
+  for (size_t i = 0; i < p.rp.sends.size(); ++i)
+    if (on_node_[static_cast<size_t>(p.rp.sends[i].peer)])
+      for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
+        const Segment& s = p.rp.sends[i].segments[k];
+        const SenderView v = sender_view(&dst_where_[i][k * per], p.rp.ndim);
+        count(s.shape, run_both(s, &dst_where_[i][k * per]), s.count, s.step, v.step);
+      }
+  if (rows == 0 || rows > kMaxRows || bytes < rows * kSortRowsAbove) return;
+  // Offsets through walk_run on stand-in bases (never dereferenced).
+  const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);
+  auto* tbase = const_cast<std::byte*>(base);
+  rows_.reserve(static_cast<size_t>(rows));
+  auto add = [&](std::int64_t sb, std::int64_t db, std::int32_t target) {
+    return [&, sb, db, target](std::byte* t, index_t ts0, index_t ts1, const std::byte* f, index_t fs0, index_t fs1,
+                               index_t n0, index_t n1, index_t row) {
+      for (index_t j = 0; j < n1; ++j)
+        for (index_t i = 0; i < n0; ++i)
+          rows_.push_back({f - base + j * fs1 + i * fs0, t - base + j * ts1 + i * ts0, row, static_cast<std::int32_t>(sb),
+                           static_cast<std::int32_t>(db), target});
+    };
+  };
+  for (const LocalCopy& c : p.rp.locals)
+    walk_run(c.shape, c.run, es, c.count, base + c.from.offset * es, c.from.strides, c.from_step,
+             tbase + c.to.offset * es, c.to.strides, c.to_step, add(c.from.block, c.to.block, -1));
+  for (size_t i = 0; i < p.rp.sends.size(); ++i)
+    if (on_node_[static_cast<size_t>(p.rp.sends[i].peer)])
+      for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
+        const Segment& s = p.rp.sends[i].segments[k];
+        const std::int64_t* w = &dst_where_[i][k * per];
+        const SenderView v = sender_view(w, p.rp.ndim);
+        walk_run(s.shape, run_both(s, w), es, s.count, base + s.at.offset * es, s.at.strides, s.step,
+                 tbase + v.offset * es, v.strides, v.step, add(s.at.block, v.block, static_cast<std::int32_t>(i)));
+      }
+  std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
+    return a.src_block != b.src_block ? a.src_block < b.src_block : a.src_off < b.src_off;
+  });
+  // Rows adjacent in the source and in one target block merge (tiles of 100
+  // rows into tiles of 300: one row of 300).
+  size_t m = 0;
+  for (size_t k = 0; k < rows_.size(); ++k) {
+    Row& last = rows_[m > 0 ? m - 1 : 0];
+    const Row& r = rows_[k];
+    if (m > 0 && r.src_block == last.src_block && r.src_off == last.src_off + last.bytes && r.target == last.target &&
+        r.dst_block == last.dst_block && r.dst_off == last.dst_off + last.bytes)
+      last.bytes += r.bytes;
+    else
+      rows_[m++] = r;
+  }
+  rows_.resize(m);
+  rows_.shrink_to_fit();
+  rows_sorted_ = true;
+}
+
+// This rank writes the targets of its push peers (and its own) from its source.
+std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
+  PlanCore& p = plan_;
+  const index_t es = p.rp.elem_size;
+  std::string err;
+  for (size_t i = 0; i < p.rp.sends.size() && err.empty(); ++i)
+    if (send_path_[i] == kPush) err = resolve(dst_in_[i], send_dst_blocks_[i], p.rp.sends[i].peer, push_base_[i]);
+  if (!err.empty()) return err;
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the headers before the targets' stores
+  if (!rows_built_) build_rows();
+  const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
+  if (rows_sorted_) {
+    for (const Row& r : rows_) {
+      std::byte* to;
+      if (r.target < 0) to = static_cast<std::byte*>(dst.ptr[static_cast<size_t>(r.dst_block)]);
+      else if (send_path_[static_cast<size_t>(r.target)] == kPush) to = push_base_[static_cast<size_t>(r.target)][static_cast<size_t>(r.dst_block)];
+      else continue;
+      copy_row(to + r.dst_off, static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r.src_block)]) + r.src_off,
+               static_cast<size_t>(r.bytes), stream);
+    }
+  } else {  // segment by segment (short rows, or many)
+    copy_locals(p, src, dst);
+    const size_t per = record_size(p.rp.ndim);
+    for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+      if (send_path_[i] != kPush) continue;
+      for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
+        const Segment& s = p.rp.sends[i].segments[k];
+        const std::int64_t* w = &dst_where_[i][k * per];
+        const SenderView v = sender_view(w, p.rp.ndim);
+        copy_run(s.shape, run_both(s, w), es, s.count, src.at(s.at, es), s.at.strides, s.step,
+                 push_base_[i][static_cast<size_t>(v.block)] + v.offset * es, v.strides, v.step, stream);
+      }
+    }
+  }
+  if (stream) stream_fence();
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the targets' stores before "done"
+  return {};
 }
 
 // Copies receive peer i's segments from its source blocks, mapped here.
-std::string Shm::copy_from_window(size_t i, const DstBlocks& dst) {
+std::string Shm::pull(size_t i, const DstBlocks& dst) {
   PlanCore& p = plan_;
   const PeerPlan& pp = p.rp.receives[i];
   const index_t es = p.rp.elem_size;
-  const auto& h = header_in_[i];
-  std::vector<const std::byte*> base(static_cast<size_t>(recv_blocks_[i]), nullptr);
+  std::vector<std::byte*> base;
+  if (std::string err = resolve(src_in_[i], recv_src_blocks_[i], pp.peer, base); !err.empty()) return err;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the header before the source's loads
   const size_t per = record_size(p.rp.ndim);
   const bool stream = stream_for(p.rp.stats.bytes_received);
   const Arithmetic* a = arithmetic_of(p);
   for (size_t k = 0; k < pp.segments.size(); ++k) {
     const Segment& s = pp.segments[k];
-    const std::int64_t* w = &where_[i][k * per];
+    const std::int64_t* w = &src_where_[i][k * per];
     const SenderView v = sender_view(w, p.rp.ndim);
-    const auto b = static_cast<size_t>(v.block);
-    if (!base[b]) {
-      // The whole block must lie in the member's part of the window, as mapped here.
-      const WindowRef ref{static_cast<std::uint64_t>(h[1 + kPerBlock * b]), h[2 + kPerBlock * b], h[3 + kPerBlock * b]};
-      base[b] = window_address(ref, h[4 + kPerBlock * b]);
-      if (!base[b])
-        return cat("shm: rank ", pp.peer, "'s source block ", b, " is in a shared window this rank cannot map");
-    }
-    const std::byte* from = base[b] + v.offset * es;
-    const index_t run = run_both(s, w);
+    const std::byte* from = base[static_cast<size_t>(v.block)] + v.offset * es;
     if (a)
-      axpby_run(*a, s.shape, run, es, s.count, from, v.strides, v.step, dst.at(s.at, es), s.at.strides, s.step);
+      axpby_run(*a, s.shape, run_both(s, w), es, s.count, from, v.strides, v.step, dst.at(s.at, es), s.at.strides,
+                s.step);
     else
-      copy_run(s.shape, run, es, s.count, from, v.strides, v.step, dst.at(s.at, es), s.at.strides, s.step, stream);
+      copy_run(s.shape, run_both(s, w), es, s.count, from, v.strides, v.step, dst.at(s.at, es), s.at.strides, s.step,
+               stream);
   }
   if (stream) stream_fence();
   return {};
 }
 
+void Shm::send_message(size_t i, const SrcBlocks& src) {
+  PlanCore& p = plan_;
+  const PeerPlan& pp = p.rp.sends[i];
+  if (!sbuf_) sbuf_ = p.send_scratch();
+  pack_peer(p, static_cast<int>(i), src, sbuf_ + p.send_offset[i]);
+  for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
+    sq_.emplace_back();
+    swhat_.push_back(cat("send to rank ", pp.peer));
+    check_mpi(MPI_Isend(sbuf_ + p.send_offset[i] + off,
+                        static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
+                        kTagData, p.comm, &sq_.back()),
+              "MPI_Isend", p.comm, "send to", pp.peer);
+  }
+}
+
+void Shm::receive_message(size_t i) {
+  PlanCore& p = plan_;
+  const PeerPlan& pp = p.rp.receives[i];
+  if (!rbuf_) rbuf_ = p.recv_scratch();
+  for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
+    rq_.emplace_back();
+    rpeer_.push_back(static_cast<int>(i));
+    ++pending_[i];
+    check_mpi(MPI_Irecv(rbuf_ + p.recv_offset[i] + off,
+                        static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
+                        kTagData, p.comm, &rq_.back()),
+              "MPI_Irecv", p.comm, "receive from", pp.peer);
+  }
+}
+
 void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   PlanCore& p = plan_;
-  std::byte* rbuf = p.recv_scratch();
-  std::byte* sbuf = p.send_scratch();
-  rq_.clear(), rwhat_.clear(), sq_.clear(), swhat_.clear();
+  const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
+  rq_.clear(), rpeer_.clear(), sq_.clear(), swhat_.clear();
+  rbuf_ = sbuf_ = nullptr;  // the scratch buffers only for messages, fetched per run
   std::fill(pending_.begin(), pending_.end(), 0);
-  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+  auto on_node = [&](int peer) { return on_node_[static_cast<size_t>(peer)] != 0; };
+  auto post = [&](int rc, const char* call, const char* role, int peer) {
+    check_mpi(rc, call, p.comm, role, peer);
+    swhat_.push_back(cat(role, " rank ", peer));
+  };
+  // 1. Headers both ways with the peers on the node (sources and targets ready);
+  // messages with the others.
+  for (size_t i = 0; i < nr; ++i) {
     const int peer = p.rp.receives[i].peer;
-    if (!on_node_[static_cast<size_t>(peer)]) {
-      path_in_[i] = kPathMessage;
-      post_data_receives(i, rbuf);
+    if (!on_node(peer)) {
+      recv_path_[i] = kMessage;
+      receive_message(i);
       continue;
     }
-    rq_.emplace_back();
-    rwhat_.push_back({static_cast<int>(i), true});
-    check_mpi(MPI_Irecv(header_in_[i].data(), static_cast<int>(header_in_[i].size()), MPI_INT64_T, peer, kTagHeader,
-                        p.comm, &rq_.back()),
-              "MPI_Irecv", p.comm, "receive from", peer);
+    header(reinterpret_cast<const void* const*>(dst.ptr.data()), *p.dst_local, recv_dst_blocks_[i], peer, dst_out_[i]);
+    sq_.emplace_back();
+    post(MPI_Isend(dst_out_[i].data(), static_cast<int>(dst_out_[i].size()), MPI_INT64_T, peer, kTagTarget, p.comm,
+                   &sq_.back()), "MPI_Isend", "send to", peer);
+    sq_.emplace_back();
+    post(MPI_Irecv(src_in_[i].data(), static_cast<int>(src_in_[i].size()), MPI_INT64_T, peer, kTagSource, p.comm,
+                   &sq_.back()), "MPI_Irecv", "receive from", peer);
   }
-  for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-    const PeerPlan& pp = p.rp.sends[i];
-    if (on_node_[static_cast<size_t>(pp.peer)]) {
-      send_header(i, src, sbuf);
+  for (size_t i = 0; i < ns; ++i) {
+    const int peer = p.rp.sends[i].peer;
+    if (!on_node(peer)) {
+      send_path_[i] = kMessage;
+      send_message(i, src);
       continue;
     }
-    pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
-    for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
+    header(src.ptr.data(), *p.src_local, send_src_blocks_[i], peer, src_out_[i]);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the source's stores before the header
+    sq_.emplace_back();
+    post(MPI_Isend(src_out_[i].data(), static_cast<int>(src_out_[i].size()), MPI_INT64_T, peer, kTagSource, p.comm,
+                   &sq_.back()), "MPI_Isend", "send to", peer);
+    sq_.emplace_back();
+    post(MPI_Irecv(dst_in_[i].data(), static_cast<int>(dst_in_[i].size()), MPI_INT64_T, peer, kTagTarget, p.comm,
+                   &sq_.back()), "MPI_Irecv", "receive from", peer);
+  }
+  status_.resize(sq_.size());
+  check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
+             status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
+  sq_.clear(), swhat_.clear();
+  // 2. Each pair's path, the same on both sides (both headers known to both);
+  // the "done" each side waits for.
+  for (size_t i = 0; i < nr; ++i) {
+    if (!on_node(p.rp.receives[i].peer)) continue;
+    recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0]);
+    if (recv_path_[i] == kMessage) receive_message(i);
+    if (recv_path_[i] == kPush) {
       sq_.emplace_back();
-      swhat_.push_back(cat("send to rank ", pp.peer));
-      check_mpi(MPI_Isend(sbuf + p.send_offset[i] + off,
-                          static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
-                          kTagData, p.comm, &sq_.back()),
-                "MPI_Isend", p.comm, "send to", pp.peer);
+      post(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Irecv",
+           "receive from", p.rp.receives[i].peer);
     }
   }
-  copy_locals(p, src, dst);
-  // Until every receive completed: headers start a window copy (then "done") or
-  // the data receives of the message path; data is unpacked when a peer's last
-  // chunk arrives. Requests are added between waits, never during one.
+  bool any_push = false;
+  for (size_t i = 0; i < ns; ++i) {
+    if (!on_node(p.rp.sends[i].peer)) continue;
+    send_path_[i] = decide(src_out_[i][0], dst_in_[i][0]);
+    any_push = any_push || send_path_[i] == kPush;
+    if (send_path_[i] == kMessage) send_message(i, src);
+    if (send_path_[i] == kPull) {
+      sq_.emplace_back();
+      post(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Irecv",
+           "receive from", p.rp.sends[i].peer);
+    }
+  }
+  // 3. The copies: push (with the local pieces, in source order), pull; "done"
+  // after each. A failed mapping still sends "done" (no hang) and is agreed below.
   std::string err;
-  std::vector<MPI_Request> done;  // "done" notices to senders read through a window
-  std::vector<int> done_peer;
-  for (;;) {
+  if (any_push) err = push(src, dst);
+  else copy_locals(p, src, dst);
+  for (size_t i = 0; i < ns; ++i)
+    if (send_path_[i] == kPush) {
+      sq_.emplace_back();
+      post(MPI_Isend(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Isend", "send to",
+           p.rp.sends[i].peer);
+    }
+  for (size_t i = 0; i < nr; ++i)
+    if (recv_path_[i] == kPull) {
+      if (err.empty()) err = pull(i, dst);
+      sq_.emplace_back();
+      post(MPI_Isend(nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Isend",
+           "send to", p.rp.receives[i].peer);
+    }
+  // 4. Messages, unpacked as each peer's last chunk arrives; then every "done"
+  // (my target written, my source read) and my sends.
+  for (size_t left = rq_.size(); left > 0;) {
     int count = 0;
     index_.resize(rq_.size());
     status_.resize(rq_.size());
     check_wait(MPI_Waitsome(static_cast<int>(rq_.size()), rq_.data(), &count, index_.data(), status_.data()),
                "MPI_Waitsome", p.comm, status_.data(), count, index_.data(), [&](int k) {
-                 return cat("receive from rank ", p.rp.receives[static_cast<size_t>(rwhat_[static_cast<size_t>(k)].peer_index)].peer);
+                 return cat("receive from rank ", p.rp.receives[static_cast<size_t>(rpeer_[static_cast<size_t>(k)])].peer);
                });
-    if (count == MPI_UNDEFINED) break;
     for (int j = 0; j < count; ++j) {
-      const Request r = rwhat_[static_cast<size_t>(index_[static_cast<size_t>(j)])];
-      const auto i = static_cast<size_t>(r.peer_index);
-      const int peer = p.rp.receives[i].peer;
-      if (r.header) {
-        path_in_[i] = header_in_[i][0];
-        if (path_in_[i] == kPathMessage) {
-          post_data_receives(i, rbuf);
-          if (pending_[i] == 0) unpack_peer(p, r.peer_index, rbuf + p.recv_offset[i], dst);  // nothing to receive
-          continue;
-        }
-        if (err.empty()) err = copy_from_window(i, dst);
-        done.emplace_back();
-        done_peer.push_back(peer);
-        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer, kTagDone, p.comm, &done.back()), "MPI_Isend", p.comm,
-                  "send to", peer);
-      } else if (--pending_[i] == 0) {
-        unpack_peer(p, r.peer_index, rbuf + p.recv_offset[i], dst);
-      }
+      const int i = rpeer_[static_cast<size_t>(index_[static_cast<size_t>(j)])];
+      if (--pending_[static_cast<size_t>(i)] == 0) unpack_peer(p, i, rbuf_ + p.recv_offset[static_cast<size_t>(i)], dst);
     }
+    left -= static_cast<size_t>(count);
   }
-  // My readers must be done before my source may change; my sends must complete.
-  status_.resize(std::max(sq_.size(), done.size()));
+  status_.resize(sq_.size());
   check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
              status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
-  check_wait(MPI_Waitall(static_cast<int>(done.size()), done.data(), status_.data()), "MPI_Waitall", p.comm,
-             status_.data(), static_cast<int>(done.size()), nullptr,
-             [&](int k) { return cat("send to rank ", done_peer[static_cast<size_t>(k)]); });
-  // What each peer's data took, for Plan::describe("shm").
-  index_t window = 0, message = 0, off_node = 0;
-  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
-    const index_t b = p.rp.receives[i].bytes;
-    if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b;
-    else if (path_in_[i] == kPathWindow) window += b;
-    else message += b;
-  }
-  report_ = cat("received ", window, " bytes through shared windows (one copy), ", message,
-                " bytes by messages from ranks on this node whose source is not in a window it can map, ",
-                off_node, " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally");
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // "done" before the target's loads
+  report();
   agree(p.comm, err);  // a failed mapping is reported on every rank
 }
 
-// Assumes every peer is on the node with its source in a window (the model
-// cannot know where execute's buffers will live): T_memcpy = local copies + each
-// received segment copied once from the sender's memory; T_comm = 2 t_m per peer
-// (header, done).
+// What each peer's data took, for Plan::describe("shm").
+void Shm::report() {
+  const PlanCore& p = plan_;
+  index_t pushed = 0, pulled = 0, message = 0, off_node = 0;
+  for (size_t i = 0; i < p.rp.receives.size(); ++i) {
+    const index_t b = p.rp.receives[i].bytes;
+    if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b;
+    else if (recv_path_[i] == kPush) pushed += b;
+    else if (recv_path_[i] == kPull) pulled += b;
+    else message += b;
+  }
+  report_ = cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
+                " written by their senders, ", pulled, " read by this rank), ", message,
+                " bytes by messages from ranks on this node whose memory is not in windows they can map, ", off_node,
+                " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
+                rows_sorted_ ? " (push walked the source in storage order)" : "");
+}
+
+// Assumes every peer is on the node with its storage in windows (the model
+// cannot know where execute's buffers will live; `suits` checks them for auto):
+// T_memcpy = local copies + each sent segment copied once into its target;
+// T_comm = 2 t_m per peer (headers, done).
 Prediction predict(const RankPlan& rp, const Machine& m) {
   const Rates rt = rates(rp, m, false);
   Prediction pr;
   pr.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
-  pr.memcpy = local_copy_time(rp, rt) + pack_time(rp.receives, rp.elem_size, rt);
+  pr.memcpy = local_copy_time(rp, rt) + pack_time(rp.sends, rp.elem_size, rt);
   return pr;
 }
 
-// auto's condition for the model above: every source block in a shared window.
+// auto's condition for the model above: every source block in a shared window
+// (the window's members decide at execute whether each pair pushes or pulls).
 bool suits(const PlanCore& p, const SrcBlocks& src) {
   for (index_t b = 0; b < p.src_local->nblocks(); ++b) {
     const index_t bytes = p.src_local->block_elements(b) * p.rp.elem_size;
@@ -321,7 +508,7 @@ bool suits(const PlanCore& p, const SrcBlocks& src) {
 
 StrategyEntry shm_strategy() {
   StrategyEntry e = entry<Shm>(
-      "shm", "ranks on one node copy their segments straight from the sender's shared window (one copy); messages otherwise",
+      "shm", "ranks on one node copy each remote byte once, through shared windows (push or pull); messages otherwise",
       predict);
   e.arithmetic = true;
   e.suits = suits;
