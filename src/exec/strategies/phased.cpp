@@ -148,38 +148,17 @@ class Phased final : public Strategy {
   // pointers change. Per round: receive posted, send, wait.
   void run_datatypes(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
-    const index_t es = p.rp.elem_size;
-    const bool same = !src_key_.empty() &&
-                      std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
-                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
-    if (!same) {
-      types_.reset();
-      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
-        for (const PeerPlan& pp : peers) {
-          std::vector<MPI_Datatype> t;
-          std::vector<MPI_Aint> a;
-          for (const Segment& s : pp.segments) {
-            t.push_back(run_type(s, es));
-            a.push_back(address_of(at(s.at)));
-          }
-          out.push_back(struct_of(t, a));
-        }
-      };
-      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
-      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
-      src_key_.assign(src.ptr.begin(), src.ptr.end());
-      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
-    }
+    const PeerTypes& types = types_.get(p, src, dst);
     copy_locals(p, src, dst);
     for (size_t c = 0; c < rounds_.send.size(); ++c) {
       const int si = rounds_.send[c], ri = rounds_.recv[c];
       int n = 0;
       if (ri >= 0)
-        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types_.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
+        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
                   "MPI_Irecv", p.comm, "receive from", p.rp.receives[ri].peer);
       const int nrecv = n;
       if (si >= 0)
-        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types_.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
+        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
                   "MPI_Isend", p.comm, "send to", p.rp.sends[si].peer);
       check_wait(MPI_Waitall(n, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), n, nullptr,
                  [&](int i) {
@@ -247,9 +226,7 @@ class Phased final : public Strategy {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
-  PeerTypes types_;  // phased_dt: one per peer and direction, for the block pointers last seen
-  std::vector<const void*> src_key_;
-  std::vector<void*> dst_key_;
+  PeerTypesAt types_;  // phased_dt: one per peer and direction, for the block pointers last seen
 };
 
 // Messages of one side, largest first.
