@@ -33,11 +33,9 @@ constexpr int kTag = 11;  // one tag: each pair of ranks exchanges in one round 
 enum class Variant { synchronized, sendrecv, unsynchronized, datatypes };
 
 // This rank's part of the rounds: in round c it sends rp.sends[send[c]] and
-// receives rp.receives[recv[c]] (-1: nothing). `paper`: the rounds are the
-// paper's optimal schedule (schedule::paper_rounds), not an edge colouring.
+// receives rp.receives[recv[c]] (-1: nothing).
 struct Rounds {
   std::vector<int> send, recv;
-  bool paper = false;
 };
 
 int peer_index(const std::vector<PeerPlan>& peers, int peer) {
@@ -48,7 +46,7 @@ int peer_index(const std::vector<PeerPlan>& peers, int peer) {
 // This rank's part of the paper's phases; false when a message of the plan is
 // in none of them or in two (not expected: paper_rounds covers every pair once).
 bool paper_part(const PlanCore& p, const schedule::PairPhases& phases, Rounds& rd) {
-  rd = Rounds{std::vector<int>(phases.size(), -1), std::vector<int>(phases.size(), -1), true};
+  rd = Rounds{std::vector<int>(phases.size(), -1), std::vector<int>(phases.size(), -1)};
   std::vector<char> sent(p.rp.sends.size(), 0), received(p.rp.receives.size(), 0);
   for (size_t k = 0; k < phases.size(); ++k)
     for (auto [a, b] : phases[k]) {
