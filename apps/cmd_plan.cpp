@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -44,7 +45,12 @@ options:
 Always printed: each strategy's buffers beyond source and target (max over the
 planned ranks), and the rounds of `phased` (an edge colouring of the
 sender/receiver graph: in each round a rank sends at most one message and
-receives at most one) with the largest round's volume.
+receives at most one) with the largest round's volume. When the layouts are
+paper 001's case (1-D block-cyclic r -> K*r or K*r -> r, 2 <= K <= P: `phased`
+then runs the paper's optimal schedule), its Fig. 13 variants (synchronized
+simple, random and optimal, sendrecv, unsynchronized): rounds, most messages a
+rank receives in one round, largest volume received in one round, and with a
+calibration the model's time (docs/strategies.md, "phased").
   --help            this text
 
 With a greedy or balanced placement as DST (docs/spec.md), also the placement's
@@ -54,6 +60,69 @@ example:
   redist plan "65536x65536 tile=512x512 block_cyclic grid=64x64" \
               "65536x65536 tile=384x384 block_cyclic grid=32x128" --ranks 4096
 )";
+
+// Paper 001's Fig. 13 variants on a plan that is its case (schedule::paper_rounds):
+// per variant its rounds, the busiest rank's most messages received in one round
+// (contention: 1 is contention free), the largest volume a rank receives in one
+// round, and with a machine the model's time: a rank's messages of a round go
+// one after another (Machine::net_time each, its receives or its sends, whichever
+// take longer), a synchronized round lasts as its busiest rank plus one startup
+// (the wait for the partner); unsynchronized is one round of every message.
+void print_paper_variants(const Layout& src, const Layout& dst, int P, const std::vector<std::pair<int, int>>& edges,
+                          const std::vector<long long>& edge_bytes, const Machine* m) {
+  const index_t r1 = src.partition(0).tile(), r2 = dst.partition(0).tile();
+  const int K = static_cast<int>(std::max(r1, r2) / std::min(r1, r2));
+  std::map<std::pair<int, int>, long long> bytes;
+  for (size_t i = 0; i < edges.size(); ++i) bytes[edges[i]] = edge_bytes[i];
+  auto of = [&](const schedule::Move& mv) {
+    const auto it = bytes.find({mv.src_rank, mv.dst_rank});
+    return mv.src_rank == mv.dst_rank || it == bytes.end() ? 0LL : it->second;
+  };
+  std::printf("\npaper 001  the paper's case: block size %lld -> %lld, K = %d on P = %d (Fig. 13 variants%s)\n",
+              (long long)r1, (long long)r2, K, P, m ? "; model: docs/strategies.md, \"phased\"" : "");
+  std::printf("  %-22s %6s %16s %18s %12s\n", "variant", "rounds", "max msgs in/round", "largest round in", m ? "model" : "");
+  auto row = [&](const char* name, const schedule::Schedule& s, bool sync) {
+    int most = 0;
+    long long largest = 0;
+    double t = 0;
+    std::vector<long long> in(static_cast<size_t>(P)), total_in(static_cast<size_t>(P));
+    std::vector<double> tin(static_cast<size_t>(P)), tout(static_cast<size_t>(P)), all_in(static_cast<size_t>(P)),
+        all_out(static_cast<size_t>(P));
+    std::vector<int> msgs(static_cast<size_t>(P)), all_msgs(static_cast<size_t>(P));
+    for (const schedule::Phase& ph : s) {
+      std::fill(in.begin(), in.end(), 0), std::fill(msgs.begin(), msgs.end(), 0);
+      std::fill(tin.begin(), tin.end(), 0.0), std::fill(tout.begin(), tout.end(), 0.0);
+      // A pair with several blocks of a superblock (P < K) moves them all in its first phase.
+      for (const schedule::Move& mv : ph)
+        if (const long long b = of(mv); b > 0) {
+          const double tm = m ? m->net_time(double(b)) : 0.0;
+          in[mv.dst_rank] += b, ++msgs[mv.dst_rank], tin[mv.dst_rank] += tm, tout[mv.src_rank] += tm;
+          bytes[{mv.src_rank, mv.dst_rank}] = -b;  // taken
+        }
+      double round = 0;
+      for (int q = 0; q < P; ++q) {
+        total_in[q] += in[q], all_msgs[q] += msgs[q], all_in[q] += tin[q], all_out[q] += tout[q];
+        if (sync) most = std::max(most, msgs[q]), largest = std::max(largest, in[q]);
+        round = std::max({round, tin[q], tout[q]});
+      }
+      if (m && sync) t += round + m->startup;
+    }
+    for (auto& [k, v] : bytes) v = std::abs(v);  // untaken again, for the next variant
+    if (!sync)  // one round: every message in flight at once
+      for (int q = 0; q < P; ++q)
+        most = std::max(most, all_msgs[q]), largest = std::max(largest, total_in[q]),
+        t = std::max({t, all_in[q], all_out[q]});
+    std::printf("  %-22s %6zu %16d %18s %12s\n", name, sync ? s.size() : size_t{1}, most,
+                human_bytes(double(largest)).c_str(), m ? human_time(t).c_str() : "");
+  };
+  const bool shrink = r1 > r2;
+  auto dir = [&](schedule::Schedule s) { return shrink ? schedule::reverse(s) : s; };
+  row("synchronized simple", dir(schedule::expand_simple(P, K)), true);
+  row("synchronized random", dir(schedule::expand_random(P, K, 1)), true);
+  row("synchronized optimal", dir(schedule::expand_optimal(P, K)), true);
+  row("sendrecv (optimal)", dir(schedule::expand_optimal(P, K)), true);
+  row("unsynchronized", dir(schedule::expand_optimal(P, K)), false);
+}
 
 struct Pair {
   long long bytes;
@@ -199,6 +268,8 @@ int cmd_plan(int argc, char** argv) {
       std::printf("phased    %d rounds (the most peers of a rank); largest round %s in all, its largest message %s\n",
                   rounds, rounds ? human_bytes(double(vol[r])).c_str() : "0 B",
                   rounds ? human_bytes(double(big[r])).c_str() : "0 B");
+      if (!schedule::paper_rounds(pb.src, pb.dst, pb.region, P).empty())
+        print_paper_variants(pb.src, pb.dst, P, edges, edge_bytes, predict_times ? &machine : nullptr);
     }
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);

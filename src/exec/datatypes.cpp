@@ -1,5 +1,6 @@
 #include "exec/datatypes.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "mpi/agree.hpp"
@@ -94,6 +95,31 @@ void AlltoallwCall::run(const PlanCore& p, const std::vector<MPI_Datatype>& send
   check_mpi(MPI_Alltoallw(MPI_BOTTOM, sc_.data(), zero_.data(), st_.data(), MPI_BOTTOM, rc_.data(), zero_.data(),
                           rt_.data(), p.comm),
             "MPI_Alltoallw", p.comm);
+}
+
+const PeerTypes& PeerTypesAt::get(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
+  const bool same = !src_key_.empty() &&
+                    std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
+                    std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
+  if (same) return types_;
+  types_.reset();
+  const index_t es = p.rp.elem_size;
+  auto build = [es](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
+    for (const PeerPlan& pp : peers) {
+      std::vector<MPI_Datatype> t;
+      std::vector<MPI_Aint> a;
+      for (const Segment& s : pp.segments) {
+        t.push_back(run_type(s, es));
+        a.push_back(address_of(at(s.at)));
+      }
+      out.push_back(struct_of(t, a));
+    }
+  };
+  build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
+  build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
+  src_key_.assign(src.ptr.begin(), src.ptr.end());
+  dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
+  return types_;
 }
 
 PeerTypes::~PeerTypes() { reset(); }

@@ -46,4 +46,18 @@ struct PeerTypes {
   void reset();
 };
 
+// The per-peer struct types of a plan (one per send peer and one per receive
+// peer: the run types of its segments at their absolute addresses, for
+// MPI_BOTTOM), rebuilt only when the block pointers differ from the last call's.
+// Used by alltoallw and phased_dt.
+class PeerTypesAt {
+ public:
+  const PeerTypes& get(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
+
+ private:
+  PeerTypes types_;
+  std::vector<const void*> src_key_;
+  std::vector<void*> dst_key_;
+};
+
 }  // namespace redist::detail

@@ -9,24 +9,30 @@
 //            in place: a min-cost flow solved by successive shortest paths
 //            (Ahuja, Magnanti, Orlin, "Network Flows", ch. 9) started from the
 //            greedy assignment, which is a min-cost pseudoflow (every move from
-//            it costs >= 0). Nodes are the ranks, a hub H and a sink T:
-//              a -> b  move one patch p from a to b, cost ov(p,a) - ov(p,b),
-//                      kept per pair as the cheapest patch (b among p's parts);
-//              a -> H -> b  move a's cheapest patch to any rank, cost ov(p,a);
+//            it costs >= 0). Patches with equal parts are interchangeable: the
+//            flow moves counts of patch classes (PatchParts::class_of; 32,768
+//            classes for 6.6 million patches at 6000^3 / 32^3 on 16^3 ranks).
+//            Nodes are the ranks, a hub H and a sink T:
+//              a -> b  move one patch of class c from a to b, cost ov(c,a) - ov(c,b),
+//                      kept per pair as the cheapest class (b among c's parts);
+//              a -> H -> b  move a patch of class c to any rank, cost ov(c,a);
 //              a -> T  a takes one of the n mod R "f+1" slots, T -> a gives it back.
-//            A rank's excess is load - f - slot; units move along shortest paths
-//            from the ranks with excess to the nearest ranks (or T) with a deficit,
-//            in phases (primal-dual): Dijkstra on reduced costs (node potentials)
-//            up to the nearest deficit, then every path of zero reduced cost
-//            found depth-first.
+//            A rank's excess is load - f - slot; patches move along shortest
+//            paths from the ranks with excess to ranks (or T) with a deficit, as
+//            many at once as the path's classes, excess and deficit allow, in
+//            phases (primal-dual): Dijkstra on reduced costs (node potentials)
+//            until every deficit is reached, then every path of zero reduced
+//            cost found depth-first.
 //            When no excess is left every load is f or f+1 and the flow is min-cost.
-//            tests/unit/test_placement.cpp checks optimality by brute force.
+//            tests/unit/test_placement.cpp checks optimality by brute force and
+//            against an independent min-cost flow on the patch x rank network.
 // Pure, no MPI: every rank computes the same table from the spec.
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <queue>
 #include <limits>
+#include <map>
 
 #include "layout/placement.hpp"
 
@@ -55,6 +61,7 @@ class PatchParts {
     n_ = src.ndim();
     bc_ = src.ownership().per_dimension();
     snt_ = src.ntiles();
+    nsig_ = Coord(n_);
     for (int d = 0; d < n_; ++d) {
       const DimPartition& sp = src.partition(d);
       const DimPartition& pp = patches[d];
@@ -75,7 +82,40 @@ class PatchParts {
           }
         start.push_back(static_cast<index_t>(items.size()));
       }
+      // Signatures: intervals with equal item lists (keys and lengths) get one id.
+      std::map<std::vector<Item>, index_t> seen;
+      sig_[d].resize(static_cast<size_t>(pp.ntiles()));
+      for (index_t t = 0; t < pp.ntiles(); ++t) {
+        std::vector<Item> key(items.begin() + start[t], items.begin() + start[t + 1]);
+        const auto ins = seen.emplace(std::move(key), static_cast<index_t>(rep_[d].size()));
+        if (ins.second) rep_[d].push_back(t), mult_[d].push_back(0);
+        sig_[d][t] = ins.first->second;
+        ++mult_[d][ins.first->second];
+      }
+      nsig_[d] = static_cast<index_t>(rep_[d].size());
     }
+  }
+
+  // Patch classes. Two patches whose intervals have equal item lists in every
+  // dimension have equal parts; a class is such a tuple of per-dimension
+  // signatures (column-major). There are at most as many classes as patches,
+  // and on a regular patch grid over even blocks a few per rank.
+  const Coord& nclasses() const { return nsig_; }
+  index_t class_of(const Coord& t) const {
+    index_t c = 0;
+    for (int d = n_ - 1; d >= 0; --d) c = c * nsig_[d] + sig_[d][t[d]];
+    return c;
+  }
+  // A patch of the class with signature tuple s, and the number of its patches.
+  Coord representative(const Coord& s) const {
+    Coord t(n_);
+    for (int d = 0; d < n_; ++d) t[d] = rep_[d][s[d]];
+    return t;
+  }
+  index_t count(const Coord& s) const {
+    index_t c = 1;
+    for (int d = 0; d < n_; ++d) c *= mult_[d][s[d]];
+    return c;
   }
 
   // Parts of patch `t` (ranks ascending, each once).
@@ -112,24 +152,18 @@ class PatchParts {
  private:
   struct Item {
     index_t key, len;
+    bool operator<(const Item& o) const { return key != o.key ? key < o.key : len < o.len; }
   };
   const Layout& src_;
   int n_ = 0;
   bool bc_ = false;
-  Coord snt_;
+  Coord snt_, nsig_;
   std::array<std::vector<index_t>, kMaxDims> start_;
   std::array<std::vector<Item>, kMaxDims> items_;
+  std::array<std::vector<index_t>, kMaxDims> sig_;   // per patch interval: its signature
+  std::array<std::vector<index_t>, kMaxDims> rep_;   // per signature: its first interval
+  std::array<std::vector<index_t>, kMaxDims> mult_;  // per signature: its intervals
 };
-
-// Largest part, ties to the lowest rank (parts are in ascending rank order);
-// rank 0 for an empty patch.
-int largest(const std::vector<Part>& parts) {
-  int best = parts.empty() ? 0 : parts[0].rank;
-  index_t vol = -1;
-  for (const Part& p : parts)
-    if (p.volume > vol) vol = p.volume, best = p.rank;
-  return best;
-}
 
 // Calls f(linear patch index, patch coordinate) in column-major order.
 template <class F>
@@ -155,127 +189,215 @@ void check_ranks(const std::vector<Part>& parts, int R, const Layout& src) {
       fail("placement source layout ", src.spec(), " gives an element to rank ", p.rank, ", outside [0, ", R, ")");
 }
 
-// The balanced assignment: successive shortest paths from the greedy one (header).
-// The cheapest patch of each arc comes from a heap with lazy deletion (an entry
-// is stale when its patch has left the rank), so a move costs O(parts log n).
+// The parts of every patch class (PatchParts::nclasses), flattened: class c's
+// parts are parts[start[c] .. start[c+1]), its patches count[c].
+struct Classes {
+  std::vector<index_t> start{0};
+  std::vector<Part> parts;
+  std::vector<index_t> count;
+
+  index_t size() const { return static_cast<index_t>(count.size()); }
+  index_t ov(index_t c, int r) const {  // elements of a class-c patch on rank r
+    for (index_t i = start[c]; i < start[c + 1]; ++i)
+      if (parts[i].rank == r) return parts[i].volume;
+    return 0;
+  }
+};
+
+Classes classes_of(const PatchParts& pp, int R, const Layout& src) {
+  Classes k;
+  std::vector<Part> tmp;
+  for_each_patch(pp.nclasses(), [&](index_t, const Coord& s) {
+    pp.of(pp.representative(s), tmp);
+    check_ranks(tmp, R, src);
+    k.parts.insert(k.parts.end(), tmp.begin(), tmp.end());
+    k.start.push_back(static_cast<index_t>(k.parts.size()));
+    k.count.push_back(pp.count(s));
+  });
+  return k;
+}
+
+int largest(const Classes& k, index_t c) {
+  int best = k.start[c] == k.start[c + 1] ? 0 : k.parts[k.start[c]].rank;
+  index_t vol = -1;
+  for (index_t i = k.start[c]; i < k.start[c + 1]; ++i)
+    if (k.parts[i].volume > vol) vol = k.parts[i].volume, best = k.parts[i].rank;
+  return best;
+}
+
+// The balanced assignment: successive shortest paths from the greedy one (header),
+// on patch classes: a rank holds a count of patches of each class, and a move
+// carries as many patches of one class along one path as every arc, the source's
+// excess and the end's deficit allow.
 class Balancer {
  public:
-  Balancer(std::vector<index_t> start, std::vector<Part> parts, std::vector<int> owner, int R)
-      : start_(std::move(start)), parts_(std::move(parts)), owner_(std::move(owner)), R_(R) {
-    const index_t n = static_cast<index_t>(owner_.size());
+  struct Hold {
+    index_t cls, count;
+  };
+
+  Balancer(const Classes& k, int R) : k_(k), R_(R) {
+    index_t n = 0;
+    for (index_t c = 0; c < k_.size(); ++c) n += k_.count[c];
     f_ = n / R_;
     extra_ = n % R_;
     load_.assign(R_, 0);
     slot_.assign(R_, 0);
-    hub_.resize(R_);
-    out_.resize(R_);
+    hold_.resize(R_);
+    arcs_.resize(R_);
+    dirty_.assign(R_, 1);
     pi_.assign(R_ + 2, 0);
-    for (index_t p = 0; p < n; ++p) add(p, owner_[p]);
+    for (index_t c = 0; c < k_.size(); ++c)
+      if (k_.count[c] > 0) add(c, largest(k_, c), k_.count[c]);
   }
 
-  std::vector<int> run() {
+  // Per rank, the patches of each class it gets.
+  std::vector<std::vector<Hold>> run() {
     while (phase()) {
     }
-    return std::move(owner_);
+    return std::move(hold_);
   }
 
  private:
   static constexpr index_t kInf = std::numeric_limits<index_t>::max() / 4;
-  struct Entry {  // a patch and the cost of moving it along one arc
-    index_t cost, patch;
-    bool operator>(const Entry& o) const { return cost != o.cost ? cost > o.cost : patch > o.patch; }
-  };
-  using Heap = std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>;
-  struct Out {  // moves from one rank to rank `to` (a part of the patch lies there)
+  struct Arc {  // from a rank: to a node, its cost, the class it moves
     int to;
-    Heap heap;
+    index_t cost, cls;
   };
-  std::vector<index_t> start_;
-  std::vector<Part> parts_;
-  std::vector<int> owner_;
+  struct Step {  // a node of a path and the class its arc onward carries (-1: none)
+    int node;
+    index_t cls;
+  };
+  const Classes& k_;
   int R_;
   index_t f_ = 0, extra_ = 0, used_ = 0;
   std::vector<index_t> load_;
   std::vector<char> slot_;
-  std::vector<Heap> hub_;               // each rank's patches by the elements they keep there
-  std::vector<std::vector<Out>> out_;   // each rank's direct moves, per destination
-  std::vector<index_t> pi_;  // potentials (ranks, H, T)
+  std::vector<std::vector<Hold>> hold_;  // per rank, its classes with a count > 0
+  std::vector<std::vector<Arc>> arcs_;   // per rank, its arcs (arcs()) when not dirty
+  std::vector<char> dirty_;
+  std::vector<index_t> pi_;              // potentials (ranks, H, T)
   std::vector<char> dead_, on_path_;
   int hub_cursor_ = 0, slot_cursor_ = 0;
-  std::vector<int> path_;
+  std::vector<Step> path_;
 
-  index_t ov(index_t p, int r) const {
-    for (index_t i = start_[p]; i < start_[p + 1]; ++i)
-      if (parts_[i].rank == r) return parts_[i].volume;
-    return 0;
-  }
+  int H() const { return R_; }
+  int T() const { return R_ + 1; }
   index_t excess(int r) const { return load_[r] - f_ - slot_[r]; }
-  void add(index_t p, int r) {
-    owner_[p] = r;
-    ++load_[r];
-    const index_t keep = ov(p, r);
-    hub_[r].push({keep, p});
-    for (index_t i = start_[p]; i < start_[p + 1]; ++i) {
-      const int b = parts_[i].rank;
-      if (b == r) continue;
-      auto it = std::find_if(out_[r].begin(), out_[r].end(), [b](const Out& o) { return o.to == b; });
-      if (it == out_[r].end()) {
-        out_[r].push_back({b, {}});
-        it = out_[r].end() - 1;
-      }
-      it->heap.push({keep - parts_[i].volume, p});
+  bool deficit(int v) const { return v == T() ? used_ < extra_ : v < R_ && excess(v) < 0; }
+
+  Hold* find(int r, index_t c) {
+    for (Hold& h : hold_[r])
+      if (h.cls == c) return &h;
+    return nullptr;
+  }
+  void add(index_t c, int r, index_t m) {
+    load_[r] += m;
+    dirty_[r] = 1;
+    if (Hold* h = find(r, c)) h->count += m;
+    else hold_[r].push_back({c, m});
+  }
+  void remove(index_t c, int r, index_t m) {
+    load_[r] -= m;
+    dirty_[r] = 1;
+    Hold* h = find(r, c);
+    REDIST_ASSERT(h && h->count >= m, "balanced placement: rank ", r, " lacks ", m, " patches of class ", c);
+    if ((h->count -= m) == 0) {
+      *h = hold_[r].back();
+      hold_[r].pop_back();
     }
   }
-  // The cheapest patch still on rank r in heap h (stale entries dropped), or null.
-  const Entry* top(Heap& h, int r) {
-    while (!h.empty() && owner_[h.top().patch] != r) h.pop();
-    return h.empty() ? nullptr : &h.top();
+
+  // f(v, cost, class) for each residual arc out of u; stops when f returns true.
+  // From a rank u, per class c it holds: u -> b for each other rank b holding a
+  // part of c, cost ov(c,u) - ov(c,b); u -> H (to any rank), cost ov(c,u); and
+  // u -> T (take a slot), cost 0. H -> every rank and T -> every rank with a
+  // slot (give it back) cost 0. A rank's arcs to one node are kept as one, the
+  // cheapest (arcs(u), rebuilt when its holdings change).
+  template <class F>
+  bool for_each_arc(int u, F&& f) {
+    if (u < R_) {
+      for (const Arc& a : arcs(u))
+        if (f(a.to, a.cost, a.cls)) return true;
+      if (extra_ > 0 && !slot_[u] && f(T(), 0, index_t{-1})) return true;
+    } else if (u == H()) {
+      for (int b = 0; b < R_; ++b)
+        if (f(b, 0, index_t{-1})) return true;
+    } else {
+      for (int b = 0; b < R_; ++b)
+        if (slot_[b] && f(b, 0, index_t{-1})) return true;
+    }
+    return false;
+  }
+
+  const std::vector<Arc>& arcs(int u) {
+    std::vector<Arc>& out = arcs_[u];
+    if (!dirty_[u]) return out;
+    dirty_[u] = 0;
+    out.clear();
+    auto keep_cheapest = [&out](int to, index_t cost, index_t cls) {
+      for (Arc& a : out)
+        if (a.to == to) {
+          if (cost < a.cost) a.cost = cost, a.cls = cls;
+          return;
+        }
+      out.push_back({to, cost, cls});
+    };
+    for (const Hold& h : hold_[u]) {
+      const index_t keep = k_.ov(h.cls, u);
+      for (index_t i = k_.start[h.cls]; i < k_.start[h.cls + 1]; ++i)
+        if (k_.parts[i].rank != u) keep_cheapest(k_.parts[i].rank, keep - k_.parts[i].volume, h.cls);
+      keep_cheapest(H(), keep, h.cls);
+    }
+    return out;
   }
 
   // One phase of the primal-dual method. Potentials pi keep every residual arc's
   // reduced cost c(u,v) + pi(u) - pi(v) >= 0 (all 0 at the start: every move
-  // from greedy costs >= 0). Dijkstra on reduced costs from the ranks with excess
-  // (their pi stays 0: they are sources in every phase) stops at the first
-  // deficit popped, at reduced distance Dr; pi(v) += min(dr(v), Dr) keeps the
-  // reduced costs >= 0 and makes every arc of a shortest path to a deficit
-  // cost 0. Then units move along zero-cost paths, found depth-first, until none
-  // is left: each is a shortest path, and its reverse arcs cost 0 again.
+  // from greedy costs >= 0). A Dijkstra on reduced costs from all ranks with
+  // excess (pi stays 0 there) runs until it has reached every deficit, the last
+  // at reduced distance D; pi(v) += min(dr(v), D) keeps every reduced cost >= 0
+  // and makes every arc of the shortest-path tree up to D cost 0. Then patches
+  // move along paths of zero reduced cost from an excess to any deficit (not
+  // only the nearest), found depth-first, until none is left: a move along such
+  // a path keeps every reduced cost >= 0 (its reverse arcs cost 0), so when no
+  // excess is left the flow is min-cost.
   bool phase() {
     const int N = R_ + 2;
     std::vector<index_t> dr(N, kInf);
-    std::vector<char> done(N, 0);
+    std::vector<int> pred(N, -1);
+    std::vector<index_t> pred_cls(N, -1);
     using Item = std::pair<index_t, int>;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
     for (int r = 0; r < R_; ++r)
       if (excess(r) > 0) dr[r] = 0, q.push({0, r});
     if (q.empty()) return false;
-    index_t Dr = kInf;
-    int target = -1;
-    std::vector<int> pred(N, -1);
-    while (!q.empty()) {
+    int target = -1, deficits = deficit(T());
+    for (int r = 0; r < R_; ++r) deficits += excess(r) < 0;
+    index_t dmax = 0;
+    while (!q.empty() && deficits > 0) {
       // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
       const auto top = q.top();
       const auto d = top.first;
       const auto u = top.second;
       q.pop();
-      if (done[u] || d != dr[u]) continue;
+      if (d != dr[u]) continue;
+      dmax = d;
       if (deficit(u)) {
-        Dr = d, target = u;
-        break;
+        if (target < 0) target = u;
+        if (--deficits == 0) break;  // beyond the last deficit no path is needed this phase
       }
-      done[u] = 1;
-      for_each_arc(u, [&](int v, index_t c) {
+      for_each_arc(u, [&](int v, index_t c, index_t cls) {
         const index_t nd = d + c + pi_[u] - pi_[v];
         REDIST_ASSERT(nd >= d, "balanced placement: negative reduced cost ", u, " -> ", v);
-        if (nd < dr[v]) dr[v] = nd, pred[v] = u, q.push({nd, v});
+        if (nd < dr[v]) dr[v] = nd, pred[v] = u, pred_cls[v] = cls, q.push({nd, v});
         return false;
       });
     }
-    REDIST_ASSERT(Dr < kInf, "balanced placement: no deficit reachable");
-    for (int v = 0; v < N; ++v) pi_[v] += std::min(dr[v], Dr);
+    REDIST_ASSERT(target >= 0, "balanced placement: no deficit reachable");
+    for (int v = 0; v < N; ++v) pi_[v] += std::min(dr[v], dmax);
     // Depth-first search with dead nodes can miss a path (a node given up while
-    // its way on was on the stack): the phase then moves one unit along the
-    // shortest path Dijkstra found, so every phase makes progress.
+    // its way on was on the stack): the phase then moves along the shortest path
+    // Dijkstra found to the nearest deficit, so every phase makes progress.
     bool any = false;
     for (bool moved = true; moved; any = any || moved) {
       moved = false;
@@ -292,46 +414,26 @@ class Balancer {
         }
     }
     if (!any) {
-      path_.assign(1, target);
-      while (pred[path_.back()] >= 0) path_.push_back(pred[path_.back()]);
+      path_.assign(1, {target, -1});
+      while (pred[path_.back().node] >= 0) path_.push_back({pred[path_.back().node], pred_cls[path_.back().node]});
       std::reverse(path_.begin(), path_.end());
       apply();
     }
     return true;
   }
 
-  int H() const { return R_; }
-  int T() const { return R_ + 1; }
-  bool deficit(int v) const { return v == T() ? used_ < extra_ : v < R_ && excess(v) < 0; }
-
-  // f(v, cost) for each residual arc out of u; stops when f returns true.
-  template <class F>
-  bool for_each_arc(int u, F&& f) {
-    if (u < R_) {
-      for (size_t i = 0; i < out_[u].size(); ++i)
-        if (const Entry* e = top(out_[u][i].heap, u); e && f(out_[u][i].to, e->cost)) return true;
-      if (const Entry* e = top(hub_[u], u); e && f(H(), e->cost)) return true;
-      if (extra_ > 0 && !slot_[u] && f(T(), 0)) return true;
-    } else if (u == H()) {
-      for (int b = 0; b < R_; ++b)
-        if (f(b, 0)) return true;
-    } else {
-      for (int b = 0; b < R_; ++b)
-        if (slot_[b] && f(b, 0)) return true;
-    }
-    return false;
-  }
-
-  // Depth-first along zero-reduced-cost arcs to a deficit; path_ gets the nodes
-  // (reversed). A node found to lead nowhere stays dead for the rest of the phase.
+  // Depth-first along zero-reduced-cost arcs to a deficit; path_ gets the steps
+  // (reversed). A node found to lead nowhere stays dead for the rest of the pass.
   bool admissible_path(int u) {
     if (deficit(u)) {
-      path_.push_back(u);
+      path_.push_back({u, -1});
       return true;
     }
     on_path_[u] = 1;
-    auto try_arc = [&](int v, index_t c) {
+    index_t via = -1;
+    auto try_arc = [&](int v, index_t c, index_t cls) {
       if (dead_[v] || on_path_[v] || c + pi_[u] - pi_[v] != 0) return false;
+      via = cls;
       return admissible_path(v);
     };
     bool found = false;
@@ -347,41 +449,40 @@ class Balancer {
           continue;
         }
         if (on_path_[b] || (u == T() && !slot_[b])) continue;
-        found = try_arc(b, 0);
+        found = try_arc(b, 0, -1);
         if (!found && b == cursor) ++cursor;  // try_arc marked it dead
       }
     }
     on_path_[u] = 0;
-    if (found) path_.push_back(u);
+    if (found) path_.push_back({u, via});
     else dead_[u] = 1;
     return found;
   }
 
-  // Moves one unit along path_ (source first). The patches are picked first:
-  // a move changes the heaps of the ranks it touches.
+  // Moves patches along path_ (source first): as many as the source's excess,
+  // the end's deficit, each arc's class count on its rank and the slots allow.
   void apply() {
-    std::vector<std::pair<index_t, int>> moves;  // patch, destination
-    const std::vector<int>& path = path_;
+    const std::vector<Step>& path = path_;
+    index_t m = excess(path.front().node);
+    const int end = path.back().node;
+    m = std::min(m, end == T() ? index_t{1} : -excess(end));
     for (size_t i = 0; i + 1 < path.size(); ++i) {
-      const int u = path[i], v = path[i + 1];
+      const int u = path[i].node;
+      if (u == T() || path[i + 1].node == T()) m = 1;
+      else if (u != H()) m = std::min(m, find(u, path[i].cls)->count);
+    }
+    REDIST_ASSERT(m > 0, "balanced placement: an empty move");
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const int u = path[i].node, v = path[i + 1].node;
       if (u == H()) continue;  // handled with the arc into H
       if (v == T()) {
         slot_[u] = 1, ++used_;
       } else if (u == T()) {
         slot_[v] = 0, --used_;
       } else {
-        const Entry* e = nullptr;
-        if (v == H()) e = top(hub_[u], u);
-        else
-          for (Out& o : out_[u])
-            if (o.to == v) e = top(o.heap, u);
-        REDIST_ASSERT(e != nullptr, "balanced placement: no patch on the arc ", u, " -> ", v);
-        moves.emplace_back(e->patch, v == H() ? path[i + 2] : v);
+        remove(path[i].cls, u, m);
+        add(path[i].cls, v == H() ? path[i + 2].node : v, m);
       }
-    }
-    for (auto [p, to] : moves) {
-      --load_[owner_[p]];
-      add(p, to);
     }
   }
 };
@@ -394,28 +495,36 @@ std::vector<int> compute(const PlacementParams& p) {
     fail("placement source layout has shape ", src.shape().str(), ", the patches ", c.shape.str());
   const int R = src.ownership().ranks_needed();
   const PatchParts parts(src, c.patches);
+  const Classes k = classes_of(parts, R, src);
+  // Per class, the ranks its patches go to in ascending order, with their counts;
+  // the patches of a class are handed out in column-major order.
+  std::vector<index_t> first(static_cast<size_t>(k.size() + 1), 0);
+  std::vector<std::pair<int, index_t>> to;  // rank, patches
+  if (p.rule == PlacementRule::greedy) {
+    for (index_t cl = 0; cl < k.size(); ++cl) {
+      to.push_back({largest(k, cl), k.count[cl]});
+      first[cl + 1] = cl + 1;
+    }
+  } else {
+    const std::vector<std::vector<Balancer::Hold>> hold = Balancer(k, R).run();
+    for (const auto& hr : hold)
+      for (const Balancer::Hold& h : hr) ++first[h.cls + 1];
+    for (index_t cl = 0; cl < k.size(); ++cl) first[cl + 1] += first[cl];
+    to.resize(static_cast<size_t>(first.back()));
+    std::vector<index_t> fill(first.begin(), first.end() - 1);
+    for (int r = 0; r < R; ++r)
+      for (const Balancer::Hold& h : hold[r]) to[fill[h.cls]++] = {r, h.count};
+  }
   const Coord np = patch_counts(c.patches);
   std::vector<int> owner(static_cast<size_t>(np.volume()));
-  std::vector<Part> tmp;
-  if (p.rule == PlacementRule::greedy) {
-    for_each_patch(np, [&](index_t lin, const Coord& t) {
-      parts.of(t, tmp);
-      check_ranks(tmp, R, src);
-      owner[lin] = largest(tmp);
-    });
-    return owner;
-  }
-  std::vector<index_t> start{0};
-  std::vector<Part> all;
-  start.reserve(owner.size() + 1);
+  std::vector<index_t> next(first.begin(), first.end() - 1);  // per class, its current entry
   for_each_patch(np, [&](index_t lin, const Coord& t) {
-    parts.of(t, tmp);
-    check_ranks(tmp, R, src);
-    owner[lin] = largest(tmp);
-    all.insert(all.end(), tmp.begin(), tmp.end());
-    start.push_back(static_cast<index_t>(all.size()));
+    const index_t cl = parts.class_of(t);
+    std::pair<int, index_t>& e = to[next[cl]];
+    owner[lin] = e.first;
+    if (--e.second == 0) ++next[cl];
   });
-  return Balancer(std::move(start), std::move(all), std::move(owner), R).run();
+  return owner;
 }
 
 }  // namespace
@@ -473,17 +582,15 @@ PlacementSummary placement_summary(const Layout& l) {
   const detail::PatchParts parts(src, l.partitions());
   PlacementSummary s;
   const int R = src.ownership().ranks_needed();
+  const detail::Classes k = detail::classes_of(parts, R, src);
   s.load.assign(R, 0);
   s.load_elements.assign(R, 0);
-  std::vector<detail::Part> tmp;
   detail::for_each_patch(l.ntiles(), [&](index_t lin, const Coord& t) {
-    parts.of(t, tmp);
+    const index_t cl = parts.class_of(t);
     const index_t vol = l.tile_box(t).size.volume();
-    index_t kept = 0;
-    for (const detail::Part& x : tmp)
-      if (x.rank == owner[lin]) kept = x.volume;
+    const index_t kept = k.ov(cl, owner[lin]);
     ++s.patches;
-    s.shared_patches += tmp.size() > 1;
+    s.shared_patches += k.start[cl + 1] - k.start[cl] > 1;
     s.total_elements += vol;
     s.moved_elements += vol - kept;
     ++s.load[owner[lin]];

@@ -159,6 +159,36 @@ int max_degree(int nleft, int nright, std::span<const std::pair<int, int>> edges
 // at v, take it; otherwise swap a and b along the path from v that alternates
 // a, b, a, ... (it cannot reach u: in a bipartite graph it would arrive there by
 // an edge coloured b... and u has no a-edge to leave by; Konig), which frees a at v.
+namespace {
+
+// r when `l` is 1-D block-cyclic with tiles of r on P processes in plain grid
+// order (paper_rounds), else 0.
+index_t plain_cyclic_tile(const Layout& l, int P) {
+  if (l.ndim() != 1 || l.ownership().kind() != Ownership::Kind::block_cyclic) return 0;
+  const BlockCyclicParams& b = l.ownership().bc();
+  const DimPartition& d = l.partition(0);
+  const bool plain = b.grid.ndim() == 1 && b.grid[0] == P && b.first_rank == 0 && !b.map &&
+                     (b.source.ndim() == 0 || b.source[0] == 0) && (b.super.ndim() == 0 || b.super[0] == 1) &&
+                     d.is_regular() && d.offset() == 0;
+  return plain ? d.tile() : 0;
+}
+
+}  // namespace
+
+PairPhases paper_rounds(const Layout& src, const Layout& dst, const Region& region, int P) {
+  const index_t r1 = plain_cyclic_tile(src, P), r2 = plain_cyclic_tile(dst, P);
+  if (r1 == 0 || r2 == 0 || region.permutes() || !(region.src_offset == region.dst_offset)) return {};
+  const index_t lo = std::min(r1, r2), hi = std::max(r1, r2);
+  if (hi % lo != 0 || hi / lo < 2 || hi / lo > P) return {};
+  Schedule s = expand_optimal(P, static_cast<int>(hi / lo));
+  if (r1 > r2) s = reverse(s);
+  PairPhases out(s.size());
+  for (size_t k = 0; k < s.size(); ++k)
+    for (const Move& m : s[k])
+      if (m.src_rank != m.dst_rank) out[k].push_back({m.src_rank, m.dst_rank});
+  return out;
+}
+
 std::vector<int> colour_edges(int nleft, int nright, std::span<const std::pair<int, int>> edges) {
   const int D = max_degree(nleft, nright, edges);
   const size_t Ds = static_cast<size_t>(D);

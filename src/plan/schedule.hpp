@@ -6,6 +6,7 @@
 //    contention-free one built from g = gcd(P, K) (Eqs. 3-8, Figs. 6-11);
 //  - K*r -> r by running it in reverse, r1 -> r2 through l = lcm(r1, r2) in two
 //    steps, and multi-D by 1-D steps on the rows / columns of the process grid;
+//  - the rounds of a plan that is the paper's case (paper_rounds);
 //  - for any plan: a proper edge colouring of the bipartite sender/receiver
 //    graph with exactly max-degree colours (Konig), the rounds of `phased`.
 #pragma once
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "redist/geometry.hpp"
+#include "redist/layout.hpp"
+#include "redist/plan.hpp"
 
 namespace redist::schedule {
 
@@ -78,6 +81,18 @@ struct DimStep {
 };
 std::vector<DimStep> multi_dim(std::span<const int> grid, std::span<const index_t> r1,
                                std::span<const index_t> r2);
+
+// The paper's case in a plan (sec. 2.2; K*r -> r by the reverse, sec. 4): source
+// and target 1-D block-cyclic on P processes (grid P, ranks in grid order from 0,
+// tile 0 on rank 0, no k-cyclic factor, no first-block offset) with block sizes r
+// and K*r (or K*r and r), 2 <= K <= P, and a region that keeps every index where
+// it is (from = to, no permutation). Then the optimal schedule's phases as
+// (sender, receiver) pairs, a process's move to itself left out: every pair of
+// the plan stands in exactly one phase (K <= P: a process's K blocks of a
+// superblock go to K different processes), every phase is a permutation, and
+// there are K, the fewest. Empty when the layouts are not that case.
+using PairPhases = std::vector<std::vector<std::pair<int, int>>>;
+PairPhases paper_rounds(const Layout& src, const Layout& dst, const Region& region, int P);
 
 // A proper edge colouring of a bipartite graph with `nleft` and `nright` vertices
 // and distinct edges (left, right): colour[e] in [0, D), D the maximum degree, no

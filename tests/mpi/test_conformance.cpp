@@ -184,6 +184,25 @@ TEST_P(Conformance, PaperRepartition) {
       }
 }
 
+// Paper 001's case, where `phased` runs the paper's optimal schedule
+// (schedule::paper_rounds; its rounds are checked in test_schedule): 1-D
+// block-cyclic r -> K*r and K*r -> r for every K <= P, ragged lengths, and a
+// region that keeps indices in place.
+TEST_P(Conformance, PaperBlockSizeChange) {
+  const int p = world_size();
+  for (int K = 2; K <= std::max(p, 2); ++K)
+    for (index_t n : {index_t{p} * K * 3 * 4, index_t{p} * K * 3 * 4 + 7})
+      for (bool shrink : {false, true}) {
+        const auto spec = [&](index_t t) { return detail::cat(n, " tile=", t, " block_cyclic grid=", p); };
+        const Layout src = Layout::parse(spec(shrink ? 3 * K : 3)), dst = Layout::parse(spec(shrink ? 3 : 3 * K));
+        for (const Region& r : {Region::whole(src.shape()), Region{{n - 9}, {5}, {5}}}) {
+          std::string err = run_case(src, dst, r, GetParam(), {});
+          EXPECT_TRUE(all_ok(err.empty())) << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
+                                           << r.str() << "\n  " << err;
+        }
+      }
+}
+
 // One plan, every strategy in turn, twice: strategies must not disturb each
 // other's state (each owns its buffers, datatypes and count arrays).
 TEST(ConformanceShared, StrategiesAlternateOnOnePlan) {

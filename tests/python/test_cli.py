@@ -512,6 +512,22 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
                     "multistage", "hybrid"}, p.stdout
 
 
+def test_plan_prints_paper_variants(redist):
+    """Paper 001's case in 1-D, P = 16 and K = 12: the Fig. 13 variants, K rounds;
+    the optimal schedule's rounds are contention free, the simple one's put K
+    messages on a receiver in one round. Not the case in 2-D: no such block."""
+    p = redist(["plan", "1600000 tile=4 block_cyclic grid=16", "1600000 tile=48 block_cyclic grid=16", "--ranks", "16"])
+    assert p.returncode == 0, p.stderr
+    assert "paper 001  the paper's case: block size 4 -> 48, K = 12 on P = 16" in p.stdout, p.stdout
+    rows = {name: (int(r), int(m)) for name, r, m in
+            re.findall(r"^  (synchronized \w+|sendrecv \(optimal\)|unsynchronized) +(\d+) +(\d+) ", p.stdout, re.M)}
+    assert rows == {"synchronized simple": (12, 12), "synchronized random": (12, rows["synchronized random"][1]),
+                    "synchronized optimal": (12, 1), "sendrecv (optimal)": (12, 1), "unsynchronized": (1, 12)}, p.stdout
+    assert 1 < rows["synchronized random"][1] < 12, p.stdout
+    q = redist(["plan", "1x1600000 tile=1x4 block_cyclic grid=1x16", "1x1600000 tile=1x48 block_cyclic grid=1x16"])
+    assert q.returncode == 0 and "paper 001" not in q.stdout, q.stdout
+
+
 def test_run_with_memory_budget_runs_what_fits(redist):
     """3 ranks, r -> 3r: p2p buffers two messages each way, phased one; a budget
     between the two runs phased (verified), not p2p, and the measured buffers stay

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -75,6 +76,62 @@ index_t brute_force_balanced(const std::vector<std::map<int, index_t>>& parts, i
     for (; i < n && ++a[i] == R; ++i) a[i] = 0;
     if (i == n) return best;
   }
+}
+
+// The same optimum for cases too large to enumerate: a textbook min-cost flow
+// on the explicit patch x rank network (source -> patch -> any rank -> sink,
+// every rank f slots plus one of the n mod R "f+1" slots), successive shortest
+// paths found by Bellman-Ford, one patch at a time. Independent of the
+// placement code's class-collapsed rank graph.
+index_t min_cost_flow_balanced(const std::vector<std::map<int, index_t>>& parts, int R) {
+  const int n = static_cast<int>(parts.size());
+  const int S = 0, X = 1 + n + R, T = X + 1, N = T + 1;
+  struct Arc {
+    int to;
+    index_t cap, cost;
+  };
+  std::vector<Arc> arcs;
+  std::vector<std::vector<int>> out(N);
+  auto arc = [&](int u, int v, index_t cap, index_t cost) {
+    out[u].push_back(static_cast<int>(arcs.size()));
+    arcs.push_back({v, cap, cost});
+    out[v].push_back(static_cast<int>(arcs.size()));
+    arcs.push_back({u, 0, -cost});
+  };
+  index_t total = 0;
+  for (int p = 0; p < n; ++p) {
+    index_t vol = 0;
+    for (auto [r, v] : parts[p]) vol += v;
+    total += vol;
+    arc(S, 1 + p, 1, 0);
+    for (int r = 0; r < R; ++r) {
+      auto it = parts[p].find(r);
+      arc(1 + p, 1 + n + r, 1, vol - (it == parts[p].end() ? 0 : it->second));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    arc(1 + n + r, T, n / R, 0);
+    arc(1 + n + r, X, 1, 0);
+  }
+  arc(X, T, n % R, 0);
+  index_t cost = 0;
+  for (int unit = 0; unit < n; ++unit) {
+    std::vector<index_t> dist(N, std::numeric_limits<index_t>::max());
+    std::vector<int> via(N, -1);
+    dist[S] = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int u = 0; u < N; ++u)
+        if (dist[u] != std::numeric_limits<index_t>::max())
+          for (int a : out[u])
+            if (arcs[a].cap > 0 && dist[u] + arcs[a].cost < dist[arcs[a].to])
+              dist[arcs[a].to] = dist[u] + arcs[a].cost, via[arcs[a].to] = a, changed = true;
+    }
+    if (via[T] < 0) return -1;
+    for (int v = T; v != S; v = arcs[via[v] ^ 1].to) --arcs[via[v]].cap, ++arcs[via[v] ^ 1].cap;
+    cost += dist[T];
+  }
+  return total - cost;
 }
 
 DimPartition random_partition(Rng& rng, index_t extent) {
@@ -182,13 +239,60 @@ TEST(Placement, OptimalAgainstBruteForce) {
     index_t states = 1;
     for (index_t i = 0; i < np && states <= 70000; ++i) states *= R;
     if (states <= 70000) {
-      EXPECT_EQ(kept(parts, ob), brute_force_balanced(parts, R)) << np << " patches";
+      const index_t best = brute_force_balanced(parts, R);
+      EXPECT_EQ(kept(parts, ob), best) << np << " patches";
+      EXPECT_EQ(min_cost_flow_balanced(parts, R), best) << np << " patches";  // the oracle below, checked
       ++brute;
     }
   }
   EXPECT_GT(brute, 150);              // most cases were brute-forced
   EXPECT_GT(ties, 10);                 // the tie rule was exercised
   EXPECT_GT(balanced_moves_more, 30);  // and balancing did cost something
+}
+
+// Beyond brute force: 5-9 ranks, up to a few hundred patches, many patches per
+// class (regular blocks) and few (irregular, random owners); the kept volume
+// equals the independent min-cost flow's.
+TEST(Placement, OptimalAgainstMinCostFlow) {
+  auto check = [](const Layout& src, const std::vector<DimPartition>& patches) {
+    const Layout b = placement(PlacementRule::balanced, src, patches);
+    SCOPED_TRACE(b.spec());
+    const int R = src.ownership().ranks_needed();
+    const auto parts = oracle_parts(src, b);
+    const std::vector<int> ob = owners_of(b);
+    std::vector<index_t> load(R, 0);
+    for (int r : ob) ++load[r];
+    const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+    EXPECT_LE(*hi - *lo, 1);
+    EXPECT_EQ(kept(parts, ob), min_cost_flow_balanced(parts, R));
+  };
+  Rng rng(1203);
+  int cases = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    const int n = static_cast<int>(uniform(rng, 1, 3));
+    const int R = static_cast<int>(uniform(rng, 5, 9));
+    Coord shape(n);
+    for (int d = 0; d < n; ++d) shape[d] = uniform(rng, 4, n == 1 ? 300 : n == 2 ? 40 : 14);
+    const Layout src = random_source(rng, shape, R);
+    std::vector<DimPartition> patches;
+    for (int d = 0; d < n; ++d)
+      patches.push_back(iter % 2 ? random_partition(rng, shape[d])
+                                 : DimPartition::regular(shape[d], uniform(rng, 1, 1 + shape[d] / 4)));
+    index_t np = 1;
+    for (const DimPartition& p : patches) np *= p.ntiles();
+    if (np > 300) continue;
+    check(src, patches);
+    ++cases;
+  }
+  EXPECT_GT(cases, 30);
+  // Regular blocks: many patches per class, on 27 and 12 ranks.
+  for (auto [s, p] : {std::pair{"26x25x24 tile=9x9x8 block_cyclic grid=3x3x3", 5},
+                      std::pair{"70x45 tile=18x15 block_cyclic grid=4x3", 4}}) {
+    const Layout src = Layout::parse(s);
+    std::vector<DimPartition> patches;
+    for (int d = 0; d < src.ndim(); ++d) patches.push_back(DimPartition::regular(src.shape()[d], p));
+    check(src, patches);
+  }
 }
 
 // Larger cases (no brute force): balanced stays within one patch, never moves

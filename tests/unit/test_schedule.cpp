@@ -239,4 +239,61 @@ TEST(Schedule, EdgeColouringOnGeneratorPlans) {
   }
 }
 
+// The paper's case in a plan (paper_rounds, what `phased` runs there): r -> K*r
+// and K*r -> r on P >= K processes, whole arrays and ragged ones, a region that
+// keeps indices in place. The phases are the optimal schedule's pairs (self
+// moves aside), each a permutation, K of them; every pair of ranks the plan
+// exchanges data between stands in exactly one, and no phase holds a pair the
+// plan does not have when the array is whole superblocks. Anything else (K > P,
+// a moved region, a 2-D grid, an offset) is not the paper's case.
+TEST(Schedule, PaperRoundsOfPlans) {
+  int cases = 0;
+  for (int P = 1; P <= 12; ++P)
+    for (int K = 2; K <= P; ++K)
+      for (index_t r : {1, 3})
+        for (index_t n : {index_t{P} * K * r * 2, index_t{P} * K * r * 2 + 5}) {
+          for (bool shrink : {false, true}) {
+            const auto spec = [&](index_t t) {
+              return std::to_string(n) + " tile=" + std::to_string(t) + " block_cyclic grid=" + std::to_string(P);
+            };
+            const Layout a = Layout::parse(spec(shrink ? K * r : r)), b = Layout::parse(spec(shrink ? r : K * r));
+            const std::string what = a.spec() + " -> " + b.spec();
+            const PairPhases ph = paper_rounds(a, b, Region::whole(a.shape()), P);
+            ASSERT_EQ(ph.size(), static_cast<size_t>(K)) << what;
+            const Schedule want = shrink ? reverse(expand_optimal(P, K)) : expand_optimal(P, K);
+            std::set<std::pair<int, int>> in_phases;
+            for (int k = 0; k < K; ++k) {
+              std::vector<std::pair<int, int>> pairs;
+              for (const Move& m : want[k])
+                if (m.src_rank != m.dst_rank) pairs.push_back({m.src_rank, m.dst_rank});
+              EXPECT_EQ(ph[k], pairs) << what << ", phase " << k;
+              std::set<int> senders, receivers;
+              for (auto [x, y] : ph[k]) {
+                EXPECT_TRUE(senders.insert(x).second && receivers.insert(y).second) << what << ", phase " << k;
+                EXPECT_TRUE(in_phases.insert({x, y}).second) << what << ": pair " << x << "," << y << " twice";
+              }
+            }
+            std::set<std::pair<int, int>> in_plan;
+            for (int p = 0; p < P; ++p)
+              for (const PeerPlan& s : plan_rank(a, b, Region::whole(a.shape()), p, P).sends) in_plan.insert({p, s.peer});
+            for (const auto& e : in_plan) EXPECT_TRUE(in_phases.count(e)) << what << ": plan pair not scheduled";
+            if (n % (index_t{P} * K * r) == 0) {
+              EXPECT_EQ(in_plan, in_phases) << what;
+            }
+            ++cases;
+          }
+        }
+  EXPECT_GT(cases, 200);
+  const Layout a = Layout::parse("96 tile=2 block_cyclic grid=4"), b = Layout::parse("96 tile=8 block_cyclic grid=4");
+  EXPECT_EQ(paper_rounds(a, b, Region::whole(a.shape()), 4).size(), 4u);
+  EXPECT_TRUE(paper_rounds(Layout::parse("96 tile=2 block_cyclic grid=4"), Layout::parse("96 tile=16 block_cyclic grid=4"),
+                           Region::whole(a.shape()), 4)
+                  .empty());  // K = 8 > P
+  EXPECT_TRUE(paper_rounds(a, b, Region::parse("50 from=3 to=0"), 4).empty());
+  EXPECT_TRUE(paper_rounds(a, Layout::parse("96 tile=5 block_cyclic grid=4"), Region::whole(a.shape()), 4).empty());  // 5 / 2
+  EXPECT_TRUE(paper_rounds(a, b, Region::whole(a.shape()), 5).empty());  // grid 4 on 5 ranks
+  const Layout c = Layout::parse("8x96 tile=8x2 block_cyclic grid=1x4"), d = Layout::parse("8x96 tile=8x8 block_cyclic grid=1x4");
+  EXPECT_TRUE(paper_rounds(c, d, Region::whole(c.shape()), 4).empty());  // 2-D: the colouring
+}
+
 }  // namespace

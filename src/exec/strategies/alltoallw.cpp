@@ -16,35 +16,13 @@ class Alltoallw final : public Strategy {
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     PlanCore& p = plan_;
-    const index_t es = p.rp.elem_size;
-    const bool same = !src_key_.empty() && std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
-                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
-    if (!same) {
-      types_.reset();
-      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
-        for (const PeerPlan& pp : peers) {
-          std::vector<MPI_Datatype> t;
-          std::vector<MPI_Aint> a;
-          for (const Segment& s : pp.segments) {
-            t.push_back(run_type(s, es));
-            a.push_back(address_of(at(s.at)));
-          }
-          out.push_back(struct_of(t, a));
-        }
-      };
-      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
-      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
-      src_key_.assign(src.ptr.begin(), src.ptr.end());
-      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
-    }
+    const PeerTypes& types = types_.get(p, src, dst);
     copy_locals(p, src, dst);
-    call_.run(p, types_.send, types_.recv);
+    call_.run(p, types.send, types.recv);
   }
 
  private:
-  PeerTypes types_;  // one per peer and direction, for the block pointers last seen
-  std::vector<const void*> src_key_;
-  std::vector<void*> dst_key_;
+  PeerTypesAt types_;  // one per peer and direction, for the block pointers last seen
   AlltoallwCall call_;
 };
 

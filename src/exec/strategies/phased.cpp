@@ -1,11 +1,13 @@
 // `phased`: contention-free rounds (paper 001, Walker & Otto, secs. 2.2-2.3) for
-// any plan. The rounds are a proper edge colouring of the plan's bipartite
-// sender/receiver graph (one edge per pair of ranks that exchange data, local
-// pieces aside) with exactly D colours, D its maximum degree (Konig; the paper's
-// r -> Kr optimal schedule is such a colouring with D = K when P >= K): in each
-// round every rank sends at most one message and receives at most one. The
-// graph is gathered once, when the plan first runs the strategy; every rank
-// colours it the same way (schedule::colour_edges is deterministic).
+// any plan. When the layouts are the paper's case (1-D block-cyclic r -> K*r or
+// K*r -> r on P >= K processes, schedule::paper_rounds) the rounds are the
+// paper's optimal schedule: K phases, each a permutation. Otherwise they are a
+// proper edge colouring of the plan's bipartite sender/receiver graph (one edge
+// per pair of ranks that exchange data, local pieces aside) with exactly D
+// colours, D its maximum degree (Konig): in each round every rank sends at most
+// one message and receives at most one. The graph is gathered once, when the
+// plan first runs the strategy; every rank colours it the same way
+// (schedule::colour_edges is deterministic).
 //
 // Variants (registered under their own names, to compare, as in the paper's Fig. 13):
 //  - `phased`: synchronized, non-blocking receive (Fig. 4 with a known source):
@@ -36,8 +38,36 @@ struct Rounds {
   std::vector<int> send, recv;
 };
 
-// Collective: gathers every rank's send peers and colours the graph.
+int peer_index(const std::vector<PeerPlan>& peers, int peer) {
+  const auto it = std::find_if(peers.begin(), peers.end(), [peer](const PeerPlan& q) { return q.peer == peer; });
+  return it == peers.end() ? -1 : static_cast<int>(it - peers.begin());
+}
+
+// This rank's part of the paper's phases; false when a message of the plan is
+// in none of them or in two (not expected: paper_rounds covers every pair once).
+bool paper_part(const PlanCore& p, const schedule::PairPhases& phases, Rounds& rd) {
+  rd = Rounds{std::vector<int>(phases.size(), -1), std::vector<int>(phases.size(), -1)};
+  std::vector<char> sent(p.rp.sends.size(), 0), received(p.rp.receives.size(), 0);
+  for (size_t k = 0; k < phases.size(); ++k)
+    for (auto [a, b] : phases[k]) {
+      if (a == p.rank && (rd.send[k] = peer_index(p.rp.sends, b)) >= 0 && sent[rd.send[k]]++) return false;
+      if (b == p.rank && (rd.recv[k] = peer_index(p.rp.receives, a)) >= 0 && received[rd.recv[k]]++) return false;
+    }
+  return std::all_of(sent.begin(), sent.end(), [](char c) { return c == 1; }) &&
+         std::all_of(received.begin(), received.end(), [](char c) { return c == 1; });
+}
+
+// Collective. The paper's case (schedule::paper_rounds, the same decision on
+// every rank: it depends on the layouts only, and the ranks agree that it covers
+// their messages) takes the paper's optimal schedule; any other plan gathers
+// every rank's send peers and colours the graph.
 Rounds make_rounds(const PlanCore& p) {
+  if (const schedule::PairPhases phases = schedule::paper_rounds(p.src, p.dst, p.region, p.size); !phases.empty()) {
+    Rounds rd;
+    int ok = paper_part(p, phases, rd) ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, p.comm), "MPI_Allreduce", p.comm);
+    if (ok) return rd;
+  }
   const int n = static_cast<int>(p.rp.sends.size());
   std::vector<int> counts(static_cast<size_t>(p.size)), displs(static_cast<size_t>(p.size));
   check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, p.comm), "MPI_Allgather", p.comm);
@@ -56,10 +86,8 @@ Rounds make_rounds(const PlanCore& p) {
   for (int i = 0; i < n; ++i) rd.send[colour[displs[p.rank] + i]] = i;
   for (size_t e = 0; e < edges.size(); ++e) {
     if (edges[e].second != p.rank) continue;
-    const auto it = std::find_if(p.rp.receives.begin(), p.rp.receives.end(),
-                                 [&](const PeerPlan& q) { return q.peer == edges[e].first; });
-    REDIST_ASSERT(it != p.rp.receives.end(), "rank ", p.rank, " has no receive from ", edges[e].first);
-    rd.recv[colour[e]] = static_cast<int>(it - p.rp.receives.begin());
+    rd.recv[colour[e]] = peer_index(p.rp.receives, edges[e].first);
+    REDIST_ASSERT(rd.recv[colour[e]] >= 0, "rank ", p.rank, " has no receive from ", edges[e].first);
   }
   return rd;
 }
@@ -148,38 +176,17 @@ class Phased final : public Strategy {
   // pointers change. Per round: receive posted, send, wait.
   void run_datatypes(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
-    const index_t es = p.rp.elem_size;
-    const bool same = !src_key_.empty() &&
-                      std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
-                      std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
-    if (!same) {
-      types_.reset();
-      auto build = [&](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
-        for (const PeerPlan& pp : peers) {
-          std::vector<MPI_Datatype> t;
-          std::vector<MPI_Aint> a;
-          for (const Segment& s : pp.segments) {
-            t.push_back(run_type(s, es));
-            a.push_back(address_of(at(s.at)));
-          }
-          out.push_back(struct_of(t, a));
-        }
-      };
-      build(p.rp.sends, [&](const Address& a) { return src.at(a, es); }, types_.send);
-      build(p.rp.receives, [&](const Address& a) { return dst.at(a, es); }, types_.recv);
-      src_key_.assign(src.ptr.begin(), src.ptr.end());
-      dst_key_.assign(dst.ptr.begin(), dst.ptr.end());
-    }
+    const PeerTypes& types = types_.get(p, src, dst);
     copy_locals(p, src, dst);
     for (size_t c = 0; c < rounds_.send.size(); ++c) {
       const int si = rounds_.send[c], ri = rounds_.recv[c];
       int n = 0;
       if (ri >= 0)
-        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types_.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
+        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, types.recv[ri], p.rp.receives[ri].peer, kTag, p.comm, &requests_[n++]),
                   "MPI_Irecv", p.comm, "receive from", p.rp.receives[ri].peer);
       const int nrecv = n;
       if (si >= 0)
-        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types_.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
+        check_mpi(MPI_Isend(MPI_BOTTOM, 1, types.send[si], p.rp.sends[si].peer, kTag, p.comm, &requests_[n++]),
                   "MPI_Isend", p.comm, "send to", p.rp.sends[si].peer);
       check_wait(MPI_Waitall(n, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), n, nullptr,
                  [&](int i) {
@@ -247,9 +254,7 @@ class Phased final : public Strategy {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
-  PeerTypes types_;  // phased_dt: one per peer and direction, for the block pointers last seen
-  std::vector<const void*> src_key_;
-  std::vector<void*> dst_key_;
+  PeerTypesAt types_;  // phased_dt: one per peer and direction, for the block pointers last seen
 };
 
 // Messages of one side, largest first.
