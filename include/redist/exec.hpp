@@ -129,7 +129,8 @@ class Plan {
   const PlanStats& stats() const;
   const Layout& source() const;
   const Layout& target() const;
-  const Region& region() const;
+  const Region& region() const;  // the first of regions()
+  const std::vector<Region>& regions() const;
   const Options& options() const;
   MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator
   // The machine model fixed at make_plan (null: none; see Options::machine).
@@ -186,6 +187,12 @@ class Plan {
 // per communicator (in the same order on every rank); threads with
 // communicators of their own may make plans at once.
 Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+               const Options& options = {});
+// The same for several regions moved at once by one plan (one message per peer
+// for all of them): each must fit both arrays and no two may overlap in the
+// target (check_regions; they may in the source); none is a plan with nothing
+// to do. The task graph strategy takes one region: with several it runs p2p.
+Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> regions, MPI_Comm comm,
                const Options& options = {});
 
 }  // namespace redist

@@ -58,7 +58,8 @@ struct DstBlocks {
 class PlanCore {
  public:
   Layout src, dst;
-  Region region;
+  Region region;               // regions[0] (an empty region when there are none)
+  std::vector<Region> regions;  // every region the plan moves (make_plan's list)
   Options options;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
