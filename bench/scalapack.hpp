@@ -19,13 +19,7 @@
 #include "redist/plan.hpp"
 
 #include "redist/blacs.h"
-
-extern "C" {
-void pdgemr2d_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca,
-               double* b, const int* ib, const int* jb, const int* descb, const int* context);
-void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-}
+#include "redist/scalapack.h"  // pdgemr2d_, pdtran_ (ScaLAPACK's, or the drop-in's where it is linked first)
 
 namespace redist::scalapack {
 

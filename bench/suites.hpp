@@ -33,6 +33,9 @@ struct Case {
   // with `src`, the others (every rank with `overlap`) receive with `dst`; 0: one group.
   int senders = 0;
   bool overlap = false;
+  // The `dropin` suite (libredist_scalapack): pdgemr2d_ through the drop-in beside
+  // ScaLAPACK's own, each method making this many calls per timed run; 0: not such a case.
+  int dropin_calls = 0;
 };
 
 // Suite names in the order `all` runs them.

@@ -104,6 +104,13 @@ struct Options {
   std::shared_ptr<const Machine> machine;
   std::string calibration;
   TaskgraphOptions taskgraph;
+  // true: the plan works on a duplicate of make_plan's communicator, its own tag
+  // space (make_plan then costs an MPI_Comm_dup, some microseconds). false: on the
+  // communicator itself, which must outlive the plan, gets MPI_ERRORS_RETURN as its
+  // error handler, and may carry no other point-to-point traffic while the plan
+  // executes (the ScaLAPACK drop-in's own union communicators, whose first calls
+  // plan every time).
+  bool duplicate_comm = true;
 };
 
 class PlanImpl;
@@ -132,7 +139,7 @@ class Plan {
   const Region& region() const;  // the first of regions()
   const std::vector<Region>& regions() const;
   const Options& options() const;
-  MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator
+  MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator (Options::duplicate_comm)
   // The machine model fixed at make_plan (null: none; see Options::machine).
   const Machine* machine() const;
   // What auto chose; empty until an execute with auto decided.

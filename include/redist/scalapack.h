@@ -22,6 +22,10 @@ void redist_scalapack_set_native(int native);
 int redist_scalapack_native(void);
 /* Plans kept per process (a repeated call with the same descriptors plans once). */
 int redist_scalapack_cached_plans(void);
+/* Frees every kept plan (the communicators made for union contexts stay, as a
+ * program's contexts do): the next call with any descriptors plans again, as a
+ * first call. Call it on every process alike, between calls. */
+void redist_scalapack_free_plans(void);
 
 /* Fortran entry points (all arguments by reference). */
 void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,

@@ -44,7 +44,7 @@ class PlanImpl {
     // unchecked: a destructor, nothing to do if the communicator cannot be freed
     int finalized = 0;
     MPI_Finalized(&finalized);  // unchecked (above)
-    if (!finalized && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
+    if (!finalized && core.owns_comm && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
   }
   // The state of registry entry `i`, made (and probed, collectively) on first use.
   detail::Strategy& state(int i);
@@ -153,7 +153,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
                                    " max_buffer_bytes=", options.max_buffer_bytes,
                                    " arithmetic=", options.arithmetic.str(),
-                                   " calibration=", options.calibration,
+                                   " calibration=", options.calibration, " duplicate_comm=", options.duplicate_comm,
                                    " machine=", options.machine ? "given" : "none",
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
@@ -384,8 +384,11 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   auto impl = std::make_unique<PlanImpl>();
   detail::PlanCore& p = impl->core;
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
-  // Own communicator: private tag space, errors returned instead of aborting.
-  check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup", comm);
+  // Own communicator: private tag space, errors returned instead of aborting
+  // (or the caller's, Options::duplicate_comm).
+  p.owns_comm = options.duplicate_comm;
+  if (p.owns_comm) check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup", comm);
+  else p.comm = comm;
   check_mpi(MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", comm);
   check_mpi(MPI_Comm_rank(p.comm, &p.rank), "MPI_Comm_rank", p.comm);
   check_mpi(MPI_Comm_size(p.comm, &p.size), "MPI_Comm_size", p.comm);

@@ -420,6 +420,7 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
       Options opt;
       if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
       opt.arithmetic = op.arith;
+      opt.duplicate_comm = false;  // the union's communicator is this library's, used one call at a time
       Plan plan = make_plan(src, dst, regions, comm, opt);
       u.plans.emplace_front(std::move(key), std::move(plan));
       if (u.plans.size() > kMaxPlans) u.plans.pop_back();
@@ -464,6 +465,10 @@ extern "C" {
 
 void redist_scalapack_set_native(int on) { redist::scalapack::native_mode = on ? 1 : 0; }
 int redist_scalapack_native(void) { return native() ? 1 : 0; }
+void redist_scalapack_free_plans(void) {
+  if (redist::scalapack::state)
+    for (auto& [members, u] : redist::scalapack::state->unions) u.plans.clear();
+}
 int redist_scalapack_cached_plans(void) {
   int n = 0;
   if (redist::scalapack::state)
