@@ -38,6 +38,9 @@ const char* kUsage =
     "         tran (8000^2 transposes, region axes=1,0, beside ScaLAPACK's pdtran),\n"
     "         shm (issue 14's cases a-e, arrays in shared windows and on the heap: shm,\n"
     "         direct, alltoallw, p2p, auto, pdgemr2d and each one's time / single-copy limit),\n"
+    "         dropin (compare's cases and 100 calls on 100^2 through pdgemr2d_ of\n"
+    "         libredist_scalapack: `dropin` with plans cached, `dropin first call` with\n"
+    "         planning in each call, beside ScaLAPACK's pdgemr2d; docs/scalapack.md),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
     "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
@@ -157,6 +160,8 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
       void* b = run->target().data();
       run->add_method(c.variants[i].name, [plan, a, b] { plan->execute(a, b, "taskgraph"); });
     }
+  } else if (c.dropin_calls > 1) {
+    // Many calls per timed run: the drop-in and ScaLAPACK only (below).
   } else if (c.strategies.empty()) {
     for (const std::string& s : strategy_names()) run->add_strategy(s);
     run->add_strategy(std::string(kAuto));
@@ -173,7 +178,27 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     if (!pdg->ok) fail(c.name + ": descinit rejected a descriptor");
     auto* a = static_cast<double*>(run->source().data());
     auto* b = static_cast<double*>(run->target().data());
-    run->add_method(pdg->name(), [&pdg, a, b] { pdg->run(a, b); });
+    const int calls = std::max(1, c.dropin_calls);
+    run->add_method(pdg->name(), [&pdg, a, b, calls] {
+      for (int k = 0; k < calls; ++k) pdg->run(a, b);  // ScaLAPACK's (native mode, set in main)
+    });
+    if (c.dropin_calls > 0 && !pdg->transpose) {
+      // The same calls through libredist_scalapack: plans cached (the second call on
+      // hits), and a first call each time (plans freed: a fresh descriptor pair).
+      run->add_method("dropin", [&pdg, a, b, calls] {
+        redist_scalapack_set_native(0);
+        for (int k = 0; k < calls; ++k) pdg->run(a, b);
+        redist_scalapack_set_native(1);
+      });
+      run->add_method("dropin first call", [&pdg, a, b, calls] {
+        redist_scalapack_set_native(0);
+        for (int k = 0; k < calls; ++k) {
+          redist_scalapack_free_plans();
+          pdg->run(a, b);
+        }
+        redist_scalapack_set_native(1);
+      });
+    }
   }
   // Paper 001's yardstick: a plain MPI_Alltoall moving the busiest rank's remote
   // volume, spread evenly over its peers.
@@ -251,6 +276,9 @@ int main(int argc, char** argv) {
   // MPI_THREAD_MULTIPLE, as `redist run` asks for when threads are used.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // pdgemr2d_ and pdtran_ resolve to libredist_scalapack (linked before ScaLAPACK):
+  // ScaLAPACK's own routines unless the `dropin` suite switches for its methods.
+  redist_scalapack_set_native(1);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
   std::string suite, out;

@@ -18,21 +18,8 @@
 #include "redist/layout.hpp"
 #include "redist/plan.hpp"
 
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
-void Cblacs_gridmap(int* context, int* usermap, int ldumap, int rows, int cols);
-void Cblacs_gridexit(int context);
-void Cblacs_freebuff(int context, int wait);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
-               const int* icsrc, const int* context, const int* lld, int* info);
-void pdgemr2d_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca,
-               double* b, const int* ib, const int* jb, const int* descb, const int* context);
-void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-}
+#include "redist/blacs.h"
+#include "redist/scalapack.h"  // pdgemr2d_, pdtran_ (ScaLAPACK's, or the drop-in's where it is linked first)
 
 namespace redist::scalapack {
 

@@ -133,6 +133,27 @@ std::vector<Case> shm(int p, double scale) {
   return out;
 }
 
+// The ScaLAPACK drop-in (libredist_scalapack, docs/scalapack.md): compare's cases
+// (docs/strategies.md, "Speed") and the 1-D one called through pdgemr2d_,
+// plus many calls on a 100x100 matrix. bench_main times each call the drop-in
+// way (plans cached), as a first call (plans freed before each), and natively.
+std::vector<Case> dropin(int p, double scale) {
+  const std::string row = "1x" + s(p), col = s(p) + "x1";
+  const long n1 = scaled(8000, scale), n2 = scaled(2000, scale), n3 = scaled(4000000, scale);
+  const std::string la = " storage=local_array";
+  std::vector<Case> out = {
+      {"dropin", "compare", "8000^2 200->300", 200, "tile", bc2(n1, 200, 200, row), bc2(n1, 300, 300, col), "",
+       false, {"p2p"}},
+      {"dropin", "compare", "2000^2 10->10", 10, "tile", bc2(n2, 10, 10, row), bc2(n2, 10, 10, col), "", false,
+       {"p2p"}},
+      {"dropin", "compare", "4000000x1 1->1000", 1, "tile", s(n3) + "x1 tile=1x1 block_cyclic grid=" + col + la,
+       s(n3) + "x1 tile=1000x1 block_cyclic grid=" + col + la, "", false, {"p2p"}},
+      {"dropin", "small", "100^2 32->25, 100 calls", 32, "tile", bc2(100, 32, 32, row), bc2(100, 25, 25, col), "",
+       false, {"p2p"}}};
+  for (Case& c : out) c.dropin_calls = c.series == "small" ? 100 : 1;
+  return out;
+}
+
 // Regions at displacements that the tile sizes do not divide.
 std::vector<Case> submatrix(int p, double scale) {
   std::vector<Case> out;
@@ -346,6 +367,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "fine") out = fine(p, scale);
   else if (suite == "tran") out = tran(p, scale);
   else if (suite == "shm") out = shm(p, scale);
+  else if (suite == "dropin") out = dropin(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);
   else if (suite == "ctl_batch") out = ctl_batch(p, scale, threads);
   else if (suite == "ctl_isolate") out = ctl_isolate(p, scale, threads);

@@ -37,6 +37,9 @@ struct Case {
   // Where the arrays live: in MPI-3 shared windows (redist::shared_allocate;
   // docs/shm.md) or on the heap; unset: as $REDIST_STORAGE says.
   std::optional<bool> shared_storage{};
+  // The `dropin` suite (libredist_scalapack): pdgemr2d_ through the drop-in beside
+  // ScaLAPACK's own, each method making this many calls per timed run; 0: not such a case.
+  int dropin_calls = 0;
 };
 
 // Suite names in the order `all` runs them.

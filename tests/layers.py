@@ -48,7 +48,7 @@ PATHS = [
     ("include/redist/cost.hpp", "cost"), ("src/cost/", "cost"),
     ("include/redist/exec.hpp", "exec"), ("include/redist/groups.hpp", "exec"), ("include/redist/shm.hpp", "exec"), ("include/redist/redist.hpp", "exec"), ("src/exec/", "exec"),
     ("include/redist/redist.h", "capi"), ("src/capi/", "capi"),  # after redist.hpp: a prefix of it
-    ("include/redist/scalapack.h", "scalapack"), ("src/scalapack/", "scalapack"),
+    ("include/redist/scalapack.h", "scalapack"), ("include/redist/blacs.h", "scalapack"), ("src/scalapack/", "scalapack"),
     ("src/harness/pattern.", "pattern"),
     ("src/harness/", "harness"),
     ("include/redist/runtime/", "runtime"), ("src/runtime/", "runtime"),

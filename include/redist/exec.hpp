@@ -109,6 +109,13 @@ struct Options {
   // $REDIST_NODE_SIZE when set; k > 0: each such group split into nodes of k
   // consecutive ranks (on-node and off-node paths on one machine).
   int node_size = 0;
+  // true: the plan works on a duplicate of make_plan's communicator, its own tag
+  // space (make_plan then costs an MPI_Comm_dup, some microseconds). false: on the
+  // communicator itself, which must outlive the plan, gets MPI_ERRORS_RETURN as its
+  // error handler, and may carry no other point-to-point traffic while the plan
+  // executes (the ScaLAPACK drop-in's own union communicators, whose first calls
+  // plan every time).
+  bool duplicate_comm = true;
 };
 
 class PlanImpl;
@@ -134,9 +141,10 @@ class Plan {
   const PlanStats& stats() const;
   const Layout& source() const;
   const Layout& target() const;
-  const Region& region() const;
+  const Region& region() const;  // the first of regions()
+  const std::vector<Region>& regions() const;
   const Options& options() const;
-  MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator
+  MPI_Comm comm() const;  // the plan's own duplicate of the user's communicator (Options::duplicate_comm)
   // The machine model fixed at make_plan (null: none; see Options::machine).
   const Machine* machine() const;
   // What auto chose; empty until an execute with auto decided.
@@ -199,6 +207,12 @@ class Plan {
 // per communicator (in the same order on every rank); threads with
 // communicators of their own may make plans at once.
 Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
+               const Options& options = {});
+// The same for several regions moved at once by one plan (one message per peer
+// for all of them): each must fit both arrays and no two may overlap in the
+// target (check_regions; they may in the source); none is a plan with nothing
+// to do. The task graph strategy takes one region: with several it runs p2p.
+Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> regions, MPI_Comm comm,
                const Options& options = {});
 
 }  // namespace redist

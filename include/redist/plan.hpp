@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct Region {
   // The extent in the source's order of dimensions.
   Coord src_size() const;
 };
+
+// Several regions moved by one plan (a shape that is not one box: the
+// ScaLAPACK drop-in's trapezoids, docs/scalapack.md). Empty when every region
+// fits both shapes (Region::check) and no two overlap in the target (they may
+// in the source); else what is wrong, naming the regions by their index. Cost
+// O(k log k) plus the pairs whose extents in the last dimension overlap.
+std::string check_regions(std::span<const Region> regions, const Coord& src_shape, const Coord& dst_shape);
 
 // A RUN of segments, the plan's unit (a compressed plan): one segment of `shape`
 // elements at `at` in this rank's storage, repeated count[0] times step[0]
@@ -133,5 +141,12 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const Region& region, i
 // Same, reusing this rank's storage maps (built for `rank` from `src` and `dst`).
 RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
                    const LocalIndex& dst_local, const Region& region, int rank, int nranks);
+// Several regions (check_regions passed): each is planned as above and the
+// plans are merged, one message per peer holding region 0's segments, then
+// region 1's, and so on (sender and receiver list them in the same order).
+// The statistics add up (a target tile touched by two regions counts twice in
+// target_tiles); max_segments_per_tile is the largest of one region's.
+RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                   const LocalIndex& dst_local, std::span<const Region> regions, int rank, int nranks);
 
 }  // namespace redist

@@ -1,4 +1,4 @@
-/* libredist_scalapack: ScaLAPACK's p?gemr2d as drop-ins (docs/scalapack.md).
+/* libredist_scalapack: ScaLAPACK's p?gemr2d, p?trmr2d and PBLAS's p?tran as drop-ins (docs/scalapack.md).
  *
  * Link -lredist_scalapack before ScaLAPACK (or LD_PRELOAD=libredist_scalapack.so)
  * and the program's pdgemr2d_ / Cpdgemr2d / pdtran_ calls run on redist, with ScaLAPACK's
@@ -22,6 +22,10 @@ void redist_scalapack_set_native(int native);
 int redist_scalapack_native(void);
 /* Plans kept per process (a repeated call with the same descriptors plans once). */
 int redist_scalapack_cached_plans(void);
+/* Frees every kept plan (the communicators made for union contexts stay, as a
+ * program's contexts do): the next call with any descriptors plans again, as a
+ * first call. Call it on every process alike, between calls. */
+void redist_scalapack_free_plans(void);
 
 /* Fortran entry points (all arguments by reference). */
 void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
@@ -46,6 +50,37 @@ void Cpzgemr2d(int m, int n, void* a, int ia, int ja, int* desca, void* b, int i
                int gcontext);
 void Cpigemr2d(int m, int n, int* a, int ia, int ja, int* desca, int* b, int ib, int jb, int* descb,
                int gcontext);
+
+/* ScaLAPACK's p?trmr2d: the upper (uplo 'U') or lower ('L') trapezoid of the m x n
+ * submatrix A(ia:, ja:) into B(ib:, jb:), with its diagonal (diag 'N') or without
+ * ('U', unit); the rest of B is left as it is. uplo and diag are read as
+ * ScaLAPACK reads them (one character, either case). Fortran entry points: */
+void pstrmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const float* a, const int* ia,
+               const int* ja, const int* desca, float* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+void pdtrmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const double* a, const int* ia,
+               const int* ja, const int* desca, double* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+void pctrmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const void* a, const int* ia,
+               const int* ja, const int* desca, void* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+void pztrmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const void* a, const int* ia,
+               const int* ja, const int* desca, void* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+void pitrmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const int* a, const int* ia,
+               const int* ja, const int* desca, int* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+/* C entry points (ScaLAPACK's: uplo and diag as pointers to one character). */
+void Cpstrmr2d(char* uplo, char* diag, int m, int n, float* a, int ia, int ja, int* desca, float* b, int ib, int jb,
+               int* descb, int gcontext);
+void Cpdtrmr2d(char* uplo, char* diag, int m, int n, double* a, int ia, int ja, int* desca, double* b, int ib,
+               int jb, int* descb, int gcontext);
+void Cpctrmr2d(char* uplo, char* diag, int m, int n, void* a, int ia, int ja, int* desca, void* b, int ib, int jb,
+               int* descb, int gcontext);
+void Cpztrmr2d(char* uplo, char* diag, int m, int n, void* a, int ia, int ja, int* desca, void* b, int ib, int jb,
+               int* descb, int gcontext);
+void Cpitrmr2d(char* uplo, char* diag, int m, int n, int* a, int ia, int ja, int* desca, int* b, int ib, int jb,
+               int* descb, int gcontext);
 
 /* PBLAS's p?tran (Fortran entry points, PBLAS has no others):
  * sub(C) := beta * sub(C) + alpha * op(sub(A)), sub(C) = C(ic:ic+m-1, jc:jc+n-1),

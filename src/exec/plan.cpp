@@ -44,7 +44,7 @@ class PlanImpl {
     // unchecked: a destructor, nothing to do if the communicator cannot be freed
     int finalized = 0;
     MPI_Finalized(&finalized);  // unchecked (above)
-    if (!finalized && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
+    if (!finalized && core.owns_comm && core.comm != MPI_COMM_NULL) MPI_Comm_free(&core.comm);
   }
   // The state of registry entry `i`, made (and probed, collectively) on first use.
   detail::Strategy& state(int i);
@@ -56,7 +56,7 @@ class PlanImpl {
 
 namespace {
 
-std::string local_checks(const Layout& src, const Layout& dst, const Region& region, int size) {
+std::string local_checks(const Layout& src, const Layout& dst, std::span<const Region> regions, int size) {
   using detail::cat;
   std::string e = src.check(size);
   if (!e.empty()) return "source layout: " + e;
@@ -67,7 +67,8 @@ std::string local_checks(const Layout& src, const Layout& dst, const Region& reg
   if (src.elem_size() != dst.elem_size())
     return cat("element size mismatch: source esize=", src.elem_size(), ", target esize=",
                dst.elem_size());
-  return region.check(src.shape(), dst.shape());
+  if (regions.size() == 1) return regions[0].check(src.shape(), dst.shape());
+  return check_regions(regions, src.shape(), dst.shape());
 }
 
 void check_side(const char* side, size_t given, const LocalIndex& li, const Layout& l,
@@ -140,17 +141,19 @@ std::string arithmetic_refused(std::string_view strategy, const Arithmetic& a) {
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default strategy pairs different message schemes;
 // both would hang or truncate instead of failing.
-void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst, const Region& region,
-                           const Options& options) {
+void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst,
+                           std::span<const Region> regions, const Options& options) {
+  std::string region_text;
+  for (const Region& r : regions) region_text += (region_text.empty() ? "" : "; ") + r.str();
   detail::agree_same(p.comm,
                      {{"source layout differs", agreed_spec(src)},
                       {"target layout differs", agreed_spec(dst)},
-                      {"region differs", region.str()},
+                      {regions.size() == 1 ? "region differs" : "regions differ", region_text},
                       {"options differ",
                        detail::cat("strategy=", options.strategy, " max_message_bytes=", options.max_message_bytes,
                                    " max_buffer_bytes=", options.max_buffer_bytes,
                                    " arithmetic=", options.arithmetic.str(),
-                                   " calibration=", options.calibration,
+                                   " calibration=", options.calibration, " duplicate_comm=", options.duplicate_comm,
                                    " machine=", options.machine ? "given" : "none",
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
@@ -373,17 +376,28 @@ detail::Strategy& PlanImpl::state(int i) {
 
 Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_Comm comm,
                const Options& options) {
+  return make_plan(src, dst, std::span<const Region>(&region, 1), comm, options);
+}
+
+Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> regions, MPI_Comm comm,
+               const Options& options) {
   auto impl = std::make_unique<PlanImpl>();
   detail::PlanCore& p = impl->core;
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
-  // Own communicator: private tag space, errors returned instead of aborting.
-  check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup", comm);
+  // Own communicator: private tag space, errors returned instead of aborting
+  // (or the caller's, Options::duplicate_comm).
+  p.owns_comm = options.duplicate_comm;
+  if (p.owns_comm) check_mpi(MPI_Comm_dup(comm, &p.comm), "MPI_Comm_dup", comm);
+  else p.comm = comm;
   check_mpi(MPI_Comm_set_errhandler(p.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", comm);
   check_mpi(MPI_Comm_rank(p.comm, &p.rank), "MPI_Comm_rank", p.comm);
   check_mpi(MPI_Comm_size(p.comm, &p.size), "MPI_Comm_size", p.comm);
-  p.src = src, p.dst = dst, p.region = region, p.options = options;
+  p.src = src, p.dst = dst, p.options = options;
+  p.regions.assign(regions.begin(), regions.end());
+  // One region: it; none: an empty one; several: the first (Plan::region).
+  p.region = regions.empty() ? Region{Coord(src.ndim()), Coord(src.ndim()), Coord(src.ndim())} : regions[0];
 
-  std::string err = local_checks(src, dst, region, p.size);
+  std::string err = local_checks(src, dst, p.regions, p.size);
   if (err.empty() && options.max_message_bytes < 1)
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
   if (err.empty() && options.node_size < 0)
@@ -408,7 +422,7 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
   if (err.empty()) err = arithmetic_refused(options.strategy, options.arithmetic);
   agree(p.comm, err);
 
-  agree_same_everywhere(p, src, dst, region, options);
+  agree_same_everywhere(p, src, dst, p.regions, options);
 
   // This rank's storage maps (they call owner functions), then the plan: any
   // exception, a user callback's included, is agreed on like a bad argument.
@@ -417,7 +431,7 @@ Plan make_plan(const Layout& src, const Layout& dst, const Region& region, MPI_C
     p.dst_local = std::make_unique<LocalIndex>(local_index(p.dst, p.rank, "target"));
   }));
   agree_owners(p);
-  agree(p.comm, catch_error([&] { p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.region, p.rank, p.size); }));
+  agree(p.comm, catch_error([&] { p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.regions, p.rank, p.size); }));
   for (auto [peers, off] : {std::pair{&p.rp.sends, &p.send_offset}, std::pair{&p.rp.receives, &p.recv_offset}}) {
     off->assign(peers->size() + 1, 0);
     for (size_t i = 0; i < peers->size(); ++i) (*off)[i + 1] = (*off)[i] + (*peers)[i].bytes;
@@ -446,6 +460,7 @@ const PlanStats& Plan::stats() const { return impl_->core.rp.stats; }
 const Layout& Plan::source() const { return impl_->core.src; }
 const Layout& Plan::target() const { return impl_->core.dst; }
 const Region& Plan::region() const { return impl_->core.region; }
+const std::vector<Region>& Plan::regions() const { return impl_->core.regions; }
 const Options& Plan::options() const { return impl_->core.options; }
 MPI_Comm Plan::comm() const { return impl_ ? impl_->core.comm : MPI_COMM_NULL; }
 const Machine* Plan::machine() const { return impl_->machine.get(); }

@@ -58,9 +58,11 @@ struct DstBlocks {
 class PlanCore {
  public:
   Layout src, dst;
-  Region region;
+  Region region;               // regions[0] (an empty region when there are none)
+  std::vector<Region> regions;  // every region the plan moves (make_plan's list)
   Options options;
   MPI_Comm comm = MPI_COMM_NULL;
+  bool owns_comm = true;  // comm is the plan's duplicate (Options::duplicate_comm), freed with it
   int rank = 0, size = 1;
   std::unique_ptr<LocalIndex> src_local, dst_local;
   RankPlan rp;

@@ -224,6 +224,43 @@ RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_l
   return detail::plan_segment_list(src, dst, src_local, dst_local, region, rank, nranks);
 }
 
+RankPlan plan_rank(const Layout& src, const Layout& dst, const LocalIndex& src_local,
+                   const LocalIndex& dst_local, std::span<const Region> regions, int rank, int nranks) {
+  if (regions.size() == 1) return plan_rank(src, dst, src_local, dst_local, regions[0], rank, nranks);
+  RankPlan plan;
+  plan.rank = rank;
+  plan.ndim = src.ndim();
+  plan.elem_size = src.elem_size();
+  // Peers by distance (peer - rank) mod P, the order of RankPlan's lists.
+  std::vector<PeerPlan> sends(static_cast<size_t>(nranks)), receives(static_cast<size_t>(nranks));
+  auto merge = [&](std::vector<PeerPlan>& into, std::vector<PeerPlan>& from) {
+    for (PeerPlan& q : from) {
+      PeerPlan& to = into[static_cast<size_t>((q.peer - rank + nranks) % nranks)];
+      to.peer = q.peer;
+      to.bytes += q.bytes;
+      to.segments.insert(to.segments.end(), q.segments.begin(), q.segments.end());
+    }
+  };
+  for (const Region& r : regions) {
+    RankPlan one = plan_rank(src, dst, src_local, dst_local, r, rank, nranks);
+    merge(sends, one.sends);
+    merge(receives, one.receives);
+    plan.locals.insert(plan.locals.end(), one.locals.begin(), one.locals.end());
+    PlanStats& a = plan.stats;
+    const PlanStats& b = one.stats;
+    a.bytes_sent += b.bytes_sent, a.bytes_received += b.bytes_received, a.bytes_local += b.bytes_local;
+    a.segments_sent += b.segments_sent, a.segments_received += b.segments_received;
+    a.local_copies += b.local_copies, a.target_tiles += b.target_tiles;
+    a.max_segments_per_tile = std::max(a.max_segments_per_tile, b.max_segments_per_tile);
+    a.segments_per_tile_total += b.segments_per_tile_total;
+  }
+  for (auto [all, out] : {std::pair{&sends, &plan.sends}, std::pair{&receives, &plan.receives}})
+    for (PeerPlan& q : *all)
+      if (!q.segments.empty()) out->push_back(std::move(q));
+  finish_stats(plan);
+  return plan;
+}
+
 RankPlan detail::plan_segment_list(const Layout& src, const Layout& dst, const LocalIndex& src_local,
                                    const LocalIndex& dst_local, const Region& region, int rank, int nranks) {
   const int n = src.ndim();

@@ -163,4 +163,35 @@ std::string Region::check(const Coord& src_shape, const Coord& dst_shape) const 
   return {};
 }
 
+std::string check_regions(std::span<const Region> regions, const Coord& src_shape, const Coord& dst_shape) {
+  for (size_t k = 0; k < regions.size(); ++k)
+    if (std::string e = regions[k].check(src_shape, dst_shape); !e.empty()) return detail::cat("region ", k, ": ", e);
+  // Overlaps in the target: a sweep along the last dimension, comparing only
+  // regions whose extents there overlap (empty regions write nothing).
+  const int n = dst_shape.ndim();
+  if (n == 0) return {};
+  const int last = n - 1;
+  std::vector<size_t> order;
+  for (size_t k = 0; k < regions.size(); ++k)
+    if (!regions[k].empty()) order.push_back(k);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return regions[a].dst_offset[last] < regions[b].dst_offset[last];
+  });
+  for (size_t x = 0; x < order.size(); ++x) {
+    const Region& a = regions[order[x]];
+    const index_t end = a.dst_offset[last] + a.size[last];
+    for (size_t y = x + 1; y < order.size() && regions[order[y]].dst_offset[last] < end; ++y) {
+      const Region& b = regions[order[y]];
+      bool meet = true;
+      for (int d = 0; d < last && meet; ++d)
+        meet = a.dst_offset[d] < b.dst_offset[d] + b.size[d] && b.dst_offset[d] < a.dst_offset[d] + a.size[d];
+      if (meet)
+        return detail::cat("regions ", std::min(order[x], order[y]), " (", regions[std::min(order[x], order[y])].str(),
+                           ") and ", std::max(order[x], order[y]), " (", regions[std::max(order[x], order[y])].str(),
+                           ") overlap in the target; the regions of one plan must write disjoint parts of it");
+    }
+  }
+  return {};
+}
+
 }  // namespace redist

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -43,12 +44,8 @@
 #include <vector>
 
 #include "mpi/agree.hpp"
+#include "redist/blacs.h"
 #include "redist/redist.hpp"
-
-extern "C" {
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cigsum2d(int context, const char* scope, const char* top, int m, int n, int* a, int lda, int rdest, int cdest);
-}
 
 namespace redist::scalapack {
 namespace {
@@ -178,8 +175,13 @@ std::array<std::int64_t, kGridFields> grid_fields(const Side& s) {
   return {s.desc[DTYPE], s.desc[M], s.desc[N], s.desc[MB], s.desc[NB], s.desc[RSRC], s.desc[CSRC], s.nprow};
 }
 
+// What every process passes: m, n, ia, ja, ib, jb, and p?trmr2d's uplo and diag
+// (upper-cased characters; 0 for the other routines).
+constexpr int kArgs = 8;
+using Args = std::array<std::int64_t, kArgs>;
+
 struct Agreed {
-  std::array<std::int64_t, 6> args{};  // m, n, ia, ja, ib, jb
+  Args args{};
   std::array<std::int64_t, kGridFields> a{}, b{};
   std::int64_t npcol_a = 0, npcol_b = 0;
 };
@@ -187,10 +189,9 @@ struct Agreed {
 // Step 2: one MPI_Allreduce (MPI_MAX over values and their negations gives each
 // field's maximum and minimum; a process outside a grid offers INT64_MIN for it).
 // Returns the error every process agrees on, or empty.
-std::string agree_arguments(MPI_Comm comm, const std::array<std::int64_t, 6>& args, const Side& a, const Side& b,
-                            Agreed& out) {
+std::string agree_arguments(MPI_Comm comm, const Args& args, const Side& a, const Side& b, Agreed& out) {
   constexpr std::int64_t kNone = INT64_MIN;
-  constexpr int kFields = 6 + 2 * (kGridFields + 1);
+  constexpr int kFields = kArgs + 2 * (kGridFields + 1);
   std::array<std::int64_t, 2 * kFields> v{};
   int k = 0;
   auto put = [&](std::int64_t x, bool known) {
@@ -205,18 +206,21 @@ std::string agree_arguments(MPI_Comm comm, const std::array<std::int64_t, 6>& ar
   }
   detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), 2 * kFields, MPI_INT64_T, MPI_MAX, comm),
                     "MPI_Allreduce", comm);
-  const char* arg_names[] = {"m", "n", "ia", "ja", "ib", "jb"};
-  for (int i = 0; i < 6; ++i) {
+  const char* arg_names[] = {"m", "n", "ia", "ja", "ib", "jb", "uplo", "diag"};
+  for (int i = 0; i < kArgs; ++i) {
     if (v[i] != -v[kFields + i])
-      return detail::cat("the processes of the union context pass different ", arg_names[i], " (from ",
-                         -v[kFields + i], " to ", v[i], "); every process passes the same");
+      return i < 6 ? detail::cat("the processes of the union context pass different ", arg_names[i], " (from ",
+                                 -v[kFields + i], " to ", v[i], "); every process passes the same")
+                   : detail::cat("the processes of the union context pass different ", arg_names[i], " ('",
+                                 static_cast<char>(-v[kFields + i]), "' and '", static_cast<char>(v[i]),
+                                 "'); every process passes the same");
     out.args[i] = v[i];
   }
   const char* field_names[] = {"DTYPE", "M", "N", "MB", "NB", "RSRC", "CSRC", "the grid's rows", "the grid's columns"};
   for (int s = 0; s < 2; ++s) {
     const char* name = s == 0 ? "A" : "B";
     for (int f = 0; f <= kGridFields; ++f) {
-      const int i = 6 + s * (kGridFields + 1) + f;
+      const int i = kArgs + s * (kGridFields + 1) + f;
       if (v[i] == kNone)
         return detail::cat("no process of the union context is in the grid of ", name, " (desc", name,
                            "[CTXT] is -1 everywhere): one grid needs at least one process");
@@ -231,16 +235,25 @@ std::string agree_arguments(MPI_Comm comm, const std::array<std::int64_t, 6>& ar
 }
 
 // What a call computes beyond moving: p?tran's transpose and arithmetic
-// (C := beta * C + alpha * op(A)); p?gemr2d's is none.
+// (C := beta * C + alpha * op(A)); p?gemr2d's is none. `trapezoid`: p?trmr2d
+// (the shape is in the agreed uplo and diag).
 struct Op {
   bool transpose = false;
+  bool trapezoid = false;
   Arithmetic arith;
 };
 
 // ScaLAPACK's own checks of the agreed values (its pdgemr2d reports these and
 // stops). With `transpose` A's submatrix is n x m (p?tran: op(A) is m x n).
-std::string check_arguments(const Agreed& g, bool transpose) {
-  const auto [m, n, ia, ja, ib, jb] = g.args;
+std::string check_arguments(const Agreed& g, const Op& op) {
+  const bool transpose = op.transpose;
+  const auto [m, n, ia, ja, ib, jb, uplo, diag] = g.args;
+  if (op.trapezoid && uplo != 'U' && uplo != 'L')
+    return detail::cat("uplo = '", static_cast<char>(uplo), "': allowed are 'U' (copy the upper trapezoid) and 'L' "
+                       "(the lower one)");
+  if (op.trapezoid && diag != 'U' && diag != 'N')
+    return detail::cat("diag = '", static_cast<char>(diag), "': allowed are 'N' (copy the diagonal) and 'U' (unit: "
+                       "leave it)");
   if (m < 0 || n < 0) return detail::cat("m = ", m, " and n = ", n, " must be >= 0");
   for (int s = 0; s < 2; ++s) {
     const auto& d = s == 0 ? g.a : g.b;  // DTYPE, M, N, MB, NB, RSRC, CSRC, grid rows
@@ -259,6 +272,52 @@ std::string check_arguments(const Agreed& g, bool transpose) {
                          " does not fit ", name, " (", d[1], "x", d[2], ", indices from 1)");
   }
   return {};
+}
+
+// p?trmr2d's trapezoid as boxes (Regions) moved by one plan. ScaLAPACK's shape,
+// in the m x n submatrix's own indices: 'U' copies (i, j) with
+// i <= j + max(0, m - n) - unit, 'L' those with i >= j - max(0, n - m) + unit
+// (unit: diag = 'U'); so the diagonal starts at the top left corner, except in
+// an upper trapezoid taller than wide and a lower one wider than tall, where
+// it ends at the bottom right corner. Column j holds rows [lo(j), hi(j)), both
+// nondecreasing in j. Columns are cut into bands at B's column-block
+// boundaries: each band is one box of the rows every column of it holds, plus
+// one or two pieces per column along the diagonal. Boxes of full bands next to
+// each other with the same rows are merged. Empty: nothing to copy.
+std::vector<Region> trapezoid(const Agreed& g) {
+  const std::int64_t m = g.args[0], n = g.args[1], ia = g.args[2], ja = g.args[3], ib = g.args[4], jb = g.args[5];
+  const bool upper = g.args[6] == 'U';
+  const std::int64_t unit = g.args[7] == 'U', nbb = g.b[4];
+  auto lo = [&](std::int64_t j) { return upper ? 0 : std::clamp<std::int64_t>(j - std::max<std::int64_t>(0, n - m) + unit, 0, m); };
+  auto hi = [&](std::int64_t j) { return upper ? std::clamp<std::int64_t>(j + std::max<std::int64_t>(0, m - n) - unit + 1, 0, m) : m; };
+  std::vector<Region> out;
+  bool last_whole = false;  // the last box is a band's with no pieces beside it
+  auto box = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    if (r1 > r0 && c1 > c0) out.push_back({{r1 - r0, c1 - c0}, {ia - 1 + r0, ja - 1 + c0}, {ib - 1 + r0, jb - 1 + c0}});
+  };
+  for (std::int64_t c0 = 0; c0 < n;) {
+    const std::int64_t c1 = std::min(n, c0 + nbb - (jb - 1 + c0) % nbb);  // B's next column-block boundary
+    const std::int64_t rlo = lo(c1 - 1), rhi = hi(c0);  // the rows every column of the band holds
+    bool pieces = false;
+    for (std::int64_t j = c0; j < c1; ++j) pieces = pieces || lo(j) != rlo || hi(j) != rhi;
+    Region* prev = last_whole ? &out.back() : nullptr;
+    if (!pieces && prev && prev->dst_offset[0] == ib - 1 + rlo && prev->size[0] == rhi - rlo) {
+      prev->size[1] += c1 - c0;  // the same rows as the band before: one box
+    } else {
+      box(rlo, rhi, c0, c1);
+      for (std::int64_t j = c0; j < c1 && pieces; ++j) {
+        if (rlo >= rhi) {
+          box(lo(j), hi(j), j, j + 1);
+        } else {
+          box(lo(j), rlo, j, j + 1);
+          box(rhi, hi(j), j, j + 1);
+        }
+      }
+    }
+    last_whole = !pieces && rhi > rlo;
+    c0 = c1;
+  }
+  return out;
 }
 
 // Step 3: each grid's rank map (the union rank at each coordinate, column-major
@@ -305,9 +364,9 @@ Layout layout_of(const std::array<std::int64_t, kGridFields>& d, std::int64_t np
   std::abort();
 }
 
-// One call of p?gemr2d (op: none) or p?tran (B is C).
+// One call of p?gemr2d (op: none), p?trmr2d (uplo, diag: upper-cased) or p?tran (B is C).
 void move(const char* routine, index_t esize, const Op& op, int m, int n, const void* a, int ia, int ja,
-          const int* desca, void* b, int ib, int jb, const int* descb, int gcontext) {
+          const int* desca, void* b, int ib, int jb, const int* descb, int gcontext, char uplo = 0, char diag = 0) {
   int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
   Cblacs_gridinfo(gcontext, &nprow, &npcol, &myrow, &mycol);
   if (myrow < 0 || mycol < 0) return;  // not in the union context: nothing to do (as ScaLAPACK)
@@ -319,10 +378,15 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
     detail::check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", comm);
     const Side sa = side_of("A", desca), sb = side_of("B", descb);
     Agreed g;
-    std::string err = agree_arguments(comm, {m, n, ia, ja, ib, jb}, sa, sb, g);
-    if (err.empty()) err = check_arguments(g, op.transpose);
+    std::string err = agree_arguments(comm, {m, n, ia, ja, ib, jb, uplo, diag}, sa, sb, g);
+    if (err.empty()) err = check_arguments(g, op);
     if (!err.empty()) stop(routine, comm, err, me == 0);
     if (m == 0 || n == 0) return;
+    [[maybe_unused]] const auto [mm, nn, i0, j0, i1, j1, up, dg] = g.args;
+    std::vector<Region> regions;
+    if (op.trapezoid) regions = trapezoid(g);
+    else regions.push_back({{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}, op.transpose ? Coord{1, 0} : Coord()});
+    if (regions.empty()) return;  // a trapezoid with nothing in it (every process knows)
 
     // This process's key: the agreed arguments, the element size, its own LLDs
     // and its own coordinates in both grids. The rank maps are not in it: they
@@ -333,7 +397,7 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
     key.v.insert(key.v.end(), g.a.begin(), g.a.end());
     key.v.insert(key.v.end(), g.b.begin(), g.b.end());
     key.v.insert(key.v.end(), {g.npcol_a, g.npcol_b, esize, sa.member ? desca[LLD] : 0, sb.member ? descb[LLD] : 0,
-                               sa.myrow, sa.mycol, sb.myrow, sb.mycol, op.transpose,
+                               sa.myrow, sa.mycol, sb.myrow, sb.mycol, op.transpose, op.trapezoid,
                                static_cast<std::int64_t>(op.arith.type), op.arith.conjugate});
     for (double x : {op.arith.alpha.real(), op.arith.alpha.imag(), op.arith.beta.real(), op.arith.beta.imag()}) {
       std::int64_t bits;
@@ -351,14 +415,13 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
     err = agree_maps(comm, me, sa, sb, g, hit, map_a, map_b, all_hit);
     if (!err.empty()) stop(routine, comm, err, me == 0);
     if (!all_hit) {
-      const auto [mm, nn, i0, j0, i1, j1] = g.args;
       const Layout src = layout_of(g.a, g.npcol_a, std::move(map_a), sa.member ? desca[LLD] : 0, esize);
       const Layout dst = layout_of(g.b, g.npcol_b, std::move(map_b), sb.member ? descb[LLD] : 0, esize);
       Options opt;
       if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
       opt.arithmetic = op.arith;
-      const Region region{{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}, op.transpose ? Coord{1, 0} : Coord()};
-      Plan plan = make_plan(src, dst, region, comm, opt);
+      opt.duplicate_comm = false;  // the union's communicator is this library's, used one call at a time
+      Plan plan = make_plan(src, dst, regions, comm, opt);
       u.plans.emplace_front(std::move(key), std::move(plan));
       if (u.plans.size() > kMaxPlans) u.plans.pop_back();
     } else if (hit > 0) {
@@ -388,10 +451,24 @@ using redist::scalapack::Op;
 using redist::scalapack::native;
 using redist::scalapack::next_symbol;
 
+namespace {
+Op trapezoid_op() {
+  Op op;
+  op.trapezoid = true;
+  return op;
+}
+// uplo and diag upper-cased, as ScaLAPACK reads them (a null pointer: '?', refused).
+char upper_char(const char* c) { return c ? static_cast<char>(std::toupper(static_cast<unsigned char>(*c))) : '?'; }
+}  // namespace
+
 extern "C" {
 
 void redist_scalapack_set_native(int on) { redist::scalapack::native_mode = on ? 1 : 0; }
 int redist_scalapack_native(void) { return native() ? 1 : 0; }
+void redist_scalapack_free_plans(void) {
+  if (redist::scalapack::state)
+    for (auto& [members, u] : redist::scalapack::state->unions) u.plans.clear();
+}
 int redist_scalapack_cached_plans(void) {
   int n = 0;
   if (redist::scalapack::state)
@@ -426,6 +503,39 @@ REDIST_GEMR2D(pd, double, 8)
 REDIST_GEMR2D(pc, void, 8)
 REDIST_GEMR2D(pz, void, 16)
 REDIST_GEMR2D(pi, int, 4)
+
+// ScaLAPACK's p?trmr2d: the upper or lower trapezoid of the m x n submatrix,
+// with or without its diagonal. ScaLAPACK's own entry points take uplo and diag
+// as char pointers, the Fortran one ignoring the hidden lengths after ictxt.
+#define REDIST_TRMR2D(p, T, bytes)                                                                              \
+  void p##trmr2d_(const char* uplo, const char* diag, const int* m, const int* n, const T* a, const int* ia,    \
+                  const int* ja, const int* desca, T* b, const int* ib, const int* jb, const int* descb,        \
+                  const int* ictxt) {                                                                           \
+    if (native()) {                                                                                             \
+      using F = void (*)(const char*, const char*, const int*, const int*, const T*, const int*, const int*,    \
+                         const int*, T*, const int*, const int*, const int*, const int*);                       \
+      static const F f = reinterpret_cast<F>(next_symbol(#p "trmr2d_"));                                        \
+      return f(uplo, diag, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);                                    \
+    }                                                                                                           \
+    move(#p "trmr2d", bytes, trapezoid_op(), *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, *ictxt,            \
+         upper_char(uplo), upper_char(diag));                                                                   \
+  }                                                                                                             \
+  void C##p##trmr2d(char* uplo, char* diag, int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib,       \
+                    int jb, int* descb, int gcontext) {                                                         \
+    if (native()) {                                                                                             \
+      using F = void (*)(char*, char*, int, int, T*, int, int, int*, T*, int, int, int*, int);                  \
+      static const F f = reinterpret_cast<F>(next_symbol("C" #p "trmr2d"));                                     \
+      return f(uplo, diag, m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext);                                 \
+    }                                                                                                           \
+    move("C" #p "trmr2d", bytes, trapezoid_op(), m, n, a, ia, ja, desca, b, ib, jb, descb, gcontext,            \
+         upper_char(uplo), upper_char(diag));                                                                   \
+  }
+
+REDIST_TRMR2D(ps, float, 4)
+REDIST_TRMR2D(pd, double, 8)
+REDIST_TRMR2D(pc, void, 8)
+REDIST_TRMR2D(pz, void, 16)
+REDIST_TRMR2D(pi, int, 4)
 
 // PBLAS's p?tran: sub(C) := beta * sub(C) + alpha * op(sub(A)), op(A) = A^T
 // (p?tran, p?tranu) or A^H (p?tranc); sub(C) is m x n at (ic, jc), sub(A) n x m

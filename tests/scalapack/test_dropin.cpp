@@ -17,21 +17,12 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "redist/blacs.h"
 #include "redist/scalapack.h"
-
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
-void Cblacs_gridmap(int* context, int* usermap, int ldumap, int rows, int cols);
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int context);
-void Cblacs_freebuff(int context, int wait);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-}
 
 namespace {
 
@@ -169,66 +160,164 @@ long first_difference(const std::vector<unsigned char>& x, const std::vector<uns
   return x.size() == y.size() ? -1 : static_cast<long>(x.size());
 }
 
+// One random case of p?gemr2d or p?trmr2d: A on one grid, B on another, an m x n
+// submatrix at (ia, ja) -> (ib, jb), and this process's local arrays.
+struct Case {
+  Side a, b;
+  int m = 0, n = 0, ia = 1, ja = 1, ib = 1, jb = 1;
+  bool fortran = false;
+  const Grid* ga = nullptr;
+  const Grid* gb = nullptr;
+};
+
+Case make_case(Rng& rng, Rng& local, const std::vector<Grid>& grids, char t) {
+  Case k;
+  k.ga = &grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
+  k.gb = &grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
+  k.a = make_side(rng, local, *k.ga, t), k.b = make_side(rng, local, *k.gb, t);
+  const int dims[4] = {k.a.m, k.a.n, k.b.m, k.b.n};
+  const int kind = uniform(rng, 0, 9);
+  k.m = uniform(rng, 1, std::min(dims[0], dims[2])), k.n = uniform(rng, 1, std::min(dims[1], dims[3]));
+  if (kind == 0) k.m = 0;                     // empty
+  if (kind == 1) k.m = k.n = 1;               // one element
+  if (kind == 2) k.m = std::min(dims[0], dims[2]), k.n = std::min(dims[1], dims[3]);  // largest
+  k.ia = uniform(rng, 1, dims[0] - k.m + 1), k.ja = uniform(rng, 1, dims[1] - k.n + 1);
+  k.ib = kind == 3 ? dims[2] - k.m + 1 : uniform(rng, 1, dims[2] - k.m + 1);  // at the far edge
+  k.jb = kind == 3 ? dims[3] - k.n + 1 : uniform(rng, 1, dims[3] - k.n + 1);
+  k.fortran = uniform(rng, 0, 1);
+  return k;
+}
+
+// Runs `call(a, b)` natively on copies (ScaLAPACK is given what it is given in
+// practice outside a grid: CTXT -1, zeros; redist gets garbage there, which must
+// not count), then on redist; empty when B's whole local array is ScaLAPACK's and
+// A is unchanged, else what differs.
+template <class Call>
+std::string against_native(Case& k, Call call) {
+  const Side a0 = k.a;
+  Side a_nat = k.a, b_native = k.b;
+  if (k.ga->ctxt < 0) std::memset(a_nat.desc + 2, 0, 7 * sizeof(int));
+  if (k.gb->ctxt < 0) std::memset(b_native.desc + 2, 0, 7 * sizeof(int));
+  redist_scalapack_set_native(1);
+  call(a_nat, b_native);
+  redist_scalapack_set_native(0);
+  call(k.a, k.b);
+  const long db = first_difference(k.b.data, b_native.data), da = first_difference(k.a.data, a0.data);
+  if (db >= 0) return "B differs from ScaLAPACK's at byte " + std::to_string(db);
+  if (da >= 0) return "A changed at byte " + std::to_string(da);
+  return {};
+}
+
+std::string describe(const Case& k) {
+  std::ostringstream os;
+  os << "m=" << k.m << " n=" << k.n << " ia=" << k.ia << " ja=" << k.ja << " ib=" << k.ib << " jb=" << k.jb
+     << (k.fortran ? " (Fortran)" : " (C)");
+  for (const Side* s : {&k.a, &k.b}) {
+    const Grid& g = s == &k.a ? *k.ga : *k.gb;
+    os << "\n  desc" << (s == &k.a ? "A " : "B ") << s->desc[2] << "x" << s->desc[3] << " blocks " << s->desc[4]
+       << "x" << s->desc[5] << " src " << s->desc[6] << "," << s->desc[7] << " grid " << g.rows << "x" << g.cols
+       << " lld " << s->desc[8];
+  }
+  return os.str();
+}
+
+// The grids of a test and the union context (every process, 1 x P), freed at the end.
+struct Contexts {
+  std::vector<Grid> grids;
+  int line = 0;
+  explicit Contexts(Rng& rng) : grids(make_grids(rng)) {
+    Cblacs_get(0, 0, &line);
+    Cblacs_gridinit(&line, "R", 1, world_size());
+  }
+  ~Contexts() {
+    for (const Grid& g : grids)
+      if (g.ctxt >= 0) Cblacs_freebuff(g.ctxt, 1), Cblacs_gridexit(g.ctxt);
+    Cblacs_freebuff(line, 1);
+    Cblacs_gridexit(line);
+  }
+};
+
 class DropIn : public ::testing::TestWithParam<char> {};
 
 TEST_P(DropIn, SameBytesAsScaLAPACK) {
   const char t = GetParam();
-  const int rank = world_rank(), p = world_size();
+  const int rank = world_rank();
   Rng rng(4242 + t);                           // the same on every process: grids and cases
   Rng local(99 + t + 1000u * rank);            // this process's own: its LLDs
-  std::vector<Grid> grids = make_grids(rng);
-  int line = 0;  // the union context: every process, 1 x P
-  Cblacs_get(0, 0, &line);
-  Cblacs_gridinit(&line, "R", 1, p);
+  Contexts ctx(rng);
   const int ncases = cases_per_type();
   int failures = 0;
   for (int c = 0; c < ncases && failures == 0; ++c) {
-    const Grid& ga = grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
-    const Grid& gb = grids[static_cast<size_t>(uniform(rng, 0, static_cast<int>(grids.size()) - 1))];
-    Side a = make_side(rng, local, ga, t), b = make_side(rng, local, gb, t);
-    const int dims[4] = {a.m, a.n, b.m, b.n};
-    const int kind = uniform(rng, 0, 9);
-    int m = uniform(rng, 1, std::min(dims[0], dims[2])), n = uniform(rng, 1, std::min(dims[1], dims[3]));
-    if (kind == 0) m = 0;                     // empty
-    if (kind == 1) m = n = 1;                 // one element
-    if (kind == 2) m = std::min(dims[0], dims[2]), n = std::min(dims[1], dims[3]);  // largest
-    const int ia = uniform(rng, 1, dims[0] - m + 1), ja = uniform(rng, 1, dims[1] - n + 1);
-    const int ib = kind == 3 ? dims[2] - m + 1 : uniform(rng, 1, dims[2] - m + 1);  // at the far edge
-    const int jb = kind == 3 ? dims[3] - n + 1 : uniform(rng, 1, dims[3] - n + 1);
-    const bool fortran = uniform(rng, 0, 1);
-    fill(a, t, rank, 2 * c + 1);
-    fill(b, t, rank, 2 * c + 2);
-    const Side a0 = a;
-    // ScaLAPACK is given what it is given in practice outside a grid: CTXT -1, zeros
-    // (redist gets garbage there, which must not count).
-    Side a_nat = a, b_native = b;
-    if (ga.ctxt < 0) std::memset(a_nat.desc + 2, 0, 7 * sizeof(int));
-    if (gb.ctxt < 0) std::memset(b_native.desc + 2, 0, 7 * sizeof(int));
-    redist_scalapack_set_native(1);
-    call(t, fortran, m, n, a_nat, ia, ja, b_native, ib, jb, line);
-    redist_scalapack_set_native(0);
-    call(t, fortran, m, n, a, ia, ja, b, ib, jb, line);
-    std::string err;
-    const long db = first_difference(b.data, b_native.data), da = first_difference(a.data, a0.data);
-    if (db >= 0) err = "B differs from ScaLAPACK's at byte " + std::to_string(db);
-    else if (da >= 0) err = "A changed at byte " + std::to_string(da);
+    Case k = make_case(rng, local, ctx.grids, t);
+    fill(k.a, t, rank, 2 * c + 1);
+    fill(k.b, t, rank, 2 * c + 2);
+    const std::string err = against_native(k, [&](Side& a, Side& b) {
+      call(t, k.fortran, k.m, k.n, a, k.ia, k.ja, b, k.ib, k.jb, ctx.line);
+    });
     const bool ok = all_ok(err.empty());
-    EXPECT_TRUE(err.empty()) << "type " << t << " case " << c << " rank " << rank << ": " << err << "\n  m=" << m
-                             << " n=" << n << " ia=" << ia << " ja=" << ja << " ib=" << ib << " jb=" << jb
-                             << "\n  descA " << a.desc[2] << "x" << a.desc[3] << " blocks " << a.desc[4] << "x"
-                             << a.desc[5] << " src " << a.desc[6] << "," << a.desc[7] << " grid " << ga.rows << "x"
-                             << ga.cols << " lld " << a.desc[8] << "\n  descB " << b.desc[2] << "x" << b.desc[3]
-                             << " blocks " << b.desc[4] << "x" << b.desc[5] << " src " << b.desc[6] << ","
-                             << b.desc[7] << " grid " << gb.rows << "x" << gb.cols << " lld " << b.desc[8];
+    EXPECT_TRUE(err.empty()) << "type " << t << " case " << c << " rank " << rank << ": " << err << "\n  "
+                             << describe(k);
     if (!ok) ++failures;
   }
-  for (const Grid& g : grids)
-    if (g.ctxt >= 0) Cblacs_freebuff(g.ctxt, 1), Cblacs_gridexit(g.ctxt);
-  Cblacs_freebuff(line, 1);
-  Cblacs_gridexit(line);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DropIn, ::testing::Values('s', 'd', 'c', 'z', 'i'),
+                         [](const auto& info) { return std::string(1, info.param); });
+
+// Calls p<t>trmr2d through the Fortran (fortran = true) or the C entry point.
+void call_tr(char t, bool fortran, char uplo, char diag, int m, int n, Side& a, int ia, int ja, Side& b, int ib,
+             int jb, int gctxt) {
+  static unsigned char dummy[16];
+  void* pa = a.data.empty() ? dummy : a.data.data();
+  void* pb = b.data.empty() ? dummy : b.data.data();
+  char u[2] = {uplo, 0}, d[2] = {diag, 0};
+  if (fortran) {
+    switch (t) {
+      case 's': pstrmr2d_(u, d, &m, &n, (float*)pa, &ia, &ja, a.desc, (float*)pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'd': pdtrmr2d_(u, d, &m, &n, (double*)pa, &ia, &ja, a.desc, (double*)pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'c': pctrmr2d_(u, d, &m, &n, pa, &ia, &ja, a.desc, pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'z': pztrmr2d_(u, d, &m, &n, pa, &ia, &ja, a.desc, pb, &ib, &jb, b.desc, &gctxt); break;
+      case 'i': pitrmr2d_(u, d, &m, &n, (int*)pa, &ia, &ja, a.desc, (int*)pb, &ib, &jb, b.desc, &gctxt); break;
+    }
+  } else {
+    switch (t) {
+      case 's': Cpstrmr2d(u, d, m, n, (float*)pa, ia, ja, a.desc, (float*)pb, ib, jb, b.desc, gctxt); break;
+      case 'd': Cpdtrmr2d(u, d, m, n, (double*)pa, ia, ja, a.desc, (double*)pb, ib, jb, b.desc, gctxt); break;
+      case 'c': Cpctrmr2d(u, d, m, n, pa, ia, ja, a.desc, pb, ib, jb, b.desc, gctxt); break;
+      case 'z': Cpztrmr2d(u, d, m, n, pa, ia, ja, a.desc, pb, ib, jb, b.desc, gctxt); break;
+      case 'i': Cpitrmr2d(u, d, m, n, (int*)pa, ia, ja, a.desc, (int*)pb, ib, jb, b.desc, gctxt); break;
+    }
+  }
+}
+
+// p?trmr2d against ScaLAPACK's on the cases of p?gemr2d (half as many per rank
+// count: 2,000 per type over 1-4 ranks), uplo 'U'/'L' and diag 'N'/'U' in
+// either case; the submatrix as often taller as wider than square.
+class DropInTrmr2d : public ::testing::TestWithParam<char> {};
+
+TEST_P(DropInTrmr2d, SameBytesAsScaLAPACK) {
+  const char t = GetParam();
+  const int rank = world_rank();
+  Rng rng(8484 + t), local(199 + t + 1000u * rank);
+  Contexts ctx(rng);
+  const int ncases = std::max(1, cases_per_type() / 2);
+  int failures = 0;
+  for (int c = 0; c < ncases && failures == 0; ++c) {
+    Case k = make_case(rng, local, ctx.grids, t);
+    const char uplo = "UuLl"[uniform(rng, 0, 3)], diag = "NnUu"[uniform(rng, 0, 3)];
+    fill(k.a, t, rank, 2 * c + 1);
+    fill(k.b, t, rank, 2 * c + 2);
+    const std::string err = against_native(k, [&](Side& a, Side& b) {
+      call_tr(t, k.fortran, uplo, diag, k.m, k.n, a, k.ia, k.ja, b, k.ib, k.jb, ctx.line);
+    });
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "type " << t << " case " << c << " rank " << rank << ": " << err << "\n  uplo="
+                             << uplo << " diag=" << diag << " " << describe(k);
+    if (!ok) ++failures;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, DropInTrmr2d, ::testing::Values('s', 'd', 'c', 'z', 'i'),
                          [](const auto& info) { return std::string(1, info.param); });
 
 // PBLAS's p?tran against ScaLAPACK's: sub(C) := beta * sub(C) + alpha * op(sub(A))
@@ -290,7 +379,8 @@ TEST_P(DropInTran, SameBytesAsScaLAPACK) {
   const bool cplx = t == 'c' || t == 'z';
   const int rank = world_rank();
   Rng rng(777 + routine), local(55 + routine + 1000u * rank);
-  std::vector<Grid> grids = make_grids(rng);
+  Contexts ctx(rng);
+  const std::vector<Grid>& grids = ctx.grids;
   const double reals[] = {0.0, 1.0, -1.0, 2.5, 0.75};
   const double complexes[][2] = {{0.5, -2.0}, {0.0, 1.0}, {-1.25, 0.5}};
   const int ncases = std::max(1, cases_per_type() / 2);
@@ -343,8 +433,6 @@ TEST_P(DropInTran, SameBytesAsScaLAPACK) {
                              << cs.desc[6] << "," << cs.desc[7];
     if (!ok) ++failures;
   }
-  for (const Grid& g : grids)
-    if (g.ctxt >= 0) Cblacs_freebuff(g.ctxt, 1), Cblacs_gridexit(g.ctxt);
 }
 
 INSTANTIATE_TEST_SUITE_P(Routines, DropInTran, ::testing::Values('s', 'd', 'c', 'C', 'z', 'Z'),

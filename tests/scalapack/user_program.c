@@ -2,25 +2,21 @@
  * before ScaLAPACK: a 50x37 matrix of doubles in 4x3 blocks on a P x 1 grid moves
  * to 5x7 blocks on a 1 x P grid whose processes are placed in reverse order
  * (Cblacs_gridmap), each process with an LLD of its own above its local rows.
- * Every element received is checked against its global index.
+ * Every element received is checked against its global index. Then the strictly
+ * lower triangle of A (Cpdtrmr2d, uplo 'L', diag 'U') into a B of zeros: the
+ * elements below the diagonal must be A's, the others still 0.
  *
- *   user_program            the move above; exits 1 on a wrong element
+ *   user_program            the moves above; exits 1 on a wrong element
  *   user_program bad-ia     ia = 40 for a 20-row submatrix of 50 rows: the
- *                           library prints why once and stops the program */
+ *                           library prints why once and stops the program
+ *   user_program bad-uplo   Cpdtrmr2d with uplo 'X': the same */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "redist/blacs.h" /* the BLACS prototypes (ScaLAPACK ships no header) */
 #include "redist/scalapack.h"
-
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int rows, int cols);
-void Cblacs_gridmap(int* context, int* usermap, int ldumap, int rows, int cols);
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int context);
-void Cblacs_freebuff(int context, int wait);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
 
 /* Local index -> global index along one dimension of a block-cyclic layout. */
 static int global_of(int local, int nb, int iproc, int isrc, int nprocs) {
@@ -34,6 +30,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   const int bad = argc > 1 && strcmp(argv[1], "bad-ia") == 0;
+  const int bad_uplo = argc > 1 && strcmp(argv[1], "bad-uplo") == 0;
   const int M = 50, N = 37, mba = 4, nba = 3, mbb = 5, nbb = 7, zero = 0;
 
   int ga = 0, gb = 0, all = 0;
@@ -70,6 +67,14 @@ int main(int argc, char** argv) {
   for (int j = 0; j < cb; ++j)
     for (int i = 0; i < rb; ++i)
       wrong += b[i + j * ldb] != global_of(i, mbb, brow, 0, nprow) + 1000.0 * global_of(j, nbb, bcol, 0, npcol);
+  char lower[] = "L", unit[] = "U", unknown[] = "X";
+  for (int k = 0; k < ldb * cb; ++k) b[k] = 0.0;
+  Cpdtrmr2d(bad_uplo ? unknown : lower, unit, M, N, a, 1, 1, desca, b, 1, 1, descb, all);
+  for (int j = 0; j < cb; ++j)
+    for (int i = 0; i < rb; ++i) {
+      const int gi = global_of(i, mbb, brow, 0, nprow), gj = global_of(j, nbb, bcol, 0, npcol);
+      wrong += b[i + j * ldb] != (gi > gj ? gi + 1000.0 * gj : 0.0);
+    }
   printf("rank %d: %d x %d local elements of B, %ld wrong\n", rank, rb, cb, wrong);
   free(a);
   free(b);

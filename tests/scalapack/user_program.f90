@@ -1,8 +1,9 @@
 ! A Fortran program as a user writes it (ScaLAPACK's Fortran interface: BLACS
-! grids, DESCINIT, NUMROC, INDXL2G, PDGEMR2D, PDTRAN), linked as a user links it:
+! grids, DESCINIT, NUMROC, INDXL2G, PDGEMR2D, PDTRMR2D, PDTRAN), linked as a user links it:
 ! -lredist_scalapack before ScaLAPACK. A (37 x 29, blocks 4 x 3, an LLD above its
 ! local rows) on a P x 1 grid; B(1:20, 2:29) := A(5:24, 1:28) onto a 1 x P grid
-! with blocks 5 x 7; C := 2 A^T + 0.5 C on A's grid (PBLAS: one context). Every
+! with blocks 5 x 7; then only the upper trapezoid of that submatrix (PDTRMR2D,
+! 'U', 'N': i <= j inside it) into a B of -1; C := 2 A^T + 0.5 C on A's grid (PBLAS: one context). Every
 ! element each process holds is checked (exact: integers in doubles); the error
 ! count is summed over all processes and a wrong element fails the program.
 program user_program_f
@@ -57,6 +58,19 @@ program user_program_f
     end do
   end do
 
+  ! The upper trapezoid (20 x 28, wider than tall: i <= j from the top left corner)
+  b = -1d0
+  call pdtrmr2d('U', 'N', 20, n - 1, a, 5, 1, desca, b, 1, 2, descb, line)
+  do j = 1, ncb
+    do i = 1, nrb
+      gi = indxl2g(i, mb_b, myr, 0, pr)
+      gj = indxl2g(j, nb_b, myc, 0, pc)
+      want = -1d0
+      if (gi <= 20 .and. gj >= 2 .and. gi - 1 <= gj - 2) want = (gi + 4) + 1000d0 * (gj - 1)
+      if (b(i, j) /= want) nerr(1) = nerr(1) + 1
+    end do
+  end do
+
   ! C (29 x 37) on A's grid: C := 2 A^T + 0.5 C, C was 1
   call blacs_gridinfo(ictxt_a, pr, pc, myr, myc)
   nrc = numroc(n, mb_a, myr, 0, pr)
@@ -78,7 +92,7 @@ program user_program_f
   call igsum2d(line, 'All', ' ', 1, 1, nerr, 1, -1, -1)
   if (me == 0) then
     if (nerr(1) == 0) then
-      print '(a, i0, a)', 'user_program_f: pdgemr2d and pdtran on ', np, ' processes: every element right'
+      print '(a, i0, a)', 'user_program_f: pdgemr2d, pdtrmr2d and pdtran on ', np, ' processes: every element right'
     else
       print '(a, i0, a)', 'user_program_f: ', nerr(1), ' wrong elements'
     end if

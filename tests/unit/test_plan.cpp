@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <span>
 
 #include "kernels/copy.hpp"
 #include "../common/random_layout.hpp"
@@ -58,13 +59,20 @@ index_t brute_run(const Coord& shape, std::initializer_list<const Coord*> stride
 }
 
 // Plans all ranks, checks plan consistency, executes serially, checks the result.
+// With `parts`, the plan moves those regions (disjoint boxes that make up `region`)
+// and the result must be the one of `region`.
 void simulate(const Layout& src, const Layout& dst, const Region& region, int nranks,
-              const std::string& what) {
+              const std::string& what, std::span<const Region> parts = {}) {
   const index_t es = src.elem_size();
   std::vector<RankPlan> plans;
   std::vector<RankStore> s, d;
   for (int r = 0; r < nranks; ++r) {
-    plans.push_back(plan_rank(src, dst, region, r, nranks));
+    if (parts.empty()) {
+      plans.push_back(plan_rank(src, dst, region, r, nranks));
+    } else {
+      const LocalIndex sl(src, r), dl(dst, r);
+      plans.push_back(plan_rank(src, dst, sl, dl, parts, r, nranks));
+    }
     s.push_back(allocate(src, r));
     d.push_back(allocate(dst, r));
     fill_pattern(src, r, s[r].ptr, 11);
@@ -190,6 +198,48 @@ TEST(Plan, RandomLayoutsAllKinds) {
              "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str());
     if (HasFatalFailure()) return;
   }
+}
+
+// A region cut into boxes (each dimension at a random point, some boxes empty)
+// moves as one plan of those boxes: the same result as the region itself.
+TEST(Plan, SeveralRegionsMakeOnePlan) {
+  Rng rng(777);
+  for (int c = 0; c < 400; ++c) {
+    const int nranks = static_cast<int>(uniform(rng, 1, 5));
+    const auto [src, dst, r] = random_case(rng, nranks);
+    if (r.empty()) continue;
+    std::vector<Region> parts{r};
+    for (int d = 0; d < r.size.ndim(); ++d) {
+      std::vector<Region> next;
+      for (const Region& p : parts) {
+        const index_t cut = uniform(rng, 0, p.size[d]);
+        Region lo = p, hi = p;
+        lo.size[d] = cut;
+        hi.size[d] = p.size[d] - cut;
+        hi.dst_offset[d] += cut;
+        hi.src_offset[r.src_dim(d)] += cut;
+        next.push_back(hi);  // reversed: the order of regions does not matter
+        next.push_back(lo);
+      }
+      parts = next;
+    }
+    ASSERT_EQ(check_regions(parts, src.shape(), dst.shape()), "");
+    simulate(src, dst, r, nranks, "case " + std::to_string(c) + " in " + std::to_string(parts.size()) + " regions", parts);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(Plan, RegionsMustNotOverlapInTheTarget) {
+  const Coord shape{20, 30};
+  const std::vector<Region> ok{{{5, 5}, {0, 0}, {0, 0}}, {{5, 5}, {0, 0}, {5, 0}}, {{20, 3}, {0, 0}, {0, 27}}};
+  EXPECT_EQ(check_regions(ok, shape, shape), "");  // the same source twice is fine
+  std::vector<Region> bad = ok;
+  bad.push_back({{2, 2}, {0, 0}, {4, 4}});
+  EXPECT_NE(check_regions(bad, shape, shape).find("regions 0 (5x5 from=0x0 to=0x0) and 3"), std::string::npos)
+      << check_regions(bad, shape, shape);
+  bad = ok;
+  bad.push_back({{2, 2}, {0, 0}, {19, 0}});
+  EXPECT_NE(check_regions(bad, shape, shape).find("region 3: "), std::string::npos);
 }
 
 // The elements a list of runs touches, per peer, as sorted (block, offset) pairs

@@ -68,11 +68,12 @@ class TaskGraphStrategy final : public Strategy {
   // from the layouts alone, so the same on every rank.
   // A permuting region (Region::axes) runs p2p too: the task graph's overlap
   // lists pair each target dimension with the same source dimension.
-  bool available() override { return !plan_.region.permutes() && flows_fit(plan_); }
+  // A plan of several regions (make_plan's list) runs p2p: the graph covers one box.
+  bool available() override { return plan_.regions.size() == 1 && !plan_.region.permutes() && flows_fit(plan_); }
 
   explicit TaskGraphStrategy(PlanCore& p) : Strategy(p), opt_(p.options.taskgraph), nd_(p.dst.ndim()) {
     const Region& r = p.region;
-    if (r.permutes()) return;  // not available(): nothing to build
+    if (r.permutes() || p.regions.size() != 1) return;  // not available(): nothing to build
     tiles_ = 1;
     for (int d = 0; d < nd_; ++d) {
       DimOverlap& o = dims_[d];
@@ -328,7 +329,7 @@ std::string taskgraph_dot(const Layout& src, const Layout& dst, const Region& re
   if (std::string err = region.check(src.shape(), dst.shape()); !err.empty()) detail::fail("taskgraph_dot: ", err);
   if (region.permutes()) detail::fail("taskgraph_dot: a region with axes= runs p2p, not the task graph");
   detail::PlanCore core;
-  core.src = src, core.dst = dst, core.region = region, core.size = ranks;
+  core.src = src, core.dst = dst, core.region = region, core.regions = {region}, core.size = ranks;
   core.options.taskgraph = options;
   detail::TaskGraphStrategy s(core);
   return runtime::to_dot(s.graph(), ranks);
