@@ -34,8 +34,8 @@ const char* kUsage =
     "  --variants a,b,..  runtime settings to compare, interleaved (the order rotated rep\n"
     "                   by rep; rep r starts with variant r mod count); default\n"
     "                   multiple): a communication mode (multiple, funneled, workers),\n"
-    "                   optionally with -noslot (no placeholder slot), e.g.\n"
-    "                   multiple,workers,multiple-noslot\n"
+    "                   then optionally -noslot (no placeholder slot) and -nobound (no\n"
+    "                   bound on rendezvous transfers), e.g. multiple,workers,multiple-noslot\n"
     "GFLOP/s count N^3/3 flops. DGEMM peak: one core's DGEMM rate while every core\n"
     "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C); %alone_nb\n"
     "uses one core's rate with every other core idle instead (stricter).\n"
@@ -44,19 +44,21 @@ const char* kUsage =
 
 int g_rank = 0, g_ranks = 1;
 
-// A --variants item: "multiple", "funneled" or "workers", optionally "-noslot".
-bool parse_variant(const std::string& v, rt::Options& o) {
-  std::string mode = v;
-  const std::string noslot = "-noslot";
-  if (mode.size() > noslot.size() && mode.compare(mode.size() - noslot.size(), noslot.size(), noslot) == 0) {
-    mode.resize(mode.size() - noslot.size());
-    o.placeholder = false;
-  }
-  if (mode == "multiple")
+// A --variants item: "multiple", "funneled" or "workers", then optionally "-noslot"
+// (no placeholder slot) and "-nobound" (no bound on rendezvous transfers).
+bool parse_variant(std::string v, rt::Options& o) {
+  auto strip = [&v](const std::string& suffix) {
+    const bool has = v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (has) v.resize(v.size() - suffix.size());
+    return has;
+  };
+  if (strip("-nobound")) o.max_rendezvous = 0;
+  if (strip("-noslot")) o.placeholder = false;
+  if (v == "multiple")
     o.comm_mode = rt::CommMode::multiple;
-  else if (mode == "funneled")
+  else if (v == "funneled")
     o.comm_mode = rt::CommMode::funneled;
-  else if (mode == "workers")
+  else if (v == "workers")
     o.comm_mode = rt::CommMode::workers;
   else
     return false;
