@@ -60,7 +60,9 @@ struct Stats {
 // calling thread as the communication thread; on a communicator of one rank there
 // is no communication thread and the calling thread is one of the workers.
 // Preconditions: the same graph and options on every rank; MPI initialized with
-// MPI_THREAD_MULTIPLE when options.comm_mode == CommMode::multiple.
+// MPI_THREAD_MULTIPLE when options.comm_mode == CommMode::multiple, or
+// CommMode::workers with more than one thread (CommMode::workers: no communication
+// thread; the calling thread is worker 0).
 // Throws redist::Error with the same message on every rank when the graph is
 // invalid (an input nobody produces, an output nobody expects, an affinity outside
 // the communicator, a remote collection tile) or a task body throws.
