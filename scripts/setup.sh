@@ -20,6 +20,7 @@ pkgs=(g++ gfortran cmake ninja-build make pkg-config
       libopenmpi-dev openmpi-bin
       libgtest-dev googletest
       libscalapack-openmpi-dev libopenblas-dev liblapacke-dev
+      libhwloc-dev
       python3 python3-venv python3-pip)
 for extra in "$@"; do
   case "$extra" in

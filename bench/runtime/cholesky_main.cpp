@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,11 @@ const char* kUsage =
     "  --reps R         runs per tile size, median reported (default 1)\n"
     "  --no-lapack, --no-scalapack   skip a peer\n"
     "  --check          compare L with LAPACK on rank 0 (small N only)\n"
+    "  --variants a,b,..  runtime settings to compare, interleaved (the order rotated rep\n"
+    "                   by rep; rep r starts with variant r mod count); default\n"
+    "                   multiple): a communication mode (multiple, funneled, workers),\n"
+    "                   then optionally -noslot (no placeholder slot) and -nobound (no\n"
+    "                   bound on rendezvous transfers), e.g. multiple,workers,multiple-noslot\n"
     "GFLOP/s count N^3/3 flops. DGEMM peak: one core's DGEMM rate while every core\n"
     "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C); %alone_nb\n"
     "uses one core's rate with every other core idle instead (stricter).\n"
@@ -36,6 +43,27 @@ const char* kUsage =
     "rank to one core when it starts at most 2 ranks).\n";
 
 int g_rank = 0, g_ranks = 1;
+
+// A --variants item: "multiple", "funneled" or "workers", then optionally "-noslot"
+// (no placeholder slot) and "-nobound" (no bound on rendezvous transfers).
+bool parse_variant(std::string v, rt::Options& o) {
+  auto strip = [&v](const std::string& suffix) {
+    const bool has = v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (has) v.resize(v.size() - suffix.size());
+    return has;
+  };
+  if (strip("-nobound")) o.max_rendezvous = 0;
+  if (strip("-noslot")) o.placeholder = false;
+  if (v == "multiple")
+    o.comm_mode = rt::CommMode::multiple;
+  else if (v == "funneled")
+    o.comm_mode = rt::CommMode::funneled;
+  else if (v == "workers")
+    o.comm_mode = rt::CommMode::workers;
+  else
+    return false;
+  return true;
+}
 
 // Waits for the other ranks without spinning, so that a peer measured on rank 0
 // alone gets every core (Open MPI's blocking barrier busy-polls).
@@ -192,6 +220,21 @@ int run_cholesky(int argc, char** argv) {
   report_cpus(threads);
   settle_blas();
   std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400});
+  std::vector<std::string> variants;
+  std::vector<rt::Options> variant_options;
+  {
+    std::stringstream ss(args.str("--variants", "multiple"));
+    for (std::string v; std::getline(ss, v, ',');) {
+      rt::Options o;
+      o.threads = threads;
+      if (!parse_variant(v, o)) {  // the same arguments, so the same error, on every rank
+        if (g_rank == 0) std::fprintf(stderr, "redist-cholesky: unknown variant '%s'\n%s", v.c_str(), kUsage);
+        return 1;
+      }
+      variants.push_back(v);
+      variant_options.push_back(o);
+    }
+  }
   int big = std::min(n, 1024);
   double peak_big = dgemm_core_rate(big, threads);
   double lapack = args.flag("--no-lapack") ? 0 : lapack_seconds(n, cores);
@@ -203,33 +246,38 @@ int run_cholesky(int argc, char** argv) {
     if (lapack > 0)
       std::printf("# LAPACK dpotrf (rank 0, %d OpenBLAS threads): %.3f s, %.2f GFLOP/s\n", cores, lapack,
                   flops / lapack / 1e9);
-    std::printf("%6s %10s %10s %14s %10s %11s %12s %10s %10s\n", "NB", "rt_s", "rt_GF/s", "gemm_nb_peak",
-                "%peak_nb", "%alone_nb", "%peak_1024", "pd_GF/s", "rt/pd");
+    std::printf("%6s %10s %10s %14s %10s %11s %12s %10s %10s  %s\n", "NB", "rt_s", "rt_GF/s", "gemm_nb_peak",
+                "%peak_nb", "%alone_nb", "%peak_1024", "pd_GF/s", "rt/pd", "variant");
   }
   bool ok = true;
   for (std::int64_t nb : nbs) {
     double peak_nb = dgemm_core_rate(static_cast<int>(nb), threads) * cores;
     double alone_nb = dgemm_core_rate(static_cast<int>(nb), threads, true) * cores;
-    std::vector<double> times;
+    std::vector<std::vector<double>> times(variants.size());
     for (int r = 0; r < reps; ++r) {
-      rt::LayoutCollection a(block_cyclic_layout({n, n}, {nb, nb}, {p, q}), MPI_COMM_WORLD);
-      cholesky::fill_spd(a);
-      rt::TaskGraph g = cholesky::task_graph(a);
-      rt::Options o;
-      o.threads = threads;
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = MPI_Wtime();
-      rt::run(g, MPI_COMM_WORLD, o);
-      times.push_back(max_over_ranks(MPI_Wtime() - t0));
-      if (args.flag("--check") && r == 0) ok = check(a, n) && ok;
+      // Interleaved, and rotated rep by rep: the first run of a round is often slower.
+      for (std::size_t i = 0; i < variants.size(); ++i) {
+        const std::size_t v = (i + static_cast<std::size_t>(r)) % variants.size();
+        rt::LayoutCollection a(block_cyclic_layout({n, n}, {nb, nb}, {p, q}), MPI_COMM_WORLD);
+        cholesky::fill_spd(a);
+        rt::TaskGraph g = cholesky::task_graph(a);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        rt::run(g, MPI_COMM_WORLD, variant_options[v]);
+        times[v].push_back(max_over_ranks(MPI_Wtime() - t0));
+        if (args.flag("--check") && r == 0) ok = check(a, n) && ok;
+      }
     }
-    double t = median(times);
     double pd = args.flag("--no-scalapack") ? 0 : scalapack_seconds(n, static_cast<int>(nb), p, q, threads);
-    double gf = flops / t / 1e9, pd_gf = pd > 0 ? flops / pd / 1e9 : 0;
-    if (g_rank == 0)
-      std::printf("%6lld %10.3f %10.2f %14.2f %10.1f %11.1f %12.1f %10.2f %10.2f\n", static_cast<long long>(nb), t,
-                  gf, peak_nb, 100 * gf / peak_nb, 100 * gf / alone_nb, 100 * gf / (peak_big * cores), pd_gf,
-                  pd > 0 ? gf / pd_gf : 0.0);
+    double pd_gf = pd > 0 ? flops / pd / 1e9 : 0;
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      double t = median(times[v]);
+      double gf = flops / t / 1e9;
+      if (g_rank == 0)
+        std::printf("%6lld %10.3f %10.2f %14.2f %10.1f %11.1f %12.1f %10.2f %10.2f  %s\n",
+                    static_cast<long long>(nb), t, gf, peak_nb, 100 * gf / peak_nb, 100 * gf / alone_nb,
+                    100 * gf / (peak_big * cores), pd_gf, pd > 0 ? gf / pd_gf : 0.0, variants[v].c_str());
+    }
   }
   return ok ? 0 : 1;
 }

@@ -1,6 +1,8 @@
 #include "comm.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "mpi/agree.hpp"
@@ -172,18 +174,39 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
       at += words_for(size);
       handlers_.data(worker, cls, p, flow, d);
     } else {
-      Recv r{Data::allocate(size), &cls, p, flow};
-      MPI_Request req;
-      pending_.fetch_add(1, std::memory_order_acq_rel);
-      check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(size), MPI_BYTE, source, data_tag(how),
-                          comm_, &req),
-                "MPI_Irecv");
-      recv_reqs_.push_back(req);
-      recvs_.push_back(std::move(r));
-      post(source, {kGet, how});
+      pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
+      waiting_.push_back(Recv{Data::allocate(size), &cls, p, flow, source, how});
+      start_waiting();
     }
   }
   if (at > words) fail("internal error: malformed activation message");
+}
+
+// Posts the receive of a rendezvous transfer and asks its producer for the data.
+void Comm::start_transfer(Recv&& r) {
+  MPI_Request req;
+  check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(r.data.size()), MPI_BYTE, r.source,
+                      data_tag(r.handle), comm_, &req),
+            "MPI_Irecv");
+  const int source = r.source;
+  const std::int64_t handle = r.handle;
+  recv_reqs_.push_back(req);
+  recvs_.push_back(std::move(r));
+  rendezvous_peak_ = std::max(rendezvous_peak_, static_cast<std::int64_t>(recv_reqs_.size()));
+  post(source, {kGet, handle});
+}
+
+// Starts waiting transfers while fewer than options.max_rendezvous are in flight
+// (paper 004, sec. III-C: uncontrolled concurrent transfers ruin the aggregate
+// bandwidth and exhaust MPI's requests). Under progress_mutex_.
+void Comm::start_waiting() {
+  const std::size_t bound = options_.max_rendezvous > 0 ? static_cast<std::size_t>(options_.max_rendezvous)
+                                                        : SIZE_MAX;
+  while (!waiting_.empty() && recv_reqs_.size() < bound) {
+    Recv r = std::move(waiting_.front());
+    waiting_.pop_front();
+    start_transfer(std::move(r));
+  }
 }
 
 bool Comm::progress(int worker, bool blocking) {
@@ -226,6 +249,7 @@ bool Comm::progress(int worker, bool blocking) {
   {
     std::vector<Recv> finished;
     if (const int done = reap(recv_reqs_, recvs_, finished)) {
+      start_waiting();  // before the handlers: the next transfers overlap their work
       for (Recv& r : finished) handlers_.data(worker, *r.cls, r.params, r.flow, r.data);
       pending_.fetch_sub(done, std::memory_order_acq_rel);
       did = true;
@@ -264,6 +288,7 @@ void Comm::abandon() {
   }
   recv_reqs_.clear();
   recvs_.clear();
+  waiting_.clear();
   std::lock_guard sl(send_mutex_);
   // A send the peer never matched may still be read by the network after this
   // run: its buffers are deliberately kept for the life of the process.

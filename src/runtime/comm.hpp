@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -57,6 +58,8 @@ class Comm {
   std::int64_t activations_sent() const { return activations_; }
   std::int64_t eager_bytes() const { return eager_bytes_; }
   std::int64_t rendezvous_bytes() const { return rendezvous_bytes_; }
+  // The most rendezvous receives that were in flight at once on this rank.
+  std::int64_t rendezvous_peak() const { return rendezvous_peak_; }
 
  private:
   struct Recv {
@@ -64,7 +67,11 @@ class Comm {
     const TaskClass* cls;
     Params params;
     int flow;
+    int source;
+    std::int64_t handle;
   };
+  void start_transfer(Recv&& r);
+  void start_waiting();
   void post(int dest, std::vector<std::int64_t>&& msg);
   void isend(int dest, const void* buf, std::size_t bytes, int tag, std::vector<std::int64_t>&& msg,
              Data keep);
@@ -85,6 +92,10 @@ class Comm {
   std::vector<std::int64_t> rbuf_;
   std::vector<MPI_Request> recv_reqs_;
   std::vector<Recv> recvs_;
+  // Rendezvous transfers beyond options.max_rendezvous, in arrival order: their
+  // receive is posted (and GET sent) when one in flight completes.
+  std::deque<Recv> waiting_;
+  std::int64_t rendezvous_peak_ = 0;
 
   std::mutex send_mutex_;  // sends may be posted by any worker (CommMode::multiple)
   std::vector<MPI_Request> send_reqs_;

@@ -15,6 +15,7 @@
 #include "redist/error.hpp"
 #include "redist/runtime/runtime.hpp"
 #include "scheduler.hpp"
+#include "topology.hpp"
 #include "validate.hpp"
 
 namespace redist::runtime {
@@ -32,7 +33,8 @@ class Engine {
       : graph_(graph),
         options_(options),
         local_tasks_(local_tasks),
-        sched_(options.threads),
+        sched_(options.threads, options.numa_steal ? numa_node_of_workers(options.threads)
+                                                   : std::vector<int>{}),
         comm_(graph, comm, options,
               Comm::Handlers{[this](int w, const TaskClass& c, const Params& p, int f,
                                     const Data& d) { release_remote(w, c, p, f, d); },
@@ -45,8 +47,11 @@ class Engine {
     MPI_Comm_size(comm, &ranks);
     // On one rank no message can ever arrive: no communication thread, the calling
     // thread is worker 0 and nobody polls MPI (N threads on N cores, not N + 1).
-    inline_ = ranks == 1;
-    progress_ = options.comm_mode == CommMode::multiple && ranks > 1;
+    // CommMode::workers: no communication thread either; the workers poll MPI
+    // between tasks and while idle.
+    inline_ = ranks == 1 || options.comm_mode == CommMode::workers;
+    progress_ = options.comm_mode != CommMode::funneled && ranks > 1;
+    between_ = options.comm_mode == CommMode::workers && ranks > 1;
     for (int id = 0; id < graph.num_classes(); ++id) {
       next_chunk_[id].store(0, std::memory_order_relaxed);
       if (!graph.at(id).has_priority()) lazy_classes_.push_back(id);
@@ -67,7 +72,11 @@ class Engine {
     for (auto& t : threads) t.join();
     if (aborted_) comm_.abandon();
     stats.tasks = executed();
-    for (auto& w : workers_) stats.steals += w->steals;
+    for (auto& w : workers_) {
+      stats.steals += w->steals;
+      stats.placeholder_hits += w->placeholder_hits;
+    }
+    stats.rendezvous_peak = comm_.rendezvous_peak();
     stats.activations_sent = comm_.activations_sent();
     stats.eager_bytes = comm_.eager_bytes();
     stats.rendezvous_bytes = comm_.rendezvous_bytes();
@@ -80,6 +89,11 @@ class Engine {
   struct alignas(64) Worker {
     std::atomic<std::int64_t> executed{0};  // written by its worker only
     std::int64_t steals = 0;
+    std::int64_t placeholder_hits = 0;
+    // The placeholder (paper 004, sec. III-B): the best task this worker's last
+    // completed task enabled, run next by this worker; only it touches the slot.
+    bool has_slot = false;
+    ReadyTask slot;
     // The walk over the classes without priorities (lazy_classes_), resumed
     // whenever this worker has nothing of priority >= 0 queued.
     std::size_t lazy_index = 0;
@@ -200,8 +214,8 @@ class Engine {
     int idle = 0;
     ReadyTask t;
     while (!finished_.load(std::memory_order_acquire) && !aborted_.load(std::memory_order_acquire)) {
-      bool stolen = false, got = false;
-      if (lazy) {
+      bool stolen = false, got = take_slot(w, lazy, t);
+      if (!got && lazy) {
         // Queued tasks of priority >= 0 first, then the walk (priority 0).
         got = sched_.pop_own_at_least(w, 0, t);
         if (!got) {
@@ -218,9 +232,10 @@ class Engine {
         me.steals += stolen;
         execute(w, t);
         idle = 0;
+        if (between_) progress_between(w);
         continue;
       }
-      if (inline_ && executed() == local_tasks_) {  // no communication thread to tell us
+      if (inline_ && executed() == local_tasks_ && comm_.idle()) {  // no comm thread to tell us
         finished_.store(true, std::memory_order_release);
         sched_.wake_all();
         break;
@@ -245,11 +260,61 @@ class Engine {
         sched_yield();
         continue;
       }
+      if (between_ && w == 0) {
+        // Nobody else watches MPI: worker 0 keeps polling, with pauses (as the
+        // communication thread does), instead of sleeping until a local push.
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        continue;
+      }
       if (progress_) polling_.fetch_sub(1, std::memory_order_acq_rel);
       sched_.sleep();
       idle = 0;
     }
     if (progress_ && idle > 0) polling_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  // Takes the task in worker w's placeholder into `t`, unless its own queue holds
+  // one of higher priority (then that one, and the slot's task is queued): tasks
+  // still run strictly by priority with one worker.
+  bool take_slot(int w, bool lazy, ReadyTask& t) {
+    Worker& me = *workers_[w];
+    if (!me.has_slot) return false;
+    me.has_slot = false;
+    if (lazy && me.slot.priority < 0) {  // startup tasks of priority 0 still to come go first
+      sched_.push(w, std::move(me.slot));
+      return false;
+    }
+    if (sched_.pop_own_at_least(w, me.slot.priority + 1, t)) {
+      sched_.push(w, std::move(me.slot));
+      return true;
+    }
+    t = std::move(me.slot);
+    ++me.placeholder_hits;
+    return true;
+  }
+
+  // A local task became ready on worker w: its placeholder keeps the best such task
+  // of the epilogue, the queue gets the others.
+  void enable(int w, ReadyTask&& ready) {
+    Worker& me = *workers_[w];
+    if (!options_.placeholder) {
+      sched_.push(w, std::move(ready));
+    } else if (!me.has_slot) {
+      me.slot = std::move(ready);
+      me.has_slot = true;
+    } else {
+      if (ready.priority > me.slot.priority) std::swap(ready, me.slot);
+      sched_.push(w, std::move(ready));
+    }
+  }
+
+  // CommMode::workers: one round of MPI progress after each task.
+  void progress_between(int w) {
+    try {
+      comm_.progress(w, false);
+    } catch (const std::exception& e) {
+      fail(rank_, e.what(), true);
+    }
   }
 
   void execute(int w, ReadyTask& t) {
@@ -288,7 +353,7 @@ class Engine {
           int r = dst.rank_of(q);
           if (r == rank_) {
             ReadyTask ready;
-            if (deps_.deliver(dst, q, dep.flow_index, d, ready)) sched_.push(w, std::move(ready));
+            if (deps_.deliver(dst, q, dep.flow_index, d, ready)) enable(w, std::move(ready));
             return;
           }
           auto it = remote.begin();
@@ -335,7 +400,8 @@ class Engine {
   DepTable deps_;
   Comm comm_;
   bool inline_ = false;    // one rank: the calling thread is worker 0, no comm thread
-  bool progress_ = false;  // idle workers progress MPI (CommMode::multiple, > 1 rank)
+  bool progress_ = false;  // idle workers progress MPI (CommMode::multiple/workers, > 1 rank)
+  bool between_ = false;   // workers progress MPI after each task (CommMode::workers, > 1 rank)
   std::unique_ptr<std::atomic<std::int64_t>[]> next_chunk_;  // per class: next chunk to claim
   std::vector<int> lazy_classes_;  // classes without priorities: started from the walk
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -373,6 +439,11 @@ Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
     err = detail::cat("runtime::run: options.threads must be >= 1, got ", options.threads);
   else if (options.comm_mode == CommMode::multiple && level < MPI_THREAD_MULTIPLE)
     err = "runtime::run: CommMode::multiple needs MPI initialized with MPI_THREAD_MULTIPLE";
+  else if (options.comm_mode == CommMode::workers && options.threads > 1 && level < MPI_THREAD_MULTIPLE)
+    err = "runtime::run: CommMode::workers with more than one thread needs MPI initialized with "
+          "MPI_THREAD_MULTIPLE";
+  else if (options.max_rendezvous < 0)
+    err = detail::cat("runtime::run: options.max_rendezvous must be >= 0, got ", options.max_rendezvous);
   if (err.empty()) err = graph.resolve();
   std::int64_t local_tasks = 0;
   if (err.empty()) {

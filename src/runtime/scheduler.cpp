@@ -8,7 +8,21 @@ namespace {
 bool lower_priority(const ReadyTask& a, const ReadyTask& b) { return a.priority < b.priority; }
 }  // namespace
 
-Scheduler::Scheduler(int workers) {
+std::vector<std::vector<int>> steal_order(int workers, const std::vector<int>& node_of) {
+  std::vector<std::vector<int>> order(static_cast<std::size_t>(workers));
+  auto node = [&](int w) { return node_of.empty() ? 0 : node_of[static_cast<std::size_t>(w)]; };
+  for (int w = 0; w < workers; ++w) {
+    for (int same : {1, 0})
+      for (int i = 1; i < workers; ++i) {
+        const int v = (w + i) % workers;
+        if ((node(v) == node(w)) == (same == 1)) order[static_cast<std::size_t>(w)].push_back(v);
+      }
+  }
+  return order;
+}
+
+Scheduler::Scheduler(int workers, const std::vector<int>& node_of)
+    : victims_(steal_order(workers, node_of)) {
   for (int i = 0; i < workers; ++i) queues_.push_back(std::make_unique<Queue>());
 }
 
@@ -70,13 +84,11 @@ bool Scheduler::pop_from(Queue& q, ReadyTask& task, bool try_only, int min_prior
 }
 
 bool Scheduler::pop(int worker, ReadyTask& task, bool& stolen) {
-  int n = static_cast<int>(queues_.size());
   stolen = false;
   if (pop_from(*queues_[worker], task, false)) return true;
-  // Steal from the nearest other queues first (one socket here: plain round robin;
-  // DAGuE orders victims by hwloc distance).
-  for (int i = 1; i < n; ++i) {
-    if (pop_from(*queues_[(worker + i) % n], task, true)) {
+  // Steal from the nearest other queues first: the same NUMA node, then the others.
+  for (int v : victims_[static_cast<std::size_t>(worker)]) {
+    if (pop_from(*queues_[v], task, true)) {
       stolen = true;
       return true;
     }

@@ -14,9 +14,15 @@
 
 namespace redist::runtime::detail {
 
+// The order in which worker w looks at the other queues when stealing, given the
+// NUMA node of each worker: first the workers of its own node, then the others, each
+// group in ring order from w + 1 (paper 004, sec. III-B). Empty `node_of`: ring order.
+std::vector<std::vector<int>> steal_order(int workers, const std::vector<int>& node_of);
+
 class Scheduler {
  public:
-  explicit Scheduler(int workers);
+  // `node_of`: NUMA node of each worker (empty: all the same), see steal_order.
+  explicit Scheduler(int workers, const std::vector<int>& node_of = {});
 
   // Queues `task` on worker `worker`'s queue (worker < 0: round robin) and wakes a
   // sleeping worker. Any thread may call it.
@@ -44,6 +50,7 @@ class Scheduler {
   void wake_one();
 
   std::vector<std::unique_ptr<Queue>> queues_;
+  std::vector<std::vector<int>> victims_;  // per worker: queues to steal from, in order
   std::atomic<unsigned> next_{0};
   std::mutex sleep_mutex_;
   std::condition_variable sleep_cv_;

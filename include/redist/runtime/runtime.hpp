@@ -18,6 +18,12 @@ enum class CommMode {
   // Every MPI call is made by the communication thread; workers queue commands
   // (the original DAGuE design, for comparison).
   funneled,
+  // No communication thread: the calling thread is worker 0, and the workers
+  // progress MPI themselves between tasks and while idle, so that 2 ranks x 1
+  // thread on 2 cores run 2 threads, not 4. Needs MPI_THREAD_MULTIPLE with more
+  // than one worker thread; with one, the calling thread makes every MPI call
+  // (MPI_THREAD_FUNNELED is enough).
+  workers,
 };
 
 struct Options {
@@ -25,6 +31,17 @@ struct Options {
   std::size_t eager_limit = 16384;   // payloads up to this travel inside the activation
   CommMode comm_mode = CommMode::multiple;
   bool validate = true;              // check every local edge both ways before running
+  // A task enabled by a worker's completed task runs next on that worker (paper
+  // 004, sec. III-B: one placeholder slot per thread, bound 1), unless a queued
+  // task has a higher priority; the others go to the worker's queue (stealable).
+  bool placeholder = true;
+  // At most this many rendezvous transfers in flight per rank (receives posted and
+  // not complete); the rest wait in arrival order (paper 004, sec. III-C: DAGuE
+  // allows 3). 0: no bound.
+  int max_rendezvous = 3;
+  // Idle workers steal first from workers on their own NUMA node (hwloc), then
+  // from the others; false, or a build without hwloc: round robin.
+  bool numa_steal = true;
 };
 
 struct Stats {
@@ -33,6 +50,8 @@ struct Stats {
   std::int64_t eager_bytes = 0;       // payload bytes sent inside activations
   std::int64_t rendezvous_bytes = 0;  // payload bytes sent by rendezvous
   std::int64_t steals = 0;
+  std::int64_t placeholder_hits = 0;   // tasks run from a worker's placeholder slot
+  std::int64_t rendezvous_peak = 0;    // most rendezvous receives in flight at once
   double seconds = 0;                 // wall time of run() on this rank
 };
 
@@ -41,7 +60,9 @@ struct Stats {
 // calling thread as the communication thread; on a communicator of one rank there
 // is no communication thread and the calling thread is one of the workers.
 // Preconditions: the same graph and options on every rank; MPI initialized with
-// MPI_THREAD_MULTIPLE when options.comm_mode == CommMode::multiple.
+// MPI_THREAD_MULTIPLE when options.comm_mode == CommMode::multiple, or
+// CommMode::workers with more than one thread (CommMode::workers: no communication
+// thread; the calling thread is worker 0).
 // Throws redist::Error with the same message on every rank when the graph is
 // invalid (an input nobody produces, an output nobody expects, an affinity outside
 // the communicator, a remote collection tile) or a task body throws.

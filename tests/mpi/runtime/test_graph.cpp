@@ -1,8 +1,9 @@
 // Graph shapes on 1-4 ranks: chains, fan-out and fan-in, nested ranges, guards,
-// control dependencies, priorities, ranks without tasks.
+// control dependencies, priorities, ranks without tasks, the placeholder slot.
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "test_util.hpp"
@@ -266,6 +267,90 @@ TEST_P(Graph, StartupTasks) {
   EXPECT_EQ(s.tasks, expected);
   if (std::get<0>(GetParam()) == 1) {
     for (std::size_t i = 1; i < order.size(); ++i) EXPECT_GE(order[i - 1], order[i]) << "at " << i;
+  }
+}
+
+// The placeholder slot (paper 004, sec. III-B): C(r, k) -> C(r, k+1) on rank r, and
+// C(r, k) -> S(r, k) (lower priority). The successor C(r, k+1) waits in the slot of
+// the worker that ran C(r, k) and runs next on that thread, while the other worker
+// may steal S; with one thread the C chain still runs before every S (priorities).
+// With the slot off, no task is run from it.
+TEST_P(Graph, PlaceholderKeepsChainOnItsThread) {
+  const int ranks = world_size(), n = 60;
+  for (bool slot : {true, false}) {
+    std::mutex m;
+    std::vector<int> thread_of(n, -1);
+    std::vector<char> order;  // 'C' or 'S', in execution order on this rank
+    rt::TaskGraph g;
+    auto& c = g.task_class("C");
+    auto& side = g.task_class("S");
+    c.param("r", 0, ranks - 1).param("k", 0, n - 1).affinity([](auto r) { return r; });
+    c.priority([](auto, auto) { return 1; });
+    c.control("x")
+        .in_if([](auto, auto k) { return k > 0; }, rt::from(c, "x", [](auto r, auto k) { return Targets{r, k - 1}; }))
+        .out_if([=](auto, auto k) { return k < n - 1; }, rt::to(c, "x", [](auto r, auto k) { return Targets{r, k + 1}; }))
+        .out(rt::to(side, "x", [](auto r, auto k) { return Targets{r, k}; }));
+    c.body([&](rt::TaskContext& ctx, auto, auto k) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      std::lock_guard lock(m);
+      thread_of[static_cast<std::size_t>(k)] = ctx.thread();
+      order.push_back('C');
+    });
+    side.param("r", 0, ranks - 1).param("k", 0, n - 1).affinity([](auto r) { return r; });
+    side.priority([](auto, auto) { return 0; });
+    side.control("x").in(rt::from(c, "x", [](auto r, auto k) { return Targets{r, k}; }));
+    side.body([&](rt::TaskContext&, auto, auto) {
+      std::lock_guard lock(m);
+      order.push_back('S');
+    });
+    rt::Options o = options_of(GetParam());
+    o.placeholder = slot;
+    rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
+    ASSERT_EQ(order.size(), static_cast<std::size_t>(2 * n));
+    if (slot) {
+      // Every C(r, k > 0) from its predecessor's slot, and S(r, n-1), the one task
+      // that C(r, n-1) enables.
+      EXPECT_EQ(s.placeholder_hits, n);
+      for (int k = 1; k < n; ++k) EXPECT_EQ(thread_of[k], thread_of[k - 1]) << "C(" << k << ")";
+    } else {
+      EXPECT_EQ(s.placeholder_hits, 0);
+    }
+    if (std::get<0>(GetParam()) == 1) {
+      for (int i = 0; i < 2 * n; ++i) EXPECT_EQ(order[i], i < n ? 'C' : 'S') << "task " << i;
+    }
+  }
+}
+
+// A task waiting in the placeholder yields to a queued task of higher priority
+// (one thread: strict order). X (priority 10) enables Y (priority 1); Z(0..2)
+// (priority 5) are queued from the start: X, Z, Z, Z, Y.
+TEST_P(Graph, PlaceholderYieldsToHigherPriority) {
+  std::vector<char> order;
+  std::mutex m;
+  rt::TaskGraph g;
+  auto& x = g.task_class("X");
+  auto& y = g.task_class("Y");
+  auto& z = g.task_class("Z");
+  auto record = [&](char what) {
+    std::lock_guard lock(m);
+    order.push_back(what);
+  };
+  x.affinity([] { return 0; }).priority([] { return 10; });
+  x.control("go").out(rt::to(y, "go", [] { return Targets{}; }));
+  x.body([&](rt::TaskContext&) { record('X'); });
+  y.affinity([] { return 0; }).priority([] { return 1; });
+  y.control("go").in(rt::from(x, "go", [] { return Targets{}; }));
+  y.body([&](rt::TaskContext&) { record('Y'); });
+  z.param("i", 0, 2).affinity([](auto) { return 0; }).priority([](auto) { return 5; });
+  z.body([&](rt::TaskContext&, auto) { record('Z'); });
+  rt::run(g, MPI_COMM_WORLD, options_of(GetParam()));
+  if (world_rank() == 0) {
+    ASSERT_EQ(order.size(), 5u);
+    if (std::get<0>(GetParam()) == 1) {
+      EXPECT_EQ(std::string(order.begin(), order.end()), "XZZZY");
+    }
   }
 }
 

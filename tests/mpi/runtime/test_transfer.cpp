@@ -1,7 +1,10 @@
 // Remote data: payloads on both sides of the eager threshold, sizes decided at run
-// time, coalesced activations, one transfer shared by several local consumers.
+// time, coalesced activations, one transfer shared by several local consumers, the
+// bound on concurrent rendezvous transfers.
 #include <atomic>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -117,6 +120,69 @@ TEST_P(Transfer, CoalescedAndShared) {
     EXPECT_EQ(s.rendezvous_bytes, static_cast<std::int64_t>(n * big));
     EXPECT_EQ(s.eager_bytes, 16 * n);
   }
+}
+
+// Many large payloads at once: P(i) sends 8 rendezvous flows in one activation to
+// C(i) on the next rank. At most max_rendezvous receives are in flight per rank
+// (counted by the comm layer); without a bound the 8 flows of one activation are all
+// posted at once. Every payload arrives intact.
+TEST_P(Transfer, BoundedRendezvous) {
+  const int ranks = world_size(), n = 6, flows = 8;
+  auto size_of = [](std::int64_t i, int f) { return static_cast<std::size_t>(20000 + 37 * i + f); };
+  std::vector<std::string> names;
+  for (int f = 0; f < flows; ++f) names.push_back(std::string(1, 'f') += static_cast<char>('0' + f));
+  for (int bound : {1, 3, 0}) {
+    std::atomic<int> bad{0}, seen{0};
+    rt::TaskGraph g;
+    auto& prod = g.task_class("P");
+    auto& cons = g.task_class("C");
+    prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+    cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
+    for (const std::string& name : names) {
+      prod.flow(name).out(rt::to(cons, name, [](auto i) { return Targets{i}; }));
+      cons.flow(name, rt::Access::read).in(rt::from(prod, name, [](auto i) { return Targets{i}; }));
+    }
+    prod.body([&](rt::TaskContext& c, auto i) {
+      for (int f = 0; f < flows; ++f) fill(c.allocate(names[f], size_of(i, f)), i * flows + f);
+    });
+    cons.body([&](rt::TaskContext& c, auto i) {
+      ++seen;
+      for (int f = 0; f < flows; ++f) {
+        const rt::Data& d = c.data(names[f]);
+        if (d.size() != size_of(i, f) || !check(d, i * flows + f)) ++bad;
+      }
+    });
+    rt::Options o = options_of(GetParam());
+    o.eager_limit = kEager;
+    o.max_rendezvous = bound;
+    rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
+    EXPECT_EQ(sum_all(seen), n);
+    EXPECT_EQ(sum_all(bad), 0) << "bound " << bound;
+    std::int64_t peak = 0;
+    MPI_Allreduce(&s.rendezvous_peak, &peak, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (ranks == 1) {
+      EXPECT_EQ(peak, 0);
+    } else if (bound > 0) {
+      EXPECT_EQ(peak, bound);  // one activation brings 8: the first `bound` start at once
+    } else {
+      EXPECT_GE(peak, flows);
+    }
+  }
+}
+
+TEST(TransferOptions, NegativeBoundRejectedOnEveryRank) {
+  rt::TaskGraph g;
+  g.task_class("T").affinity([] { return 0; }).body([](rt::TaskContext&) {});
+  rt::Options o;
+  o.max_rendezvous = -1;
+  std::string msg;
+  try {
+    rt::run(g, MPI_COMM_WORLD, o);
+  } catch (const redist::Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("options.max_rendezvous must be >= 0, got -1"), std::string::npos) << msg;
+  EXPECT_TRUE(same_on_all(msg));
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, Transfer, RUNTIME_CONFIGS);

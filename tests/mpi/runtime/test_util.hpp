@@ -43,7 +43,7 @@ inline bool same_on_all(const std::string& s) {
   return lo == hi;
 }
 
-// Every test runs with 1 and 2 worker threads and both communication modes.
+// Every test runs with 1 and 2 worker threads and the three communication modes.
 using Config = std::tuple<int, rt::CommMode>;
 inline rt::Options options_of(const Config& c) {
   rt::Options o;
@@ -53,12 +53,14 @@ inline rt::Options options_of(const Config& c) {
 }
 inline std::string config_name(const ::testing::TestParamInfo<Config>& info) {
   std::string name = std::get<0>(info.param) == 1 ? "t1" : "t2";
-  name += std::get<1>(info.param) == rt::CommMode::multiple ? "_multiple" : "_funneled";
+  const rt::CommMode m = std::get<1>(info.param);
+  name += m == rt::CommMode::multiple ? "_multiple" : m == rt::CommMode::funneled ? "_funneled" : "_workers";
   return name;
 }
-#define RUNTIME_CONFIGS                                                                  \
-  ::testing::Combine(::testing::Values(1, 2),                                            \
-                     ::testing::Values(rt::CommMode::multiple, rt::CommMode::funneled)), \
+#define RUNTIME_CONFIGS                                                          \
+  ::testing::Combine(::testing::Values(1, 2),                                    \
+                     ::testing::Values(rt::CommMode::multiple, rt::CommMode::funneled, \
+                                       rt::CommMode::workers)),                  \
       config_name
 
 // "owner(0),owner(1),...": the owners= list of a table ownership of `tiles` tiles.
