@@ -31,11 +31,21 @@ install(TARGETS ${redist_installed} EXPORT redistTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(redist_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/redist)
 install(EXPORT redistTargets NAMESPACE redist:: DESTINATION ${redist_cmake_dir})
+# The runtime's static library links hwloc when it was found (src/runtime): its
+# imported target PkgConfig::HWLOC must exist in the consumer too.
+get_property(redist_hwloc GLOBAL PROPERTY REDIST_HWLOC_USED)
+set(redist_find_hwloc "")
+set(redist_pc_requires "ompi-c")
+if(redist_hwloc)
+  set(redist_find_hwloc "find_dependency(PkgConfig)\npkg_check_modules(HWLOC REQUIRED QUIET IMPORTED_TARGET hwloc)")
+  set(redist_pc_requires "ompi-c hwloc")
+endif()
 file(WRITE ${CMAKE_BINARY_DIR}/redistConfig.cmake.in [=[
 @PACKAGE_INIT@
 include(CMakeFindDependencyMacro)
 find_dependency(MPI COMPONENTS C CXX)
 find_dependency(Threads)
+@redist_find_hwloc@
 include("${CMAKE_CURRENT_LIST_DIR}/redistTargets.cmake")
 check_required_components(redist)
 ]=])
@@ -62,7 +72,7 @@ file(WRITE ${CMAKE_BINARY_DIR}/redist.pc "${redist_pc_head}
 Name: redist
 Description: moves distributed arrays between data distributions (MPI): C++ API and C API (-lredist_c)
 Version: ${PROJECT_VERSION}
-Requires: ompi-c
+Requires: ${redist_pc_requires}
 Cflags: -I\${includedir} -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1
 Libs: -L\${libdir} -lredist_c${redist_libs} -lstdc++ -lm -pthread
 ")

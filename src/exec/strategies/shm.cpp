@@ -80,6 +80,8 @@ class Shm final : public Strategy {
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
   std::string push(const SrcBlocks& src, const DstBlocks& dst);
   std::string pull(size_t i, const DstBlocks& dst);
+  // Posts a send or a receive into sq_ (headers and "done"), named for errors.
+  void post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag);
   void send_message(size_t i, const SrcBlocks& src);
   void receive_message(size_t i);
   void report();
@@ -320,6 +322,17 @@ std::string Shm::pull(size_t i, const DstBlocks& dst) {
   return {};
 }
 
+void Shm::post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag) {
+  PlanCore& p = plan_;
+  sq_.emplace_back();
+  const int n = static_cast<int>(count);
+  if (send)
+    check_mpi(MPI_Isend(buf, n, type, peer, tag, p.comm, &sq_.back()), "MPI_Isend", p.comm, "send to", peer);
+  else
+    check_mpi(MPI_Irecv(buf, n, type, peer, tag, p.comm, &sq_.back()), "MPI_Irecv", p.comm, "receive from", peer);
+  swhat_.push_back(cat(send ? "send to rank " : "receive from rank ", peer));
+}
+
 void Shm::send_message(size_t i, const SrcBlocks& src) {
   PlanCore& p = plan_;
   const PeerPlan& pp = p.rp.sends[i];
@@ -357,10 +370,6 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   rbuf_ = sbuf_ = nullptr;  // the scratch buffers only for messages, fetched per run
   std::fill(pending_.begin(), pending_.end(), 0);
   auto on_node = [&](int peer) { return on_node_[static_cast<size_t>(peer)] != 0; };
-  auto post = [&](int rc, const char* call, const char* role, int peer) {
-    check_mpi(rc, call, p.comm, role, peer);
-    swhat_.push_back(cat(role, " rank ", peer));
-  };
   // 1. Headers both ways with the peers on the node (sources and targets ready);
   // messages with the others.
   for (size_t i = 0; i < nr; ++i) {
@@ -371,12 +380,8 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
       continue;
     }
     header(reinterpret_cast<const void* const*>(dst.ptr.data()), *p.dst_local, recv_dst_blocks_[i], peer, dst_out_[i]);
-    sq_.emplace_back();
-    post(MPI_Isend(dst_out_[i].data(), static_cast<int>(dst_out_[i].size()), MPI_INT64_T, peer, kTagTarget, p.comm,
-                   &sq_.back()), "MPI_Isend", "send to", peer);
-    sq_.emplace_back();
-    post(MPI_Irecv(src_in_[i].data(), static_cast<int>(src_in_[i].size()), MPI_INT64_T, peer, kTagSource, p.comm,
-                   &sq_.back()), "MPI_Irecv", "receive from", peer);
+    post(true, dst_out_[i].data(), static_cast<std::int64_t>(dst_out_[i].size()), MPI_INT64_T, peer, kTagTarget);
+    post(false, src_in_[i].data(), static_cast<std::int64_t>(src_in_[i].size()), MPI_INT64_T, peer, kTagSource);
   }
   for (size_t i = 0; i < ns; ++i) {
     const int peer = p.rp.sends[i].peer;
@@ -387,12 +392,8 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     }
     header(src.ptr.data(), *p.src_local, send_src_blocks_[i], peer, src_out_[i]);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the source's stores before the header
-    sq_.emplace_back();
-    post(MPI_Isend(src_out_[i].data(), static_cast<int>(src_out_[i].size()), MPI_INT64_T, peer, kTagSource, p.comm,
-                   &sq_.back()), "MPI_Isend", "send to", peer);
-    sq_.emplace_back();
-    post(MPI_Irecv(dst_in_[i].data(), static_cast<int>(dst_in_[i].size()), MPI_INT64_T, peer, kTagTarget, p.comm,
-                   &sq_.back()), "MPI_Irecv", "receive from", peer);
+    post(true, src_out_[i].data(), static_cast<std::int64_t>(src_out_[i].size()), MPI_INT64_T, peer, kTagSource);
+    post(false, dst_in_[i].data(), static_cast<std::int64_t>(dst_in_[i].size()), MPI_INT64_T, peer, kTagTarget);
   }
   status_.resize(sq_.size());
   check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
@@ -404,11 +405,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     if (!on_node(p.rp.receives[i].peer)) continue;
     recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0]);
     if (recv_path_[i] == kMessage) receive_message(i);
-    if (recv_path_[i] == kPush) {
-      sq_.emplace_back();
-      post(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Irecv",
-           "receive from", p.rp.receives[i].peer);
-    }
+    if (recv_path_[i] == kPush) post(false, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
   }
   bool any_push = false;
   for (size_t i = 0; i < ns; ++i) {
@@ -416,11 +413,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     send_path_[i] = decide(src_out_[i][0], dst_in_[i][0]);
     any_push = any_push || send_path_[i] == kPush;
     if (send_path_[i] == kMessage) send_message(i, src);
-    if (send_path_[i] == kPull) {
-      sq_.emplace_back();
-      post(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Irecv",
-           "receive from", p.rp.sends[i].peer);
-    }
+    if (send_path_[i] == kPull) post(false, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   }
   // 3. The copies: push (with the local pieces, in source order), pull; "done"
   // after each. A failed mapping still sends "done" (no hang) and is agreed below.
@@ -428,17 +421,11 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   if (any_push) err = push(src, dst);
   else copy_locals(p, src, dst);
   for (size_t i = 0; i < ns; ++i)
-    if (send_path_[i] == kPush) {
-      sq_.emplace_back();
-      post(MPI_Isend(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Isend", "send to",
-           p.rp.sends[i].peer);
-    }
+    if (send_path_[i] == kPush) post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   for (size_t i = 0; i < nr; ++i)
     if (recv_path_[i] == kPull) {
       if (err.empty()) err = pull(i, dst);
-      sq_.emplace_back();
-      post(MPI_Isend(nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone, p.comm, &sq_.back()), "MPI_Isend",
-           "send to", p.rp.receives[i].peer);
+      post(true, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
     }
   // 4. Messages, unpacked as each peer's last chunk arrives; then every "done"
   // (my target written, my source read) and my sends.
