@@ -35,6 +35,9 @@ options:
   --top K           heaviest peer pairs to list (default 10)
   --predict         print the model's time per strategy and its pick
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
+  --storage S       heap (default) or shared: where the arrays would live; the
+                    pick leaves out strategies whose model needs shared windows
+                    (shm) unless shared, as auto does (docs/shm.md)
   --dot FILE        write the taskgraph strategy's task graph on P ranks (Init, Send,
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
                     (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained
@@ -136,9 +139,12 @@ int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
     const Args a = parse_args(argc, argv, 2,
-                              {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch"},
+                              {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
+                               "--storage"},
                               {"--help", "--predict", "--tg-chained"});
     const long long budget = a.get_int("--memory", 0, 1);
+    const std::string storage = a.get("--storage", "heap");
+    if (storage != "heap" && storage != "shared") detail::fail("--storage ", storage, ": expected heap or shared");
     const Problem pb = parse_problem(a, kUsage);
     auto check_layouts = [&pb](int ranks) {
       std::string err = pb.src.check(ranks);
@@ -274,12 +280,15 @@ int cmd_plan(int argc, char** argv) {
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
       std::vector<double> t = predicted;
+      const auto& info = strategies();
       for (size_t e = 0; e < names.size(); ++e)
-        if (budget > 0 && extra[e] > budget) t[e] = std::numeric_limits<double>::infinity();
+        if ((budget > 0 && extra[e] > budget) || (storage == "heap" && !info[e].model_condition.empty()))
+          t[e] = std::numeric_limits<double>::infinity();
       const size_t pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
       for (size_t e = 0; e < names.size(); ++e)
-        std::printf("  %-16s %12s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
-                    e == pick && std::isfinite(t[e]) ? "  <- auto" : "");
+        std::printf("  %-16s %12s%s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
+                    e == pick && std::isfinite(t[e]) ? "  <- auto" : "",
+                    info[e].model_condition.empty() ? "" : ("  (for " + info[e].model_condition + ")").c_str());
     }
     if (pb.dst.ownership().kind() == Ownership::Kind::placement) {
       // Paper 003's figures over all ranks (the placement is global: computed once).

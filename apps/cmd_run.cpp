@@ -340,7 +340,8 @@ int cmd_run(int argc, char** argv) {
                                                        : "ok (" + std::to_string(m.checked) + " elements)";
       const std::string name = m.chose.empty() ? m.name : m.name + "(" + m.chose + ")";
       std::printf("%-15s %12s %12s %12s %14s %9s %8s  %s\n", name.c_str(), human_time(m.median).c_str(),
-                  human_time(m.min).c_str(), human_time(m.predicted).c_str(), human_rate(res.bandwidth(m)).c_str(),
+                  human_time(m.min).c_str(), std::isfinite(m.predicted) ? human_time(m.predicted).c_str() : "-",
+                  human_rate(res.bandwidth(m)).c_str(),
                   ratio, once, v.c_str());
     }
     if (std::find(names.begin(), names.end(), "shm") != names.end())

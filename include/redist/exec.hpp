@@ -32,6 +32,9 @@ struct StrategyInfo {
   std::string name;         // as on the command line: "p2p"
   std::string summary;      // one line for --help
   bool arithmetic = false;  // applies Options::arithmetic (alpha, beta, conjugate)
+  // When its cost model holds (empty: always); auto and `redist plan` leave it
+  // out otherwise (shm: "arrays in shared windows").
+  std::string model_condition;
 };
 // The strategies that apply Options::arithmetic, ", "-joined (for messages).
 std::string arithmetic_strategies();

@@ -47,7 +47,7 @@ const std::vector<StrategyInfo>& strategies() {
   static const std::vector<StrategyInfo> all = [] {
     std::vector<StrategyInfo> v;
     for (const detail::StrategyEntry& e : detail::registry())
-      v.push_back({std::string(e.name), std::string(e.summary), e.arithmetic});
+      v.push_back({std::string(e.name), std::string(e.summary), e.arithmetic, std::string(e.model_condition)});
     return v;
   }();
   return all;

@@ -499,6 +499,7 @@ StrategyEntry shm_strategy() {
       predict);
   e.arithmetic = true;
   e.suits = suits;
+  e.model_condition = "arrays in shared windows (redist::shared_allocate)";
   return e;
 }
 
