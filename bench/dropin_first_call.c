@@ -12,10 +12,12 @@
  *   valgrind --tool=callgrind --instr-atstart=no build/dropin_first_call 10
  *   callgrind_annotate --inclusive=yes callgrind.out.<pid>
  *
- * Outside valgrind it prints the mean time of one first call (CALLS, default 100). */
+ * Outside valgrind it prints the mean time of one first call (CALLS, default
+ * 100); a second argument `cached` keeps the plan (no free between calls). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <valgrind/callgrind.h>
 
 #include "redist/blacs.h"
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   const int calls = argc > 1 ? atoi(argv[1]) : 100;
+  const int cached = argc > 2 && strcmp(argv[2], "cached") == 0;
   const int n = 100, nba = 32, nbb = 25, zero = 0;
   int all = 0, ga = 0, gb = 0;
   Cblacs_get(0, 0, &all);
@@ -50,12 +53,12 @@ int main(int argc, char** argv) {
   CALLGRIND_START_INSTRUMENTATION;
   const double t0 = MPI_Wtime();
   for (int k = 0; k < calls; ++k) {
-    redist_scalapack_free_plans();
+    if (!cached) redist_scalapack_free_plans();
     Cpdgemr2d(n, n, a, 1, 1, desca, b, 1, 1, descb, all);
   }
   const double t = MPI_Wtime() - t0;
   CALLGRIND_STOP_INSTRUMENTATION;
-  if (rank == 0) printf("%d first calls on %d ranks: %.2f us per call\n", calls, p, 1e6 * t / calls);
+  if (rank == 0) printf("%d %s calls on %d ranks: %.2f us per call\n", calls, cached ? "cached" : "first", p, 1e6 * t / calls);
   free(a);
   free(b);
   MPI_Finalize();
