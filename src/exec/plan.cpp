@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "exec/strategy.hpp"
@@ -140,7 +142,8 @@ std::string arithmetic_refused(std::string_view strategy, const Arithmetic& a) {
 // Every rank must describe the same redistribution (compared with rank 0).
 // Options count too: another max_message_bytes splits messages differently on
 // sender and receiver, another default strategy pairs different message schemes;
-// both would hang or truncate instead of failing.
+// both would hang or truncate instead of failing. The error path of agree_plan
+// (below): the items as text, compared with rank 0's, for the message.
 void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const Layout& dst,
                            std::span<const Region> regions, const Options& options) {
   std::string region_text;
@@ -160,6 +163,117 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
                                    options.taskgraph.validate, " node_size=", options.node_size)}},
                      "every rank must pass the same");
+}
+
+// What agree_same_everywhere's texts say, hashed from the values without
+// printing them (the common path: every rank the same, one word each way in
+// agree_plan's reduction). A running splitmix64 over 64-bit words; every
+// variable-length part is preceded by its length.
+struct ValueHash {
+  std::uint64_t h = 0x243f6a8885a308d3ULL;
+  void add(std::uint64_t x) { h = mix64(h ^ x); }
+  void add_signed(std::int64_t x) { add(static_cast<std::uint64_t>(x)); }
+  void add(double x) {
+    if (x == 0) x = 0;  // -0 prints as 0
+    std::uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    add(bits);
+  }
+  void add(std::string_view s) {
+    add(static_cast<std::uint64_t>(s.size()));
+    for (size_t i = 0; i < s.size(); i += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, std::min<size_t>(8, s.size() - i));
+      add(w);
+    }
+  }
+  void add(const Coord& c) {
+    add(static_cast<std::uint64_t>(c.ndim()));
+    for (index_t x : c) add_signed(x);
+  }
+  template <class T>
+  void add_all(const std::vector<T>& v) {
+    add(static_cast<std::uint64_t>(v.size()));
+    for (const T& x : v) add_signed(x);
+  }
+};
+
+void hash_layout(ValueHash& h, const Layout& l, bool with_ld);
+
+// Everything Layout::spec prints of an ownership.
+void hash_ownership(ValueHash& h, const Ownership& o) {
+  h.add(static_cast<std::uint64_t>(o.kind()));
+  switch (o.kind()) {
+    case Ownership::Kind::block_cyclic: {
+      const BlockCyclicParams& b = o.bc();
+      h.add(b.grid), h.add(static_cast<std::uint64_t>(b.order)), h.add(b.source), h.add(b.super);
+      h.add_signed(b.first_rank);
+      h.add(static_cast<std::uint64_t>(b.map != nullptr));
+      if (b.map) h.add_all(*b.map);
+      return;
+    }
+    case Ownership::Kind::random:
+      h.add(o.rnd().seed), h.add_signed(o.rnd().ranks), h.add_signed(o.rnd().first_rank);
+      return;
+    case Ownership::Kind::band:
+      h.add_signed(o.bnd().width);
+      hash_ownership(h, *o.bnd().near);
+      hash_ownership(h, *o.bnd().far);
+      return;
+    case Ownership::Kind::table:
+      h.add_all(*o.tbl().owners);
+      return;
+    case Ownership::Kind::function:
+      h.add(std::string_view(o.fun().name)), h.add_signed(o.fun().ranks);
+      return;
+    case Ownership::Kind::placement:
+      h.add(static_cast<std::uint64_t>(o.plc().rule));
+      h.add(static_cast<std::uint64_t>(o.plc().of != nullptr));
+      if (o.plc().of) hash_layout(h, *o.plc().of, true);
+      return;
+  }
+}
+
+// Everything Layout::spec prints (agreed_spec's: without ld= unless `with_ld`).
+void hash_layout(ValueHash& h, const Layout& l, bool with_ld) {
+  h.add(l.shape());
+  h.add(static_cast<std::uint64_t>(l.partitions().size()));
+  for (const DimPartition& d : l.partitions()) {
+    h.add(static_cast<std::uint64_t>(d.is_regular()));
+    if (d.is_regular()) h.add_signed(d.extent()), h.add_signed(d.tile()), h.add_signed(d.offset());
+    else h.add_all(d.bounds());
+  }
+  h.add_signed(l.elem_size());
+  h.add(static_cast<std::uint64_t>(l.storage().kind));
+  if (with_ld) h.add_signed(l.storage().ld);
+  hash_ownership(h, l.ownership());
+}
+
+std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Region> regions, const Options& o) {
+  ValueHash h;
+  hash_layout(h, src, false);
+  hash_layout(h, dst, false);
+  h.add(static_cast<std::uint64_t>(regions.size()));
+  for (const Region& r : regions) {
+    h.add(r.size), h.add(r.src_offset), h.add(r.dst_offset);
+    h.add(r.permutes() ? r.axes : Coord());
+  }
+  h.add(std::string_view(o.strategy));
+  h.add_signed(o.max_message_bytes), h.add_signed(o.max_buffer_bytes);
+  const Arithmetic& a = o.arithmetic;
+  h.add(static_cast<std::uint64_t>(a.type));
+  h.add(static_cast<std::uint64_t>(a.identity()));
+  if (!a.identity()) {
+    h.add(a.alpha.real()), h.add(a.alpha.imag()), h.add(a.beta.real()), h.add(a.beta.imag());
+    h.add(static_cast<std::uint64_t>(a.conjugate));
+  }
+  h.add(std::string_view(o.calibration));
+  h.add(static_cast<std::uint64_t>(o.duplicate_comm)), h.add(static_cast<std::uint64_t>(o.machine != nullptr));
+  const TaskgraphOptions& t = o.taskgraph;
+  h.add_signed(t.threads), h.add_signed(t.batch), h.add(static_cast<std::uint64_t>(t.isolate_segments));
+  h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
+  h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(o.node_size);
+  return h.h;
 }
 
 // Runs f; returns what it threw as a message (empty when it returned), so that
@@ -223,6 +337,37 @@ void agree_owners(const detail::PlanCore& p) {
     detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
                  ": the owners differ between ranks (an owner function answers differently when called again)");
   }
+}
+
+// make_plan's agreements, in one MPI_Allreduce (MPI_MAX over values and their
+// complements) when all is well. In this order, the first that fails decides
+// the error, the same on every rank: the lowest rank whose arguments are bad
+// (`bad`), whether every rank passed the same layouts, regions and options
+// (same_hash), the lowest rank whose storage maps failed (`index_error`), the
+// owner of every tile for general ownerships (agree_owners), the lowest rank whose
+// plan failed (`plan_error`). Only on an error do more collectives follow, to
+// build its message (agree, agree_same_everywhere, agree_owners).
+void agree_plan(const detail::PlanCore& p, std::span<const Region> regions, const Options& options,
+                const std::string& bad, const std::string& index_error, const std::string& plan_error) {
+  auto lowest = [&p](const std::string& e) { return e.empty() ? 0 : UINT64_MAX - static_cast<std::uint64_t>(p.rank); };
+  const std::uint64_t same = bad.empty() ? same_hash(p.src, p.dst, regions, options) : 0;
+  const bool general = !(p.src.ownership().per_dimension() && p.dst.ownership().per_dimension());
+  const std::uint64_t hs = general && p.src_local ? p.src_local->owners_hash() : 0;
+  const std::uint64_t hd = general && p.dst_local ? p.dst_local->owners_hash() : 0;
+  std::uint64_t v[9] = {lowest(bad), same, ~same, lowest(index_error), hs, ~hs, hd, ~hd, lowest(plan_error)};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 9, MPI_UINT64_T, MPI_MAX, p.comm), "MPI_Allreduce", p.comm);
+  if (v[0] != 0) agree(p.comm, bad);  // throws the lowest rank's message on every rank
+  if (v[1] != ~v[2]) {
+    agree_same_everywhere(p, p.src, p.dst, regions, options);  // throws, naming the item and both texts
+    detail::fail("redist: ranks passed different layouts, regions or options in a value their texts do not show; "
+                 "every rank must pass the same");
+  }
+  if (v[3] != 0) agree(p.comm, index_error);
+  if (v[4] != ~v[5] || v[6] != ~v[7]) {
+    agree_owners(p);  // throws, naming the first tile whose owner differs
+    detail::fail("redist: the owners differ between ranks");
+  }
+  if (v[8] != 0) agree(p.comm, plan_error);
 }
 
 // execute's one agreement: the lowest rank with a bad argument, and whether every
@@ -420,18 +565,22 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
     if (!err.empty()) err = "options.arithmetic: " + err;
   }
   if (err.empty()) err = arithmetic_refused(options.strategy, options.arithmetic);
-  agree(p.comm, err);
 
-  agree_same_everywhere(p, src, dst, p.regions, options);
-
-  // This rank's storage maps (they call owner functions), then the plan: any
-  // exception, a user callback's included, is agreed on like a bad argument.
-  agree(p.comm, catch_error([&] {
-    p.src_local = std::make_unique<LocalIndex>(local_index(p.src, p.rank, "source"));
-    p.dst_local = std::make_unique<LocalIndex>(local_index(p.dst, p.rank, "target"));
-  }));
-  agree_owners(p);
-  agree(p.comm, catch_error([&] { p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.regions, p.rank, p.size); }));
+  // This rank's storage maps (they call owner functions), then its plan, from
+  // its own arguments when they are valid: any exception, a user callback's
+  // included, is agreed on like a bad argument. All in one agreement (agree_plan):
+  // a rank plans before it knows that every rank passed the same arguments, and
+  // every rank then throws the same error when they did not.
+  std::string index_error, plan_error;
+  if (err.empty()) {
+    index_error = catch_error([&] {
+      p.src_local = std::make_unique<LocalIndex>(local_index(p.src, p.rank, "source"));
+      p.dst_local = std::make_unique<LocalIndex>(local_index(p.dst, p.rank, "target"));
+    });
+    if (index_error.empty())
+      plan_error = catch_error([&] { p.rp = plan_rank(p.src, p.dst, *p.src_local, *p.dst_local, p.regions, p.rank, p.size); });
+  }
+  agree_plan(p, p.regions, options, err, index_error, plan_error);
   for (auto [peers, off] : {std::pair{&p.rp.sends, &p.send_offset}, std::pair{&p.rp.receives, &p.recv_offset}}) {
     off->assign(peers->size() + 1, 0);
     for (size_t i = 0; i < peers->size(); ++i) (*off)[i + 1] = (*off)[i] + (*peers)[i].bytes;
