@@ -72,6 +72,12 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
   return a;
 }
 
+std::string storage_option(const Args& a, const std::string& dflt) {
+  const std::string s = a.get("--storage", dflt);
+  if (s != dflt && s != "heap" && s != "shared") detail::fail("--storage ", s, ": expected heap or shared");
+  return s;
+}
+
 Problem parse_problem(const Args& a, const char* usage) {
   // The usage line only, not the whole help: every rank may print this message
   // (REDIST_SHOW_ERRORS=1), and writes above PIPE_BUF (4 KB) interleave.

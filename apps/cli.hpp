@@ -40,6 +40,9 @@ struct Problem {
 };
 Problem parse_problem(const Args& a, const char* usage);
 
+// --storage: heap or shared (docs/shm.md); `dflt` when not given; else an error.
+std::string storage_option(const Args& a, const std::string& dflt);
+
 // True (after printing `usage`) when --help or -h is among argv[2..]: every
 // subcommand answers it before MPI starts.
 bool print_help_if_asked(int argc, char** argv, const char* usage);

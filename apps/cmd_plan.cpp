@@ -143,8 +143,7 @@ int cmd_plan(int argc, char** argv) {
                                "--storage"},
                               {"--help", "--predict", "--tg-chained"});
     const long long budget = a.get_int("--memory", 0, 1);
-    const std::string storage = a.get("--storage", "heap");
-    if (storage != "heap" && storage != "shared") detail::fail("--storage ", storage, ": expected heap or shared");
+    const std::string storage = storage_option(a, "heap");
     const Problem pb = parse_problem(a, kUsage);
     auto check_layouts = [&pb](int ranks) {
       std::string err = pb.src.check(ranks);

@@ -180,9 +180,7 @@ int cmd_run(int argc, char** argv) {
     const Problem pb = parse_problem(a, kUsage);
     // Storage and node size for shm (docs/shm.md): read by the harness and the
     // plan from the environment, so that both agree.
-    const std::string storage = a.get("--storage", "");
-    if (!storage.empty() && storage != "heap" && storage != "shared")
-      detail::fail("--storage ", storage, ": expected heap or shared");
+    const std::string storage = storage_option(a, "");
     if (!storage.empty()) setenv("REDIST_STORAGE", storage.c_str(), 1);
     if (a.has("--node-size"))
       setenv("REDIST_NODE_SIZE", std::to_string(a.get_int("--node-size", 0, 1, INT_MAX)).c_str(), 1);

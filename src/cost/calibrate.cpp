@@ -142,22 +142,20 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     const double t = both(reps_large, [&] {
       if (rank == 0) std::memcpy(b.data(), a.data(), big), a[7] = b[9];
     });
-    const double ts = both(reps_large, [&] {
-      if (rank != 0) return;
-      detail::copy_row(reinterpret_cast<std::byte*>(b.data()), reinterpret_cast<const std::byte*>(a.data()), big, true);
-      detail::stream_fence();
-      a[7] = b[9];
-    });
+    auto stream_copy = [&](bool here) {
+      return [&, here] {
+        if (!here) return;
+        detail::copy_row(reinterpret_cast<std::byte*>(b.data()), reinterpret_cast<const std::byte*>(a.data()), big,
+                         true);
+        detail::stream_fence();
+        a[7] = b[9];
+      };
+    };
+    const double ts = both(reps_large, stream_copy(rank == 0));
     m.bmemcpy = static_cast<double>(big) / std::min(t, ts);
     // The same streaming copy on ranks 0 and 1 at once: the rate of a single-copy
     // redistribution, where every rank writes its target while the others do.
-    const double tn = both(reps_large, [&] {
-      if (!active) return;
-      detail::copy_row(reinterpret_cast<std::byte*>(b.data()), reinterpret_cast<const std::byte*>(a.data()), big, true);
-      detail::stream_fence();
-      a[7] = b[9];
-    });
-    m.bmemcpy_node = static_cast<double>(big) / tn;
+    m.bmemcpy_node = static_cast<double>(big) / both(reps_large, stream_copy(active));
     for (int f = 0; f < 2; ++f)
       // 8 and 32 B rows: a fine-grained cyclic layout's elements (compressed plans).
       for (size_t row : {size_t{8}, size_t{32}, size_t{80}, size_t{256}, size_t{2048}, size_t{16384}, size_t{1} << 20}) {

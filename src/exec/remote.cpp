@@ -1,5 +1,7 @@
 #include "exec/remote.hpp"
 
+#include <algorithm>
+
 #include "mpi/agree.hpp"
 
 namespace redist::detail {
@@ -8,6 +10,18 @@ SenderView sender_view(const std::int64_t* w, int ndim) {
   SenderView v{w[0], w[1], {w[3], w[4]}, {}};
   for (int d = 0; d < ndim; ++d) v.strides[d] = w[5 + d];
   return v;
+}
+
+std::int64_t record_blocks(const std::vector<std::int64_t>& records, int ndim) {
+  std::int64_t n = 0;
+  for (size_t k = 0; k < records.size(); k += record_size(ndim)) n = std::max(n, records[k] + 1);
+  return n;
+}
+
+std::int64_t segment_blocks(const std::vector<Segment>& segments) {
+  std::int64_t n = 0;
+  for (const Segment& s : segments) n = std::max<std::int64_t>(n, s.at.block + 1);
+  return n;
 }
 
 std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag,

@@ -26,6 +26,10 @@ struct SenderView {
   Coord strides;
 };
 SenderView sender_view(const std::int64_t* w, int ndim);
+// How many storage blocks (0 .. the largest used) a peer's records name, and
+// this rank's own segments use.
+std::int64_t record_blocks(const std::vector<std::int64_t>& records, int ndim);
+std::int64_t segment_blocks(const std::vector<Segment>& segments);
 
 // Collective over the plan's peers that take part (`with[rank]` true on both
 // sides). Senders tell (the default): each sender sends each such receive peer

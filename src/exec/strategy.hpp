@@ -153,7 +153,7 @@ struct StrategyEntry {
   // Optional, local: does its model hold for these buffers on this rank (shm: the
   // source lies in shared windows)? auto leaves it out unless every rank says so.
   bool (*suits)(const PlanCore& plan, const SrcBlocks& src) = nullptr;
-  std::string_view model_condition;  // what `suits` checks, in words (StrategyInfo)
+  std::string_view model_condition = {};  // what `suits` checks, in words (StrategyInfo)
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

@@ -238,9 +238,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   // Base pointers (the block count of each sender is known from the segment
   // addresses it sent), then the address of its packed run for me.
   for (size_t i = 0; i < nr; ++i) {
-    std::int64_t nblocks = 0;
-    const size_t per = record_size(p.rp.ndim);
-    for (size_t k = 0; k < st.where[i].size(); k += per) nblocks = std::max(nblocks, st.where[i][k] + 1);
+    const std::int64_t nblocks = record_blocks(st.where[i], p.rp.ndim);
     st.bases[i].resize(static_cast<size_t>(nblocks) + 1);
     check_mpi(MPI_Irecv(st.bases[i].data(), static_cast<int>(nblocks) + 1, MPI_UINT64_T, p.rp.receives[i].peer,
                         kTagBases, p.comm, &st.req[i]),

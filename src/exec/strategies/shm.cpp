@@ -45,14 +45,6 @@ enum Path : int { kPush, kPull, kMessage };
 // kMaxRows of them (40 MB); else push goes segment by segment.
 constexpr index_t kSortRowsAbove = 64, kMaxRows = index_t{1} << 20;
 
-// Blocks 0 .. max block that `n` records use (their block at block(k)).
-template <class Block>
-std::int64_t blocks_used(size_t n, Block block) {
-  std::int64_t b = 0;
-  for (size_t k = 0; k < n; ++k) b = std::max<std::int64_t>(b, block(k) + 1);
-  return b;
-}
-
 // One row of the push walk: `bytes` from this rank's source to a target.
 struct Row {
   std::int64_t src_off, dst_off, bytes;  // byte offsets in their blocks
@@ -68,7 +60,7 @@ class Shm final : public Strategy {
   // each side's segments live. Always available: peers it cannot map get messages.
   bool available() override;
   void run(const SrcBlocks& src, const DstBlocks& dst) override;
-  std::string describe() const override { return report_; }
+  std::string describe() const override;
 
  private:
   bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
@@ -84,7 +76,6 @@ class Shm final : public Strategy {
   void post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag);
   void send_message(size_t i, const SrcBlocks& src);
   void receive_message(size_t i);
-  void report();
 
   std::vector<char> on_node_;  // per rank of the plan
   std::vector<int> world_;     // per rank of the plan: its rank in MPI_COMM_WORLD
@@ -96,7 +87,7 @@ class Shm final : public Strategy {
   std::vector<Path> recv_path_, send_path_;
   std::vector<std::vector<std::byte*>> push_base_;  // per send peer: its target blocks, mapped here
   std::vector<Row> rows_;
-  bool rows_built_ = false, rows_sorted_ = false;
+  bool rows_built_ = false;  // rows_ then holds the sorted walk (empty: segment by segment)
   std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
   std::vector<index_t> pending_;  // per receive peer: data chunks in flight
   std::vector<MPI_Request> rq_, sq_;  // data receives; everything else
@@ -104,7 +95,6 @@ class Shm final : public Strategy {
   std::vector<std::string> swhat_;
   std::vector<int> index_;
   std::vector<MPI_Status> status_;
-  std::string report_;
 };
 
 bool Shm::available() {
@@ -130,17 +120,14 @@ bool Shm::available() {
 
   src_where_ = exchange_records(p, on_node_, kTagSrcWhere, Teller::senders);
   dst_where_ = exchange_records(p, on_node_, kTagDstWhere, Teller::receivers);
-  const size_t per = record_size(p.rp.ndim);
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   for (size_t i = 0; i < nr; ++i) {
-    const auto& segs = p.rp.receives[i].segments;
-    recv_src_blocks_.push_back(blocks_used(src_where_[i].size() / per, [&](size_t k) { return src_where_[i][k * per]; }));
-    recv_dst_blocks_.push_back(blocks_used(segs.size(), [&](size_t k) { return segs[k].at.block; }));
+    recv_src_blocks_.push_back(record_blocks(src_where_[i], p.rp.ndim));
+    recv_dst_blocks_.push_back(segment_blocks(p.rp.receives[i].segments));
   }
   for (size_t i = 0; i < ns; ++i) {
-    const auto& segs = p.rp.sends[i].segments;
-    send_src_blocks_.push_back(blocks_used(segs.size(), [&](size_t k) { return segs[k].at.block; }));
-    send_dst_blocks_.push_back(blocks_used(dst_where_[i].size() / per, [&](size_t k) { return dst_where_[i][k * per]; }));
+    send_src_blocks_.push_back(segment_blocks(p.rp.sends[i].segments));
+    send_dst_blocks_.push_back(record_blocks(dst_where_[i], p.rp.ndim));
   }
   auto sized = [](const std::vector<std::int64_t>& nblocks) {
     std::vector<std::vector<std::int64_t>> v(nblocks.size());
@@ -253,7 +240,6 @@ void Shm::build_rows() {
   }
   rows_.resize(m);
   rows_.shrink_to_fit();
-  rows_sorted_ = true;
 }
 
 // This rank writes the targets of its push peers (and its own) from its source.
@@ -267,7 +253,7 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the headers before the targets' stores
   if (!rows_built_) build_rows();
   const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
-  if (rows_sorted_) {
+  if (!rows_.empty()) {
     for (const Row& r : rows_) {
       std::byte* to;
       if (r.target < 0) to = static_cast<std::byte*>(dst.ptr[static_cast<size_t>(r.dst_block)]);
@@ -447,12 +433,11 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
              status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
   std::atomic_thread_fence(std::memory_order_seq_cst);  // "done" before the target's loads
-  report();
   agree(p.comm, err);  // a failed mapping is reported on every rank
 }
 
-// What each peer's data took, for Plan::describe("shm").
-void Shm::report() {
+// What each peer's data took in the last run (the paths are kept from it).
+std::string Shm::describe() const {
   const PlanCore& p = plan_;
   index_t pushed = 0, pulled = 0, message = 0, off_node = 0;
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
@@ -462,11 +447,11 @@ void Shm::report() {
     else if (recv_path_[i] == kPull) pulled += b;
     else message += b;
   }
-  report_ = cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
-                " written by their senders, ", pulled, " read by this rank), ", message,
-                " bytes by messages from ranks on this node whose memory is not in windows they can map, ", off_node,
-                " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
-                rows_sorted_ ? " (push walked the source in storage order)" : "");
+  return cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
+             " written by their senders, ", pulled, " read by this rank), ", message,
+             " bytes by messages from ranks on this node whose memory is not in windows they can map, ", off_node,
+             " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
+             rows_.empty() ? "" : " (push walked the source in storage order)");
 }
 
 // Assumes every peer is on the node with its storage in windows (the model
