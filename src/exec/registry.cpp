@@ -20,7 +20,8 @@
   X(centralized)             \
   X(staged)                  \
   X(multistage)              \
-  X(hybrid)
+  X(hybrid)                  \
+  X(aggregate)
 
 namespace redist {
 namespace detail {

@@ -48,6 +48,19 @@ MPI_Comm node_comm(MPI_Comm comm, int node_size) {
   return node;
 }
 
+std::vector<int> node_leaders(MPI_Comm comm, int node_size) {
+  MPI_Comm node = node_comm(comm, node_size);
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", comm);
+  int leader = rank;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", comm);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", comm);
+  std::vector<int> leaders(static_cast<size_t>(size));
+  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather", comm);
+  return leaders;
+}
+
 WindowRef find_window(const void* p, index_t bytes, const std::vector<int>** members) {
   Registry& reg = registry_of_windows();
   std::lock_guard<std::mutex> lock(reg.mu);

@@ -15,6 +15,9 @@ namespace redist::detail {
 // Collective over `comm`: the ranks of this rank's node (see shm.hpp), as a new
 // communicator the caller frees.
 MPI_Comm node_comm(MPI_Comm comm, int node_size);
+// Collective over `comm`: for every rank of `comm`, the first rank (in `comm`) of
+// its node (node_comm's nodes).
+std::vector<int> node_leaders(MPI_Comm comm, int node_size);
 
 // Where a pointer lives in the shared windows, as every member of its window can
 // find it: the window's serial (the same on every member), the member whose part

@@ -8,7 +8,7 @@ import pytest
 
 # The registry, in its order (src/exec/registry.cpp).
 STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "shm", "phased", "phased_sendrecv", "phased_unsync",
-              "phased_dt", "taskgraph", "centralized", "staged", "multistage", "hybrid"]
+              "phased_dt", "taskgraph", "centralized", "staged", "multistage", "hybrid", "aggregate"]
 
 SRC = "120x90 tile=16x11 block_cyclic grid=1x2"
 DST = "100x130 tile=9x20 block_cyclic grid=2x1 storage=local_array"

@@ -99,12 +99,8 @@ class Shm final : public Strategy {
 
 bool Shm::available() {
   PlanCore& p = plan_;
-  MPI_Comm node = node_comm(p.comm, p.options.node_size);
-  int leader = p.rank;  // the node's first plan rank names it
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", p.comm);
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", p.comm);
-  std::vector<int> leaders(static_cast<size_t>(p.size));
-  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, p.comm), "MPI_Allgather", p.comm);
+  const std::vector<int> leaders = node_leaders(p.comm, p.options.node_size);
+  const int leader = leaders[static_cast<size_t>(p.rank)];
   on_node_.resize(static_cast<size_t>(p.size));
   for (int r = 0; r < p.size; ++r) on_node_[static_cast<size_t>(r)] = leaders[static_cast<size_t>(r)] == leader;
   MPI_Group plan_group, world_group;

@@ -1,0 +1,137 @@
+// Aggregation per node pair (src/plan/nodes.hpp), without MPI: the lane rule's
+// properties on random node maps, and a node's traffic (node_traffic) against a
+// brute-force count of the relay's messages: every block's holders step by step,
+// one message per (step, holder, next holder) as the relay engine sends them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "../common/random_layout.hpp"
+#include "plan/nodes.hpp"
+
+using namespace redist;
+using redist::testing::Rng;
+using redist::testing::uniform;
+
+namespace {
+
+// Ranks in nodes of random sizes, the ranks of a node not consecutive.
+nodes::NodeMap random_map(Rng& rng, int ranks) {
+  const int n = static_cast<int>(uniform(rng, 1, ranks));
+  std::vector<int> leader(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) leader[static_cast<size_t>(r)] = r < n ? r : static_cast<int>(uniform(rng, 0, n - 1));
+  return nodes::from_leaders(leader);
+}
+
+TEST(Nodes, ConsecutiveAndLeaders) {
+  const nodes::NodeMap m = nodes::consecutive(7, 3);
+  ASSERT_EQ(m.size(), 3);
+  EXPECT_EQ(m.members[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(m.members[2], (std::vector<int>{6}));
+  EXPECT_EQ(m.node, (std::vector<int>{0, 0, 0, 1, 1, 1, 2}));
+  const nodes::NodeMap l = nodes::from_leaders({5, 2, 5, 2, 9});
+  EXPECT_EQ(l.node, (std::vector<int>{0, 1, 0, 1, 2}));
+  EXPECT_EQ(l.members[1], (std::vector<int>{1, 3}));
+}
+
+// Every block reaches its target in three steps through one lane on each node;
+// the lanes of a node pair are the same for all its rank pairs (one message each
+// way between two nodes); within a node, directly; a node's lanes spread its
+// other nodes over its members (at most ceil(others / members) each).
+TEST(Nodes, LanesOnRandomMaps) {
+  Rng rng(14);
+  for (int c = 0; c < 300; ++c) {
+    const int P = static_cast<int>(uniform(rng, 1, 40));
+    const nodes::NodeMap m = random_map(rng, P);
+    std::map<std::pair<int, int>, std::pair<int, int>> pair_lanes;
+    for (int s = 0; s < P; ++s)
+      for (int d = 0; d < P; ++d) {
+        const int a = m.node[s], b = m.node[d];
+        const int h1 = m.holder(s, d, 1), h2 = m.holder(s, d, 2);
+        ASSERT_EQ(m.holder(s, d, 3), d);
+        if (a == b) {
+          ASSERT_EQ(h1, d);
+          ASSERT_EQ(h2, d);
+          continue;
+        }
+        ASSERT_EQ(m.node[h1], a) << c;
+        ASSERT_EQ(m.node[h2], b) << c;
+        const auto [it, fresh] = pair_lanes.try_emplace({a, b}, h1, h2);
+        ASSERT_EQ(it->second, std::make_pair(h1, h2)) << "node pair " << a << "->" << b << " has two lanes";
+      }
+    for (int a = 0; a < m.size(); ++a) {
+      std::map<int, int> load;
+      for (int b = 0; b < m.size(); ++b)
+        if (b != a) ++load[m.lane(a, b)];
+      const int k = static_cast<int>(m.members[a].size()), others = m.size() - 1;
+      for (const auto& [r, n] : load) ASSERT_LE(n, (others + k - 1) / k) << c;
+    }
+  }
+}
+
+// node_traffic against the brute force: plans of every rank of generator cases,
+// the relay's messages derived from holders alone.
+TEST(Nodes, TrafficAgainstBruteForce) {
+  Rng rng(1414);
+  for (int c = 0; c < 300; ++c) {
+    const int P = static_cast<int>(uniform(rng, 1, 9));
+    const auto [src, dst, region] = redist::testing::random_case(rng, P);
+    const nodes::NodeMap m = uniform(rng, 0, 1) ? random_map(rng, P)
+                                                : nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P)));
+    std::vector<RankPlan> plans;
+    for (int r = 0; r < P; ++r) plans.push_back(plan_rank(src, dst, region, r, P));
+    std::set<std::tuple<int, int, int>> messages;  // (step, from, to)
+    std::map<int, index_t> forwarded;  // node -> bytes in steps 1 and 3 through a lane not the block's rank
+    for (int s = 0; s < P; ++s)
+      for (const PeerPlan& q : plans[s].sends) {
+        int at = s;
+        for (int step = 1; step <= 3; ++step) {
+          const int next = m.holder(s, q.peer, step);
+          if (next != at) messages.insert({step, at, next});
+          if (step != 2 && next != at && m.node[s] != m.node[q.peer]) forwarded[m.node[at]] += q.bytes;
+          at = next;
+        }
+      }
+    for (int n = 0; n < m.size(); ++n) {
+      std::vector<RankPlan> mine;
+      for (int r : m.members[n]) mine.push_back(plans[r]);
+      const nodes::NodeTraffic t = nodes::node_traffic(m, n, mine);
+      index_t out = 0, in = 0, direct_out = 0, direct_in = 0, direct_max = 0, agg_max = 0;
+      std::set<int> to, from;
+      for (int r : m.members[n]) {
+        direct_max = std::max<index_t>(direct_max, plans[r].sends.size() + plans[r].receives.size());
+        for (const PeerPlan& q : plans[r].sends)
+          if (m.node[q.peer] != n) out += q.bytes, ++direct_out;
+        for (const PeerPlan& q : plans[r].receives)
+          if (m.node[q.peer] != n) in += q.bytes, ++direct_in;
+        index_t mine_msgs = 0;
+        for (const auto& [step, a, b] : messages) mine_msgs += (a == r) + (b == r);
+        agg_max = std::max(agg_max, mine_msgs);
+      }
+      for (const auto& [step, a, b] : messages)
+        if (step == 2) {
+          if (m.node[a] == n) to.insert(m.node[b]);
+          if (m.node[b] == n) from.insert(m.node[a]);
+        }
+      index_t step2_out = 0, step2_in = 0;
+      for (const auto& [step, a, b] : messages)
+        if (step == 2 && m.node[a] != m.node[b]) step2_out += m.node[a] == n, step2_in += m.node[b] == n;
+      const std::string what = "case " + std::to_string(c) + " node " + std::to_string(n);
+      EXPECT_EQ(t.out_bytes, out) << what;
+      EXPECT_EQ(t.in_bytes, in) << what;
+      EXPECT_EQ(t.direct_out, direct_out) << what;
+      EXPECT_EQ(t.direct_in, direct_in) << what;
+      EXPECT_EQ(t.direct_rank_max, direct_max) << what;
+      EXPECT_EQ(t.aggregated_out, static_cast<index_t>(to.size())) << what;
+      EXPECT_EQ(t.aggregated_out, step2_out) << what << ": one message per node pair";
+      EXPECT_EQ(t.aggregated_in, step2_in) << what;
+      EXPECT_EQ(t.aggregated_rank_max, agg_max) << what;
+      EXPECT_EQ(t.forwarded_bytes, forwarded[n]) << what;
+      if (HasFailure()) return;
+    }
+  }
+}
+
+}  // namespace
