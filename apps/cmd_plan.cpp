@@ -12,6 +12,7 @@
 #include <queue>
 
 #include "cli.hpp"
+#include "plan_nodes.hpp"
 #include "plan/schedule.hpp"
 #include "redist/cost.hpp"
 #include "redist/redist.hpp"
@@ -44,6 +45,11 @@ options:
                     and --tg-batch N as in `redist run`
   --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
                     strategies whose buffers exceed it; auto picks among the rest
+  --ranks-per-node K  nodes of K consecutive ranks: a node's messages and bytes
+                    with a message per rank pair and with `aggregate` (one message
+                    per node pair, through lane ranks; docs/shm.md), with --predict
+                    the model's time of both (the node of --rank, else the largest
+                    figure of any node)
 
 Always printed: each strategy's buffers beyond source and target (max over the
 planned ranks), and the rounds of `phased` (an edge colouring of the
@@ -140,7 +146,7 @@ int cmd_plan(int argc, char** argv) {
   try {
     const Args a = parse_args(argc, argv, 2,
                               {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
-                               "--storage"},
+                               "--storage", "--ranks-per-node"},
                               {"--help", "--predict", "--tg-chained"});
     const long long budget = a.get_int("--memory", 0, 1);
     const std::string storage = storage_option(a, "heap");
@@ -276,6 +282,9 @@ int cmd_plan(int argc, char** argv) {
       if (!schedule::paper_rounds(pb.src, pb.dst, pb.region, P).empty())
         print_paper_variants(pb.src, pb.dst, P, edges, edge_bytes, predict_times ? &machine : nullptr);
     }
+    if (a.has("--ranks-per-node"))
+      print_node_traffic(pb.src, pb.dst, pb.region, P, static_cast<int>(a.get_int("--ranks-per-node", 1, 1, P)), only,
+                         predict_times ? &machine : nullptr);
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
       std::vector<double> t = predicted;

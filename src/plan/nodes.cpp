@@ -35,45 +35,64 @@ NodeMap from_leaders(const std::vector<int>& leader) {
 NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPlan>& plans) {
   const std::vector<int>& members = map.members[static_cast<size_t>(node)];
   NodeTraffic t;
-  t.ranks = static_cast<index_t>(members.size());
-  // Per member and step, the peers it sends to / receives from (one message each).
+  // Per rank and step (0..2), the peers it sends to / receives from: one message
+  // per pair and step, however many blocks it carries.
   struct Peers {
     std::set<int> out[3], in[3];
+    index_t bytes_off = 0, bytes_on = 0;
   };
   std::map<int, Peers> at;
   std::set<int> to_nodes, from_nodes;
   auto on = [&](int r) { return map.node[static_cast<size_t>(r)] == node; };
+  // A block moved between two ranks of this node in a step, or between a lane of
+  // this node and a lane of another (step 1 of 0..2: only `from` is here, or only `to`).
+  auto hop = [&](int step, int from, int to, index_t n) {
+    if (from == to) return;
+    const bool local = on(from) && on(to);
+    if (on(from)) at[from].out[step].insert(to), (local ? at[from].bytes_on : at[from].bytes_off) += n;
+    if (on(to)) at[to].in[step].insert(from), (local ? at[to].bytes_on : at[to].bytes_off) += n;
+  };
   for (size_t i = 0; i < members.size(); ++i) {
     const int r = members[i];
     const RankPlan& rp = plans[i];
-    t.direct_rank_max = std::max<index_t>(t.direct_rank_max, static_cast<index_t>(rp.sends.size() + rp.receives.size()));
+    RankLoad d;
+    for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives})
+      for (const PeerPlan& q : *side)
+        (on(q.peer) ? d.messages_on : d.messages_off) += 1, (on(q.peer) ? d.bytes_on : d.bytes_off) += q.bytes;
+    t.direct.push_back(d);
     for (const PeerPlan& q : rp.sends) {
       if (on(q.peer)) {  // within the node: directly, in step 1
         t.on_node_bytes += q.bytes;
-        at[r].out[0].insert(q.peer), at[q.peer].in[0].insert(r);
+        hop(0, r, q.peer, q.bytes);
         continue;
       }
       const int b = map.node[static_cast<size_t>(q.peer)], l = map.lane(node, b);
       t.out_bytes += q.bytes, ++t.direct_out;
       to_nodes.insert(b);
-      if (l != r) at[r].out[0].insert(l), at[l].in[0].insert(r), t.forwarded_bytes += q.bytes;
-      at[l].out[1].insert(map.lane(b, node));
+      if (l != r) t.forwarded_bytes += q.bytes;
+      hop(0, r, l, q.bytes);
+      hop(1, l, map.lane(b, node), q.bytes);
     }
     for (const PeerPlan& q : rp.receives) {
       if (on(q.peer)) continue;  // counted by its sender above
       const int b = map.node[static_cast<size_t>(q.peer)], l = map.lane(node, b);
       t.in_bytes += q.bytes, ++t.direct_in;
       from_nodes.insert(b);
-      at[l].in[1].insert(map.lane(b, node));
-      if (l != r) at[l].out[2].insert(r), at[r].in[2].insert(l), t.forwarded_bytes += q.bytes;
+      if (l != r) t.forwarded_bytes += q.bytes;
+      hop(1, map.lane(b, node), l, q.bytes);
+      hop(2, l, r, q.bytes);
     }
   }
   t.aggregated_out = static_cast<index_t>(to_nodes.size());
   t.aggregated_in = static_cast<index_t>(from_nodes.size());
-  for (const auto& [r, p] : at) {
-    index_t n = 0;
-    for (int s = 0; s < 3; ++s) n += static_cast<index_t>(p.out[s].size() + p.in[s].size());
-    t.aggregated_rank_max = std::max(t.aggregated_rank_max, n);
+  for (const int r : members) {
+    const Peers& p = at[r];
+    RankLoad a;
+    for (int s = 0; s < 3; ++s)
+      for (const std::set<int>* side : {&p.out[s], &p.in[s]})
+        for (const int q : *side) (on(q) ? a.messages_on : a.messages_off) += 1;
+    a.bytes_on = p.bytes_on, a.bytes_off = p.bytes_off;
+    t.aggregated.push_back(a);
   }
   return t;
 }

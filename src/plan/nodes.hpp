@@ -43,19 +43,23 @@ NodeMap from_leaders(const std::vector<int>& leader);
 
 // A node's traffic for one redistribution: its ranks' plans (every member's,
 // from plan_rank), without aggregation (every rank pair its message) and with it
-// (through the lanes above). Volumes in bytes.
+// (through the lanes above). Volumes in bytes; a message counts on both ranks.
+struct RankLoad {
+  index_t messages_off = 0, bytes_off = 0;  // with ranks of other nodes
+  index_t messages_on = 0, bytes_on = 0;    // with ranks of this node
+};
 struct NodeTraffic {
-  index_t ranks = 0;             // members of the node
   index_t out_bytes = 0, in_bytes = 0;  // to / from other nodes (the same both ways)
-  index_t on_node_bytes = 0;     // between two ranks of this node (not forwarded)
-  // Without aggregation: messages leaving / entering the node, and the most
-  // messages one of its ranks sends or receives with other nodes.
-  index_t direct_out = 0, direct_in = 0, direct_rank_max = 0;
-  // With aggregation: messages between this node and others (one per node
-  // pair and direction), the bytes forwarded on the node (steps 1 and 3: to
-  // or from a lane that is not the block's own rank), and the most messages
-  // one rank sends or receives in all three steps.
-  index_t aggregated_out = 0, aggregated_in = 0, forwarded_bytes = 0, aggregated_rank_max = 0;
+  index_t on_node_bytes = 0;            // between two ranks of this node (not forwarded)
+  // Messages leaving / entering the node: without aggregation one per rank
+  // pair; with it one per node pair and direction.
+  index_t direct_out = 0, direct_in = 0, aggregated_out = 0, aggregated_in = 0;
+  // With aggregation, the bytes forwarded on the node (steps 1 and 3: to or from
+  // a lane that is not the block's own rank).
+  index_t forwarded_bytes = 0;
+  // Per member (members' order): what it sends and receives, in all three steps
+  // with aggregation.
+  std::vector<RankLoad> direct, aggregated;
 };
 // `plans[i]` is the plan of rank `map.members[node][i]`.
 NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPlan>& plans);

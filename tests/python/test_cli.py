@@ -509,7 +509,7 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
     assert set(lines) == set(STRATEGIES), p.stdout
     over = {n for n, rest in lines.items() if "over the budget" in rest}
     assert over == {"p2p", "segment", "alltoallv", "direct", "shm", "phased_unsync", "taskgraph", "centralized", "staged",
-                    "multistage", "hybrid"}, p.stdout
+                    "multistage", "hybrid", "aggregate"}, p.stdout
 
 
 def test_plan_prints_paper_variants(redist):
@@ -541,3 +541,30 @@ def test_run_with_memory_budget_runs_what_fits(redist):
     assert m, r.stdout
     scale = {"B": 1, "KB": 1e3, "MB": 1e6}[m.group(2)]
     assert 0 < float(m.group(1)) * scale <= 12000, r.stdout
+
+
+def test_plan_ranks_per_node_counts_node_messages(redist):
+    """`--ranks-per-node`: a node's messages leaving it, one per rank pair and with
+    `aggregate` one per node pair, against the peers each of its ranks lists with
+    `--rank` (an independent count: the node's ranks' plans, one by one)."""
+    src, dst = "64x64 tile=4x4 block_cyclic grid=4x4", "64x64 tile=3x3 block_cyclic grid=2x8"
+    per_node, node = 4, 1
+    pairs, nodes_to = 0, set()
+    for r in range(node * per_node, (node + 1) * per_node):
+        p = redist(["plan", src, dst, "--ranks", "16", "--rank", str(r)])
+        assert p.returncode == 0, p.stderr
+        for peer in map(int, re.findall(r"^  -> (\d+) ", p.stdout, re.M)):
+            if peer // per_node != node:
+                pairs += 1
+                nodes_to.add(peer // per_node)
+    assert pairs > len(nodes_to) > 0
+    p = redist(["plan", src, dst, "--ranks", "16", "--rank", str(node * per_node + 2), "--ranks-per-node", str(per_node)])
+    assert p.returncode == 0, p.stderr
+    assert f"4 nodes of 4 ranks; node {node} (ranks 4..7" in p.stdout, p.stdout
+    direct = re.search(r"^  rank pairs +(\d+) +(\d+) +(\d+)", p.stdout, re.M)
+    agg = re.search(r"^  aggregate +(\d+) +(\d+) +(\d+)", p.stdout, re.M)
+    assert direct and agg, p.stdout
+    assert int(direct.group(1)) == pairs, p.stdout
+    assert int(agg.group(1)) == len(nodes_to), p.stdout
+    bad = redist(["plan", src, dst, "--ranks", "16", "--ranks-per-node", "0"])
+    assert bad.returncode != 0 and "--ranks-per-node" in bad.stderr, bad.stderr

@@ -82,14 +82,14 @@ TEST(Nodes, TrafficAgainstBruteForce) {
                                                 : nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P)));
     std::vector<RankPlan> plans;
     for (int r = 0; r < P; ++r) plans.push_back(plan_rank(src, dst, region, r, P));
-    std::set<std::tuple<int, int, int>> messages;  // (step, from, to)
+    std::map<std::tuple<int, int, int>, index_t> messages;  // (step, from, to) -> bytes
     std::map<int, index_t> forwarded;  // node -> bytes in steps 1 and 3 through a lane not the block's rank
     for (int s = 0; s < P; ++s)
       for (const PeerPlan& q : plans[s].sends) {
         int at = s;
         for (int step = 1; step <= 3; ++step) {
           const int next = m.holder(s, q.peer, step);
-          if (next != at) messages.insert({step, at, next});
+          if (next != at) messages[{step, at, next}] += q.bytes;
           if (step != 2 && next != at && m.node[s] != m.node[q.peer]) forwarded[m.node[at]] += q.bytes;
           at = next;
         }
@@ -98,36 +98,56 @@ TEST(Nodes, TrafficAgainstBruteForce) {
       std::vector<RankPlan> mine;
       for (int r : m.members[n]) mine.push_back(plans[r]);
       const nodes::NodeTraffic t = nodes::node_traffic(m, n, mine);
-      index_t out = 0, in = 0, direct_out = 0, direct_in = 0, direct_max = 0, agg_max = 0;
-      std::set<int> to, from;
-      for (int r : m.members[n]) {
-        direct_max = std::max<index_t>(direct_max, plans[r].sends.size() + plans[r].receives.size());
+      const std::string what = "case " + std::to_string(c) + " node " + std::to_string(n);
+      index_t out = 0, in = 0, direct_out = 0, direct_in = 0;
+      ASSERT_EQ(t.direct.size(), m.members[n].size());
+      ASSERT_EQ(t.aggregated.size(), m.members[n].size());
+      for (size_t i = 0; i < m.members[n].size(); ++i) {
+        const int r = m.members[n][i];
+        nodes::RankLoad d, a;
+        for (const auto* side : {&plans[r].sends, &plans[r].receives})
+          for (const PeerPlan& q : *side) {
+            const bool local = m.node[q.peer] == n;
+            (local ? d.messages_on : d.messages_off) += 1;
+            (local ? d.bytes_on : d.bytes_off) += q.bytes;
+          }
         for (const PeerPlan& q : plans[r].sends)
           if (m.node[q.peer] != n) out += q.bytes, ++direct_out;
         for (const PeerPlan& q : plans[r].receives)
           if (m.node[q.peer] != n) in += q.bytes, ++direct_in;
-        index_t mine_msgs = 0;
-        for (const auto& [step, a, b] : messages) mine_msgs += (a == r) + (b == r);
-        agg_max = std::max(agg_max, mine_msgs);
-      }
-      for (const auto& [step, a, b] : messages)
-        if (step == 2) {
-          if (m.node[a] == n) to.insert(m.node[b]);
-          if (m.node[b] == n) from.insert(m.node[a]);
+        for (const auto& [key, bytes] : messages) {
+          const auto& [step, x, y] = key;
+          if (x != r && y != r) continue;
+          const bool local = m.node[x] == m.node[y];
+          (local ? a.messages_on : a.messages_off) += 1;
+          (local ? a.bytes_on : a.bytes_off) += bytes;
         }
+        const auto same = [](const nodes::RankLoad& u, const nodes::RankLoad& v) {
+          return u.messages_off == v.messages_off && u.messages_on == v.messages_on && u.bytes_off == v.bytes_off &&
+                 u.bytes_on == v.bytes_on;
+        };
+        EXPECT_TRUE(same(t.direct[i], d)) << what << " rank " << r;
+        EXPECT_TRUE(same(t.aggregated[i], a)) << what << " rank " << r << ": " << t.aggregated[i].messages_off << " "
+                                              << a.messages_off << " " << t.aggregated[i].messages_on << " "
+                                              << a.messages_on;
+      }
+      std::set<int> to, from;
       index_t step2_out = 0, step2_in = 0;
-      for (const auto& [step, a, b] : messages)
-        if (step == 2 && m.node[a] != m.node[b]) step2_out += m.node[a] == n, step2_in += m.node[b] == n;
-      const std::string what = "case " + std::to_string(c) + " node " + std::to_string(n);
+      for (const auto& [key, bytes] : messages) {
+        const auto& [step, x, y] = key;
+        if (step != 2) continue;
+        EXPECT_NE(m.node[x], m.node[y]) << what;
+        if (m.node[x] == n) to.insert(m.node[y]), ++step2_out;
+        if (m.node[y] == n) from.insert(m.node[x]), ++step2_in;
+      }
       EXPECT_EQ(t.out_bytes, out) << what;
       EXPECT_EQ(t.in_bytes, in) << what;
       EXPECT_EQ(t.direct_out, direct_out) << what;
       EXPECT_EQ(t.direct_in, direct_in) << what;
-      EXPECT_EQ(t.direct_rank_max, direct_max) << what;
       EXPECT_EQ(t.aggregated_out, static_cast<index_t>(to.size())) << what;
       EXPECT_EQ(t.aggregated_out, step2_out) << what << ": one message per node pair";
+      EXPECT_EQ(t.aggregated_in, static_cast<index_t>(from.size())) << what;
       EXPECT_EQ(t.aggregated_in, step2_in) << what;
-      EXPECT_EQ(t.aggregated_rank_max, agg_max) << what;
       EXPECT_EQ(t.forwarded_bytes, forwarded[n]) << what;
       if (HasFailure()) return;
     }
