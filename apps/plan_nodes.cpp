@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <set>
 
 #include "cli.hpp"
 #include "plan/nodes.hpp"
@@ -12,7 +13,14 @@ namespace redist::cli {
 
 void print_node_traffic(const Layout& src, const Layout& dst, const Region& region, int ranks, int per_node,
                         int only_rank, const Machine* machine) {
-  const nodes::NodeMap map = nodes::consecutive(ranks, per_node);
+  nodes::NodeMap map = nodes::consecutive(ranks, per_node);
+  {  // the lanes need the node pairs that exchange data: every rank's peers
+    std::set<std::pair<int, int>> pairs;
+    for (int r = 0; r < ranks; ++r)
+      for (const PeerPlan& q : plan_rank(src, dst, region, r, ranks).sends)
+        pairs.insert({map.node[static_cast<size_t>(r)], map.node[static_cast<size_t>(q.peer)]});
+    map.set_pairs({pairs.begin(), pairs.end()});
+  }
   const int first = only_rank >= 0 ? map.node[static_cast<size_t>(only_rank)] : 0;
   const int last = only_rank >= 0 ? first + 1 : map.size();
   // Paper 002 Eq. 1 per rank, T = t_m M + t_w V: messages between nodes through the

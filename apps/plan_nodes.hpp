@@ -8,9 +8,10 @@
 
 namespace redist::cli {
 
-// Plans the ranks of nodes of `per_node` consecutive ranks among `ranks` (the
-// node of `only_rank`, or every node when it is < 0: then the largest figure of
-// any node per column) and prints them; with `machine`, Eq. 1 on the busiest rank.
+// Plans every rank (the node pairs that exchange data set the lanes), then the
+// ranks of nodes of `per_node` consecutive ranks among `ranks` (the node of
+// `only_rank`, or every node when it is < 0: then the largest figure of any node
+// per column), and prints them; with `machine`, Eq. 1 on the slowest rank.
 void print_node_traffic(const Layout& src, const Layout& dst, const Region& region, int ranks, int per_node,
                         int only_rank, const Machine* machine);
 

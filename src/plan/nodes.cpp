@@ -7,10 +7,47 @@
 
 namespace redist::nodes {
 
+void NodeMap::set_pairs(const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<std::set<int>> with(members.size());
+  for (const auto& [a, b] : pairs)
+    if (a != b) with[static_cast<size_t>(a)].insert(b), with[static_cast<size_t>(b)].insert(a);
+  peers.assign(members.size(), {});
+  for (size_t a = 0; a < members.size(); ++a) peers[a].assign(with[a].begin(), with[a].end());
+  first_lane.assign(members.size(), {});
+  for (size_t a = 0; a < members.size(); ++a) {
+    int next = 0;
+    for (const int b : peers[a]) first_lane[a].push_back(next), next += lanes(static_cast<int>(a), b);
+  }
+}
+
+int NodeMap::lanes(int a, int b) const {
+  if (peers.empty()) return 1;
+  const auto& pa = peers[static_cast<size_t>(a)];
+  const auto& pb = peers[static_cast<size_t>(b)];
+  if (!std::binary_search(pa.begin(), pa.end(), b)) return 1;  // no data between them
+  const size_t ka = members[static_cast<size_t>(a)].size(), kb = members[static_cast<size_t>(b)].size();
+  return static_cast<int>(std::max<size_t>(1, std::min(ka / pa.size(), kb / pb.size())));
+}
+
+int NodeMap::lane(int from, int to, int j) const {
+  const std::vector<int>& m = members[static_cast<size_t>(from)];
+  if (!peers.empty()) {
+    const auto& p = peers[static_cast<size_t>(from)];
+    const auto it = std::lower_bound(p.begin(), p.end(), to);
+    if (it != p.end() && *it == to) {
+      const int first = first_lane[static_cast<size_t>(from)][static_cast<size_t>(it - p.begin())];
+      return m[static_cast<size_t>(first + j) % m.size()];
+    }
+  }
+  const int distance = (to - from - 1 + size()) % size();  // 0 .. nodes-2 over the other nodes
+  return m[static_cast<size_t>(distance + j) % m.size()];
+}
+
 int NodeMap::holder(int src, int dst, int step) const {
   const int a = node[static_cast<size_t>(src)], b = node[static_cast<size_t>(dst)];
   if (a == b || step >= 3) return dst;
-  return step == 1 ? lane(a, b) : lane(b, a);
+  const int j = index[static_cast<size_t>(src)] % lanes(a, b);
+  return step == 1 ? lane(a, b, j) : lane(b, a, j);
 }
 
 NodeMap consecutive(int ranks, int per_node) {
@@ -27,7 +64,9 @@ NodeMap from_leaders(const std::vector<int>& leader) {
     const auto [it, fresh] = number.try_emplace(leader[r], m.size());
     if (fresh) m.members.emplace_back();
     m.node[r] = it->second;
-    m.members[static_cast<size_t>(it->second)].push_back(static_cast<int>(r));
+    std::vector<int>& mine = m.members[static_cast<size_t>(it->second)];
+    m.index.push_back(static_cast<int>(mine.size()));
+    mine.push_back(static_cast<int>(r));
   }
   return m;
 }
@@ -42,15 +81,29 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
     index_t bytes_off = 0, bytes_on = 0;
   };
   std::map<int, Peers> at;
-  std::set<int> to_nodes, from_nodes;
+  std::set<std::pair<int, int>> out_msgs, in_msgs;  // step 2's messages leaving / entering the node
+  index_t forwarded = 0;
   auto on = [&](int r) { return map.node[static_cast<size_t>(r)] == node; };
-  // A block moved between two ranks of this node in a step, or between a lane of
-  // this node and a lane of another (step 1 of 0..2: only `from` is here, or only `to`).
+  // A block moved between two ranks in a step (0..2), one of them or both here.
   auto hop = [&](int step, int from, int to, index_t n) {
     if (from == to) return;
     const bool local = on(from) && on(to);
     if (on(from)) at[from].out[step].insert(to), (local ? at[from].bytes_on : at[from].bytes_off) += n;
     if (on(to)) at[to].in[step].insert(from), (local ? at[to].bytes_on : at[to].bytes_off) += n;
+  };
+  // A block's three steps, as far as they touch this node.
+  auto route = [&](int src, int dst, index_t n) {
+    int at_rank = src;
+    for (int step = 1; step <= 3; ++step) {
+      const int next = map.holder(src, dst, step);
+      if (next != at_rank && (on(at_rank) || on(next))) {
+        hop(step - 1, at_rank, next, n);
+        if (step == 2) (on(at_rank) ? out_msgs : in_msgs).insert({at_rank, next});
+        if (step != 2 && on(at_rank) && map.node[static_cast<size_t>(src)] != map.node[static_cast<size_t>(dst)])
+          forwarded += n;  // to or from a lane on this node
+      }
+      at_rank = next;
+    }
   };
   for (size_t i = 0; i < members.size(); ++i) {
     const int r = members[i];
@@ -61,30 +114,22 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
         (on(q.peer) ? d.messages_on : d.messages_off) += 1, (on(q.peer) ? d.bytes_on : d.bytes_off) += q.bytes;
     t.direct.push_back(d);
     for (const PeerPlan& q : rp.sends) {
-      if (on(q.peer)) {  // within the node: directly, in step 1
+      if (on(q.peer)) {
         t.on_node_bytes += q.bytes;
-        hop(0, r, q.peer, q.bytes);
-        continue;
+      } else {
+        t.out_bytes += q.bytes, ++t.direct_out;
       }
-      const int b = map.node[static_cast<size_t>(q.peer)], l = map.lane(node, b);
-      t.out_bytes += q.bytes, ++t.direct_out;
-      to_nodes.insert(b);
-      if (l != r) t.forwarded_bytes += q.bytes;
-      hop(0, r, l, q.bytes);
-      hop(1, l, map.lane(b, node), q.bytes);
+      route(r, q.peer, q.bytes);
     }
     for (const PeerPlan& q : rp.receives) {
-      if (on(q.peer)) continue;  // counted by its sender above
-      const int b = map.node[static_cast<size_t>(q.peer)], l = map.lane(node, b);
+      if (on(q.peer)) continue;  // routed by its sender above
       t.in_bytes += q.bytes, ++t.direct_in;
-      from_nodes.insert(b);
-      if (l != r) t.forwarded_bytes += q.bytes;
-      hop(1, map.lane(b, node), l, q.bytes);
-      hop(2, l, r, q.bytes);
+      route(q.peer, r, q.bytes);
     }
   }
-  t.aggregated_out = static_cast<index_t>(to_nodes.size());
-  t.aggregated_in = static_cast<index_t>(from_nodes.size());
+  t.forwarded_bytes = forwarded;
+  t.aggregated_out = static_cast<index_t>(out_msgs.size());
+  t.aggregated_in = static_cast<index_t>(in_msgs.size());
   for (const int r : members) {
     const Peers& p = at[r];
     RankLoad a;

@@ -1,18 +1,23 @@
 // Aggregation per node pair (issue 14 item 3), pure functions without MPI.
 // Ranks are grouped in nodes; what a rank of node A sends to ranks of another
-// node B travels in three steps: to A's lane for B (on A), one message from that
-// lane to B's lane for A (on B), then to its target. The lane of node A for node
-// B is A's member number d mod |A|, d = (B - A - 1) mod nodes (B's distance
-// among the other nodes): the node pairs of a node are spread evenly over its
-// ranks, so every rank of a node drives at most ceil((nodes-1)/|A|) of them;
-// between two nodes exactly one message travels each way, however many of
-// their rank pairs exchange data. Blocks within a node go directly.
+// node B travels in three steps: to one of A's lanes for B (a rank of A), in one
+// message from that lane to the matching lane of B for A, then to its target.
+// Blocks within a node go directly (step 1).
+//
+// Lanes. Once the node pairs that exchange data are known (set_pairs), node A
+// gives each of its P_A peer nodes c = min(K_A / P_A, K_B / P_B) lanes (at least
+// 1; K: the node's ranks), distinct ranks while c * P_A <= K_A, so that all of a
+// node's ranks carry its traffic when it has few peer nodes: a node pair
+// exchanges c messages each way, instead of up to K_A * K_B. A rank's blocks to
+// B take lane (its number on A) mod c. Without set_pairs every node pair has one
+// lane: A's member (B - A - 1) mod nodes, mod K_A.
 //
 // The `aggregate` strategy routes by these rules (exec/strategies/aggregate.cpp);
 // `redist plan --ranks P --ranks-per-node K` counts the messages and volume of a
 // node with and without them (node_traffic).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "redist/geometry.hpp"
@@ -22,15 +27,19 @@ namespace redist::nodes {
 
 struct NodeMap {
   std::vector<int> node;                  // rank -> its node (0 .. nodes-1)
+  std::vector<int> index;                 // rank -> its number among its node's members
   std::vector<std::vector<int>> members;  // node -> its ranks, ascending
+  // After set_pairs: node -> the nodes it exchanges data with (either way),
+  // ascending, and where its lanes for each begin among its members.
+  std::vector<std::vector<int>> peers, first_lane;
 
   int size() const { return static_cast<int>(members.size()); }
-  // The rank of node `from` that carries its traffic with node `to` (from != to).
-  int lane(int from, int to) const {
-    const std::vector<int>& m = members[static_cast<size_t>(from)];
-    const int distance = (to - from - 1 + size()) % size();  // 0 .. nodes-2 over the other nodes
-    return m[static_cast<size_t>(distance) % m.size()];
-  }
+  // Ordered node pairs (a, b), a != b, between which data moves (any order,
+  // repeats allowed): the lanes of every node.
+  void set_pairs(const std::vector<std::pair<int, int>>& pairs);
+  // Lanes between nodes a and b (a != b), and lane j of node `from` for node `to`.
+  int lanes(int a, int b) const;
+  int lane(int from, int to, int j) const;
   // Where a block sent by `src` to `dst` is after step 1, 2 and 3 (its target).
   int holder(int src, int dst, int step) const;
 };

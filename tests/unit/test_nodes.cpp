@@ -34,18 +34,36 @@ TEST(Nodes, ConsecutiveAndLeaders) {
   const nodes::NodeMap l = nodes::from_leaders({5, 2, 5, 2, 9});
   EXPECT_EQ(l.node, (std::vector<int>{0, 1, 0, 1, 2}));
   EXPECT_EQ(l.members[1], (std::vector<int>{1, 3}));
+  EXPECT_EQ(l.index, (std::vector<int>{0, 0, 1, 1, 0}));
 }
 
-// Every block reaches its target in three steps through one lane on each node;
-// the lanes of a node pair are the same for all its rank pairs (one message each
-// way between two nodes); within a node, directly; a node's lanes spread its
-// other nodes over its members (at most ceil(others / members) each).
+// Random ordered node pairs with data (each with probability `density`).
+std::vector<std::pair<int, int>> random_pairs(Rng& rng, int nodes, int density_percent) {
+  std::vector<std::pair<int, int>> v;
+  for (int a = 0; a < nodes; ++a)
+    for (int b = 0; b < nodes; ++b)
+      if (a != b && static_cast<int>(uniform(rng, 0, 99)) < density_percent) v.push_back({a, b});
+  return v;
+}
+
+// Every block reaches its target in three steps through a lane on each node;
+// within a node, directly. Without pairs: one lane per node pair, the same for
+// all its rank pairs (one message each way), a node's other nodes spread over
+// its members (at most ceil(others / members) each). With pairs: node pair (a,b)
+// has lanes(a,b) = max(1, min(K_a / P_a, K_b / P_b)) lane pairs, all of them used;
+// a node's lanes for different nodes are different ranks when it has at most as
+// many peer nodes as ranks, else each rank serves at most ceil(P_a / K_a) pairs.
 TEST(Nodes, LanesOnRandomMaps) {
   Rng rng(14);
-  for (int c = 0; c < 300; ++c) {
+  for (int c = 0; c < 400; ++c) {
     const int P = static_cast<int>(uniform(rng, 1, 40));
-    const nodes::NodeMap m = random_map(rng, P);
-    std::map<std::pair<int, int>, std::pair<int, int>> pair_lanes;
+    nodes::NodeMap m = random_map(rng, P);
+    const bool with_pairs = c % 2 == 1;
+    std::vector<std::pair<int, int>> data;
+    if (with_pairs) m.set_pairs(data = random_pairs(rng, m.size(), static_cast<int>(uniform(rng, 5, 100))));
+    std::vector<std::set<int>> peers(static_cast<size_t>(m.size()));
+    for (const auto& [a, b] : data) peers[a].insert(b), peers[b].insert(a);
+    std::map<std::pair<int, int>, std::set<std::pair<int, int>>> pair_lanes;
     for (int s = 0; s < P; ++s)
       for (int d = 0; d < P; ++d) {
         const int a = m.node[s], b = m.node[d];
@@ -58,15 +76,30 @@ TEST(Nodes, LanesOnRandomMaps) {
         }
         ASSERT_EQ(m.node[h1], a) << c;
         ASSERT_EQ(m.node[h2], b) << c;
-        const auto [it, fresh] = pair_lanes.try_emplace({a, b}, h1, h2);
-        ASSERT_EQ(it->second, std::make_pair(h1, h2)) << "node pair " << a << "->" << b << " has two lanes";
+        pair_lanes[{a, b}].insert({h1, h2});
       }
     for (int a = 0; a < m.size(); ++a) {
-      std::map<int, int> load;
-      for (int b = 0; b < m.size(); ++b)
-        if (b != a) ++load[m.lane(a, b)];
-      const int k = static_cast<int>(m.members[a].size()), others = m.size() - 1;
-      for (const auto& [r, n] : load) ASSERT_LE(n, (others + k - 1) / k) << c;
+      const int k = static_cast<int>(m.members[a].size());
+      std::map<int, int> load;  // rank of a -> node pairs it serves
+      for (int b = 0; b < m.size(); ++b) {
+        if (b == a) continue;
+        const auto& lanes = pair_lanes[{a, b}];
+        const bool has = peers[a].count(b) > 0;
+        size_t want = 1;
+        if (with_pairs && has)
+          want = static_cast<size_t>(std::max<size_t>(
+              1, std::min(m.members[a].size() / peers[a].size(), m.members[b].size() / peers[b].size())));
+        ASSERT_EQ(lanes.size(), want) << "case " << c << " node pair " << a << "->" << b;
+        ASSERT_EQ(m.lanes(a, b), static_cast<int>(want));
+        ASSERT_EQ(m.lanes(b, a), static_cast<int>(want));
+        if (!with_pairs || has)
+          for (const auto& [h1, h2] : lanes) ++load[h1];
+      }
+      const int others = with_pairs ? static_cast<int>(peers[a].size()) : m.size() - 1;
+      for (const auto& [r, n] : load) {
+        if (with_pairs && others <= k) ASSERT_EQ(n, 1) << "case " << c << ": rank " << r << " is a lane twice";
+        if (!with_pairs) ASSERT_LE(n, (others + k - 1) / k) << c;
+      }
     }
   }
 }
@@ -78,10 +111,16 @@ TEST(Nodes, TrafficAgainstBruteForce) {
   for (int c = 0; c < 300; ++c) {
     const int P = static_cast<int>(uniform(rng, 1, 9));
     const auto [src, dst, region] = redist::testing::random_case(rng, P);
-    const nodes::NodeMap m = uniform(rng, 0, 1) ? random_map(rng, P)
-                                                : nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P)));
+    nodes::NodeMap m = uniform(rng, 0, 1) ? random_map(rng, P)
+                                          : nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P)));
     std::vector<RankPlan> plans;
     for (int r = 0; r < P; ++r) plans.push_back(plan_rank(src, dst, region, r, P));
+    if (c % 3 != 0) {  // the lanes from the node pairs that exchange data, as `aggregate` sets them
+      std::vector<std::pair<int, int>> pairs;
+      for (int r = 0; r < P; ++r)
+        for (const PeerPlan& q : plans[r].sends) pairs.push_back({m.node[r], m.node[q.peer]});
+      m.set_pairs(pairs);
+    }
     std::map<std::tuple<int, int, int>, index_t> messages;  // (step, from, to) -> bytes
     std::map<int, index_t> forwarded;  // node -> bytes in steps 1 and 3 through a lane not the block's rank
     for (int s = 0; s < P; ++s)
@@ -144,10 +183,13 @@ TEST(Nodes, TrafficAgainstBruteForce) {
       EXPECT_EQ(t.in_bytes, in) << what;
       EXPECT_EQ(t.direct_out, direct_out) << what;
       EXPECT_EQ(t.direct_in, direct_in) << what;
-      EXPECT_EQ(t.aggregated_out, static_cast<index_t>(to.size())) << what;
-      EXPECT_EQ(t.aggregated_out, step2_out) << what << ": one message per node pair";
-      EXPECT_EQ(t.aggregated_in, static_cast<index_t>(from.size())) << what;
+      index_t lanes_out = 0, lanes_in = 0;
+      for (const int b : to) lanes_out += m.lanes(n, b);
+      for (const int b : from) lanes_in += m.lanes(b, n);
+      EXPECT_EQ(t.aggregated_out, step2_out) << what;
+      EXPECT_LE(t.aggregated_out, lanes_out) << what << ": at most lanes(a, b) messages per node pair";
       EXPECT_EQ(t.aggregated_in, step2_in) << what;
+      EXPECT_LE(t.aggregated_in, lanes_in) << what;
       EXPECT_EQ(t.forwarded_bytes, forwarded[n]) << what;
       if (HasFailure()) return;
     }

@@ -1,12 +1,14 @@
-// `aggregate` (issue 14 item 3): one message per node pair. Ranks are grouped in
-// nodes (MPI_COMM_TYPE_SHARED, or nodes of Options::node_size / $REDIST_NODE_SIZE
-// consecutive ranks); what a rank sends to another node goes first to its node's
-// lane for that node, then in one message to the other node's lane for this one,
-// which hands it to its target (plan/nodes.hpp: the lanes spread a node's node
-// pairs over its ranks). Blocks within a node go directly, in step 1. For many
-// ranks per node on a network where a message's startup costs more than the
-// two extra on-node copies: a node of K ranks exchanging with N other nodes sends
-// N messages instead of up to K*K*N. On the relay engine (relay.hpp).
+// `aggregate` (issue 14 item 3): messages per node pair, not per rank pair.
+// Ranks are grouped in nodes (MPI_COMM_TYPE_SHARED, or nodes of
+// Options::node_size / $REDIST_NODE_SIZE consecutive ranks); what a rank sends to
+// another node goes first to one of its node's lanes for that node, then in one
+// message to the matching lane of the other node, which hands it to its target
+// (plan/nodes.hpp: a node pair gets as many lanes as both nodes' ranks divided by
+// their peer nodes allow, at least one, so that all ranks of a node share its
+// traffic). Blocks within a node go directly, in step 1. For many ranks per node
+// on a network where a message's startup costs more than the two extra on-node
+// copies: a node of K ranks exchanging with N other nodes sends about K messages
+// (N when N >= K) instead of up to K*K*N. On the relay engine (relay.hpp).
 #include "exec/relay.hpp"
 #include "exec/shm_window.hpp"
 #include "plan/nodes.hpp"
@@ -19,8 +21,12 @@ class Aggregate final : public Relay {
   using Relay::Relay;
 
  protected:
-  int steps(const std::vector<RelayBlock>&) override {  // collective: every rank's node
+  int steps(const std::vector<RelayBlock>& blocks) override {  // collective: every rank's node
     nodes_ = nodes::from_leaders(node_leaders(plan_.comm, plan_.options.node_size));
+    std::vector<std::pair<int, int>> pairs;
+    for (const RelayBlock& b : blocks)
+      pairs.push_back({nodes_.node[static_cast<size_t>(b.src)], nodes_.node[static_cast<size_t>(b.dst)]});
+    nodes_.set_pairs(pairs);
     return 3;
   }
   int holder(const RelayBlock& b, int step) const override { return nodes_.holder(b.src, b.dst, step); }
