@@ -98,6 +98,18 @@ struct Key {
 
 constexpr size_t kMaxPlans = 32;
 
+// Small calls send their messages in pieces of at most kEagerPiece bytes. Open
+// MPI's shared-memory transport (vader, Debian's 4.1) sends a message of up to
+// its 4 KB eager limit (header included) by copying it through shared memory,
+// and a larger one by a single copy from the sender's pages
+// (process_vm_readv), whose fixed cost here (pinning pages, ~3-5 us a message)
+// outweighs the second copy up to hundreds of KB: 2 ranks, pdgemr2d_ 32x32 ->
+// 25x25 blocks, cached calls 6.9 -> 5.0 us on 100x100 doubles, 21.5 -> 11.8 us
+// on 128x128, 57 -> 41 us on 256x256 (docs/scalapack.md). Larger calls keep
+// whole messages (one single copy moves MBs at ~10 GB/s).
+constexpr index_t kEagerPiece = 3968;
+constexpr index_t kSmallCallBytes = index_t{512} << 10;  // the submatrix's bytes
+
 struct Union {
   MPI_Comm comm = MPI_COMM_NULL;
   std::list<std::pair<Key, Plan>> plans;  // most recently used first
@@ -437,6 +449,7 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
       Options opt;
       if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
       opt.arithmetic = op.arith;
+      if (mm * nn * esize <= kSmallCallBytes) opt.max_message_bytes = kEagerPiece;
       opt.duplicate_comm = false;  // the union's communicator is this library's, used one call at a time
       Plan plan = make_plan(src, dst, regions, comm, opt);
       u.plans.emplace_front(std::move(key), std::move(plan));
