@@ -102,11 +102,12 @@ constexpr size_t kMaxPlans = 32;
 // MPI's shared-memory transport (vader, Debian's 4.1) sends a message of up to
 // its 4 KB eager limit (header included) by copying it through shared memory,
 // and a larger one by a single copy from the sender's pages
-// (process_vm_readv), whose fixed cost here (pinning pages, ~3-5 us a message)
-// outweighs the second copy up to hundreds of KB: 2 ranks, pdgemr2d_ 32x32 ->
-// 25x25 blocks, cached calls 6.9 -> 5.0 us on 100x100 doubles, 21.5 -> 11.8 us
-// on 128x128, 57 -> 41 us on 256x256 (docs/scalapack.md). Larger calls keep
-// whole messages (one single copy moves MBs at ~10 GB/s).
+// (process_vm_readv), whose fixed cost here (pinning pages: 2.7 us of a 7.0 us
+// cached 100x100 call) outweighs the second copy up to hundreds of KB: 2
+// ranks, pdgemr2d_ 32x32 -> 25x25 blocks, cached calls 6.9 -> 5.0 us on 100x100
+// doubles, 21.5 -> 11.8 us on 128x128, 57 -> 41 us on 256x256
+// (docs/scalapack.md). Larger calls keep whole messages (one single copy moves
+// MBs at ~10 GB/s).
 constexpr index_t kEagerPiece = 3968;
 constexpr index_t kSmallCallBytes = index_t{512} << 10;  // the submatrix's bytes
 
