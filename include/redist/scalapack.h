@@ -24,7 +24,8 @@ int redist_scalapack_native(void);
 int redist_scalapack_cached_plans(void);
 /* Frees every kept plan (the communicators made for union contexts stay, as a
  * program's contexts do): the next call with any descriptors plans again, as a
- * first call. Call it on every process alike, between calls. */
+ * first call. Call it on every process alike, between calls: the next call on a
+ * union context whose processes freed unalike stops the program with a message. */
 void redist_scalapack_free_plans(void);
 
 /* Fortran entry points (all arguments by reference). */

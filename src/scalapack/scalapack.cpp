@@ -4,22 +4,27 @@
 // rank map, each process's own LLD) and a region, and keeps the plans.
 //
 // One call, on every process of the union context `gcontext`:
-//  1. the union's communicator: the MPI_COMM_WORLD ranks of the context's
-//     processes, gathered with BLACS (Cigsum2d), make a communicator of exactly
-//     those processes (MPI_Comm_create_group), kept per member list;
-//  2. one MPI_Allreduce agrees on the arguments: what every process passes (m, n,
-//     ia, ja, ib, jb) and what only the processes of a grid know (its shape and
-//     descriptor; a process outside a grid passes CTXT = -1 and nothing else
-//     that counts). Members of a grid that disagree, or a grid with no process,
-//     are errors, the same on every process;
-//  3. a second one gathers each grid's rank map (the process at each grid
-//     coordinate: any BLACS grid, Cblacs_gridinit or Cblacs_gridmap) and whether
-//     every process holds a plan for this call already (plans are looked up by
-//     every argument and this process's own LLDs: hit on every process, or
-//     planned again on every process, so the collective make_plan never runs on
-//     a few);
+//  1. ONE collective, a BLACS sum over the context (Cigsum2d) that gathers from
+//     every process what it passes and knows: its MPI_COMM_WORLD rank, m, n, ia,
+//     ja, ib, jb (uplo, diag), and for each grid it is in, the descriptor, its
+//     own LLD, the grid's shape and its coordinates (a process outside a grid
+//     passes CTXT = -1 and nothing else that counts). Every process then holds
+//     the same table and draws the same conclusions from it, without another
+//     message: arguments that differ, members of a grid that disagree, a grid
+//     with no process are errors, the same on every process; each grid's rank
+//     map (the process at each grid coordinate: any BLACS grid, Cblacs_gridinit
+//     or Cblacs_gridmap);
+//  2. the union's communicator: the world ranks in the table make a
+//     communicator of exactly those processes (MPI_Comm_create_group), kept per
+//     member list;
+//  3. the plan: looked up by the whole table (every process's LLDs and
+//     coordinates included) and the operation, so the key, and with the same
+//     history of calls the hit, is the same on every process; planned
+//     (make_plan, collective) on a miss;
 //  4. the plan moves the bytes (elements are bytes to redist: s, d, c, z, i differ
 //     only in their size).
+// A cached call is one BLACS collective and the move; a first call adds
+// make_plan's one MPI_Allreduce (and, for a new union, MPI_Comm_create_group).
 // Errors: p?gemr2d has no INFO argument and ScaLAPACK stops the program on bad
 // arguments; so does this library, after the first process of the union printed
 // the agreed message ("redist pdgemr2d: ...") once: MPI_Abort on the union.
@@ -82,14 +87,29 @@ void* next_symbol(const char* name) {
 }
 
 // ------------------------------------------------------------ state per process
-// Plans are looked up by every argument that shapes them, this process's own
-// LLDs included (they differ between processes: hits must be agreed).
+// Plans are looked up by every argument that shapes them: the gathered table
+// (every process's arguments, LLDs and coordinates) and the operation. The key
+// is the same on every process of the union.
 struct Key {
-  std::vector<std::int64_t> v;
-  bool operator<(const Key& o) const { return v < o.v; }
+  std::vector<int> table;
+  std::vector<std::int64_t> op;
+  bool operator==(const Key&) const = default;
 };
 
 constexpr size_t kMaxPlans = 32;
+
+// Small calls send their messages in pieces of at most kEagerPiece bytes. Open
+// MPI's shared-memory transport (vader, Debian's 4.1) sends a message of up to
+// its 4 KB eager limit (header included) by copying it through shared memory,
+// and a larger one by a single copy from the sender's pages
+// (process_vm_readv), whose fixed cost here (pinning pages: 2.7 us of a 7.0 us
+// cached 100x100 call) outweighs the second copy up to hundreds of KB: 2
+// ranks, pdgemr2d_ 32x32 -> 25x25 blocks, cached calls 6.9 -> 5.0 us on 100x100
+// doubles, 21.5 -> 11.8 us on 128x128, 57 -> 41 us on 256x256
+// (docs/scalapack.md). Larger calls keep whole messages (one single copy moves
+// MBs at ~10 GB/s).
+constexpr index_t kEagerPiece = 3968;
+constexpr index_t kSmallCallBytes = index_t{512} << 10;  // the submatrix's bytes
 
 struct Union {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -101,6 +121,10 @@ struct State {
   int keyval = MPI_KEYVAL_INVALID;
 };
 State* state = nullptr;
+// Calls of redist_scalapack_free_plans() on this process: the processes of a
+// union compare theirs in each call (their plan lists are alike only if they
+// freed alike).
+int frees = 0;
 
 // MPI_Finalize deletes MPI_COMM_SELF's attributes first: plans and communicators
 // are released while MPI still runs.
@@ -127,24 +151,17 @@ State& the_state() {
   return *state;
 }
 
-// Step 1: the union context's processes as a communicator, ranked in the
-// context's row-major grid order. Collective over the context.
-Union& union_of(int gcontext, int nprow, int npcol, int myrow, int mycol) {
-  // Processes are named by their MPI_COMM_WORLD rank, whatever system context
-  // BLACS made the grid from: the sum gives every process the same list, so the
-  // cache hits on every process or on none (MPI_Comm_create_group is collective).
-  int me = 0;
-  detail::check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &me), "MPI_Comm_rank");
-  const int count = nprow * npcol;
-  std::vector<int> ranks(static_cast<size_t>(count), 0);
-  ranks[static_cast<size_t>(myrow) * npcol + mycol] = me;
-  Cigsum2d(gcontext, "All", " ", count, 1, ranks.data(), count, -1, -1);
+// Step 2: the union's communicator, of the processes with these MPI_COMM_WORLD
+// ranks, ranked in this order (the context's row-major grid order). Every
+// process has the same list (gathered), so the lookup hits on every process or
+// on none (MPI_Comm_create_group is collective).
+Union& union_for(const std::vector<int>& ranks) {
   State& st = the_state();
   auto it = st.unions.find(ranks);
   if (it != st.unions.end()) return it->second;
   MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
   detail::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
-  detail::check_mpi(MPI_Group_incl(world, count, ranks.data(), &members), "MPI_Group_incl");
+  detail::check_mpi(MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &members), "MPI_Group_incl");
   Union u;
   detail::check_mpi(MPI_Comm_create_group(MPI_COMM_WORLD, members, 7301, &u.comm), "MPI_Comm_create_group");
   detail::check_mpi(MPI_Group_free(&members), "MPI_Group_free");
@@ -155,14 +172,13 @@ Union& union_of(int gcontext, int nprow, int npcol, int myrow, int mycol) {
 // ------------------------------------------------------------ one call
 // What one side (A or B) looks like on this process.
 struct Side {
-  const char* name;  // "A" or "B"
   const int* desc;
   bool member = false;
   int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
 };
 
-Side side_of(const char* name, const int* desc) {
-  Side s{name, desc};
+Side side_of(const int* desc) {
+  Side s{desc};
   if (desc[CTXT] < 0) return s;
   Cblacs_gridinfo(desc[CTXT], &s.nprow, &s.npcol, &s.myrow, &s.mycol);
   s.member = s.myrow >= 0 && s.mycol >= 0;
@@ -171,66 +187,94 @@ Side side_of(const char* name, const int* desc) {
 
 // Fields a grid's members must agree on: DTYPE, M, N, MB, NB, RSRC, CSRC, shape.
 constexpr int kGridFields = 8;
-std::array<std::int64_t, kGridFields> grid_fields(const Side& s) {
-  return {s.desc[DTYPE], s.desc[M], s.desc[N], s.desc[MB], s.desc[NB], s.desc[RSRC], s.desc[CSRC], s.nprow};
-}
 
 // What every process passes: m, n, ia, ja, ib, jb, and p?trmr2d's uplo and diag
 // (upper-cased characters; 0 for the other routines).
 constexpr int kArgs = 8;
 using Args = std::array<std::int64_t, kArgs>;
 
+// Step 1's table: one row of ints per process of the union, at its row-major
+// index in the context. A row: the process's MPI_COMM_WORLD rank, how many times
+// it freed the plans, the kArgs arguments, then per grid (A, B): whether it is
+// in the grid, the grid fields (kGridFields, the shape's rows last), the grid's
+// columns, its LLD and its coordinates (the fields are 0 outside the grid).
+enum Column { kWorld, kFrees, kArg0, kSide0 = kArg0 + kArgs };
+enum SideColumn { kMember, kGrid0, kCols = kGrid0 + kGridFields, kLld, kMyRow, kMyCol, kSideColumns };
+constexpr int kRow = kSide0 + 2 * kSideColumns;
+
+// Collective over the context: every process's row, the same table everywhere.
+std::vector<int> gather(int gcontext, int count, int me, int frees, const Args& args, const Side& a, const Side& b) {
+  std::vector<int> table(static_cast<size_t>(count) * kRow, 0);
+  int* row = table.data() + static_cast<size_t>(me) * kRow;
+  detail::check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &row[kWorld]), "MPI_Comm_rank");
+  row[kFrees] = frees;
+  for (int i = 0; i < kArgs; ++i) row[kArg0 + i] = static_cast<int>(args[static_cast<size_t>(i)]);
+  for (int s = 0; s < 2; ++s) {
+    const Side& side = s == 0 ? a : b;
+    int* f = row + kSide0 + s * kSideColumns;
+    if (!side.member) continue;
+    const int* d = side.desc;
+    const int grid[kGridFields] = {d[DTYPE], d[M], d[N], d[MB], d[NB], d[RSRC], d[CSRC], side.nprow};
+    f[kMember] = 1;
+    std::copy(grid, grid + kGridFields, f + kGrid0);
+    f[kCols] = side.npcol, f[kLld] = d[LLD], f[kMyRow] = side.myrow, f[kMyCol] = side.mycol;
+  }
+  // The sum of rows that are 0 but on their own process: every process's row.
+  Cigsum2d(gcontext, "All", " ", kRow, count, table.data(), kRow, -1, -1);
+  return table;
+}
+
 struct Agreed {
   Args args{};
   std::array<std::int64_t, kGridFields> a{}, b{};
   std::int64_t npcol_a = 0, npcol_b = 0;
+  std::vector<int> ranks;  // the union's MPI_COMM_WORLD ranks, in the context's row-major order
 };
 
-// Step 2: one MPI_Allreduce (MPI_MAX over values and their negations gives each
-// field's maximum and minimum; a process outside a grid offers INT64_MIN for it).
-// Returns the error every process agrees on, or empty.
-std::string agree_arguments(MPI_Comm comm, const Args& args, const Side& a, const Side& b, Agreed& out) {
-  constexpr std::int64_t kNone = INT64_MIN;
-  constexpr int kFields = kArgs + 2 * (kGridFields + 1);
-  std::array<std::int64_t, 2 * kFields> v{};
-  int k = 0;
-  auto put = [&](std::int64_t x, bool known) {
-    v[k] = known ? x : kNone;
-    v[kFields + k] = known ? -x : kNone;
-    ++k;
+// The arguments every process agrees on, read from the table (the same on every
+// process, and so are the conclusions). Returns the error, or empty.
+std::string agree_arguments(const std::vector<int>& table, int count, Agreed& out) {
+  auto row = [&](int r) { return table.data() + static_cast<size_t>(r) * kRow; };
+  // The minimum and maximum of column c over the processes where `in` holds.
+  auto range = [&](int c, int in) {
+    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int r = 0; r < count; ++r)
+      if (in < 0 || row(r)[in] != 0) lo = std::min<std::int64_t>(lo, row(r)[c]), hi = std::max<std::int64_t>(hi, row(r)[c]);
+    return std::pair{lo, hi};
   };
-  for (std::int64_t x : args) put(x, true);
-  for (const Side* s : {&a, &b}) {
-    for (std::int64_t x : grid_fields(*s)) put(x, s->member);
-    put(s->npcol, s->member);
-  }
-  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), 2 * kFields, MPI_INT64_T, MPI_MAX, comm),
-                    "MPI_Allreduce", comm);
+  out.ranks.resize(static_cast<size_t>(count));
+  for (int r = 0; r < count; ++r) out.ranks[static_cast<size_t>(r)] = row(r)[kWorld];
   const char* arg_names[] = {"m", "n", "ia", "ja", "ib", "jb", "uplo", "diag"};
   for (int i = 0; i < kArgs; ++i) {
-    if (v[i] != -v[kFields + i])
-      return i < 6 ? detail::cat("the processes of the union context pass different ", arg_names[i], " (from ",
-                                 -v[kFields + i], " to ", v[i], "); every process passes the same")
+    const auto [lo, hi] = range(kArg0 + i, -1);
+    if (lo != hi)
+      return i < 6 ? detail::cat("the processes of the union context pass different ", arg_names[i], " (from ", lo,
+                                 " to ", hi, "); every process passes the same")
                    : detail::cat("the processes of the union context pass different ", arg_names[i], " ('",
-                                 static_cast<char>(-v[kFields + i]), "' and '", static_cast<char>(v[i]),
+                                 static_cast<char>(lo), "' and '", static_cast<char>(hi),
                                  "'); every process passes the same");
-    out.args[i] = v[i];
+    out.args[static_cast<size_t>(i)] = lo;
   }
   const char* field_names[] = {"DTYPE", "M", "N", "MB", "NB", "RSRC", "CSRC", "the grid's rows", "the grid's columns"};
   for (int s = 0; s < 2; ++s) {
     const char* name = s == 0 ? "A" : "B";
+    const int side = kSide0 + s * kSideColumns;
     for (int f = 0; f <= kGridFields; ++f) {
-      const int i = kArgs + s * (kGridFields + 1) + f;
-      if (v[i] == kNone)
+      const auto [lo, hi] = range(side + kGrid0 + f, side + kMember);
+      if (lo > hi)
         return detail::cat("no process of the union context is in the grid of ", name, " (desc", name,
                            "[CTXT] is -1 everywhere): one grid needs at least one process");
-      if (v[i] != -v[kFields + i])
+      if (lo != hi)
         return detail::cat("the processes of ", name, "'s grid disagree on ", field_names[f], " of desc", name,
-                           " (from ", -v[kFields + i], " to ", v[i], ")");
-      if (f < kGridFields) (s == 0 ? out.a : out.b)[f] = v[i];
-      else (s == 0 ? out.npcol_a : out.npcol_b) = v[i];
+                           " (from ", lo, " to ", hi, ")");
+      if (f < kGridFields) (s == 0 ? out.a : out.b)[static_cast<size_t>(f)] = lo;
+      else (s == 0 ? out.npcol_a : out.npcol_b) = lo;
     }
   }
+  const auto [flo, fhi] = range(kFrees, -1);
+  if (flo != fhi)
+    return detail::cat("redist_scalapack_free_plans() was called on some processes of the union context only (",
+                       flo, " to ", fhi, " times): every process calls it alike, between calls");
   return {};
 }
 
@@ -320,23 +364,19 @@ std::vector<Region> trapezoid(const Agreed& g) {
   return out;
 }
 
-// Step 3: each grid's rank map (the union rank at each coordinate, column-major
-// like BLACS's usermap) and the plan cache hit, in one MPI_Allreduce (MPI_MAX).
-std::string agree_maps(MPI_Comm comm, int me, const Side& a, const Side& b, const Agreed& g, int hit,
-                       std::vector<int>& map_a, std::vector<int>& map_b, bool& all_hit) {
-  const size_t na = static_cast<size_t>(g.a[7] * g.npcol_a), nb = static_cast<size_t>(g.b[7] * g.npcol_b);
-  std::vector<int> v(na + nb + 2, -1);
-  if (a.member) v[static_cast<size_t>(a.myrow + a.mycol * g.a[7])] = me;
-  if (b.member) v[na + static_cast<size_t>(b.myrow + b.mycol * g.b[7])] = me;
-  v[na + nb] = hit, v[na + nb + 1] = -hit;  // every process hits the same entry, or none plans from cache
-  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT, MPI_MAX, comm),
-                    "MPI_Allreduce", comm);
-  all_hit = v[na + nb] >= 0 && v[na + nb] == -v[na + nb + 1];
-  map_a.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(na));
-  map_b.assign(v.begin() + static_cast<std::ptrdiff_t>(na), v.begin() + static_cast<std::ptrdiff_t>(na + nb));
+// Each grid's rank map (the union rank at each coordinate, column-major like
+// BLACS's usermap), read from the table. Returns the error, or empty.
+std::string rank_maps(const std::vector<int>& table, int count, const Agreed& g, std::vector<int>& map_a,
+                      std::vector<int>& map_b) {
   for (int s = 0; s < 2; ++s) {
-    const std::vector<int>& map = s == 0 ? map_a : map_b;
-    const std::int64_t rows = s == 0 ? g.a[7] : g.b[7];
+    std::vector<int>& map = s == 0 ? map_a : map_b;
+    const std::int64_t rows = s == 0 ? g.a[7] : g.b[7], cols = s == 0 ? g.npcol_a : g.npcol_b;
+    map.assign(static_cast<size_t>(rows * cols), -1);
+    for (int r = 0; r < count; ++r) {
+      const int* f = table.data() + static_cast<size_t>(r) * kRow + kSide0 + s * kSideColumns;
+      if (f[kMember] && f[kMyRow] < rows && f[kMyCol] < cols)  // BLACS's own coordinates: in the agreed shape
+        map[static_cast<size_t>(f[kMyRow] + f[kMyCol] * rows)] = r;
+    }
     for (size_t i = 0; i < map.size(); ++i)
       if (map[i] < 0)
         return detail::cat("process (", static_cast<std::int64_t>(i) % rows, ", ", static_cast<std::int64_t>(i) / rows,
@@ -371,15 +411,16 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
   Cblacs_gridinfo(gcontext, &nprow, &npcol, &myrow, &mycol);
   if (myrow < 0 || mycol < 0) return;  // not in the union context: nothing to do (as ScaLAPACK)
   MPI_Comm comm = MPI_COMM_NULL;
-  int me = 0;
+  const int count = nprow * npcol, me = myrow * npcol + mycol;  // me: the rank in the union's communicator
   try {
-    Union& u = union_of(gcontext, nprow, npcol, myrow, mycol);
-    comm = u.comm;
-    detail::check_mpi(MPI_Comm_rank(comm, &me), "MPI_Comm_rank", comm);
-    const Side sa = side_of("A", desca), sb = side_of("B", descb);
+    const Side sa = side_of(desca), sb = side_of(descb);
+    const std::vector<int> table =
+        gather(gcontext, count, me, frees, {m, n, ia, ja, ib, jb, uplo, diag}, sa, sb);
     Agreed g;
-    std::string err = agree_arguments(comm, {m, n, ia, ja, ib, jb, uplo, diag}, sa, sb, g);
+    std::string err = agree_arguments(table, count, g);
     if (err.empty()) err = check_arguments(g, op);
+    Union& u = union_for(g.ranks);
+    comm = u.comm;
     if (!err.empty()) stop(routine, comm, err, me == 0);
     if (m == 0 || n == 0) return;
     [[maybe_unused]] const auto [mm, nn, i0, j0, i1, j1, up, dg] = g.args;
@@ -387,46 +428,35 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
     if (op.trapezoid) regions = trapezoid(g);
     else regions.push_back({{mm, nn}, {i0 - 1, j0 - 1}, {i1 - 1, j1 - 1}, op.transpose ? Coord{1, 0} : Coord()});
     if (regions.empty()) return;  // a trapezoid with nothing in it (every process knows)
+    std::vector<int> map_a, map_b;
+    err = rank_maps(table, count, g, map_a, map_b);
+    if (!err.empty()) stop(routine, comm, err, me == 0);
 
-    // This process's key: the agreed arguments, the element size, its own LLDs
-    // and its own coordinates in both grids. The rank maps are not in it: they
-    // follow from every process's coordinates, so when every process hits, the
-    // maps are those of the plan it hits. The hit is tentative until agreed.
-    Key key;
-    key.v.assign(g.args.begin(), g.args.end());
-    key.v.insert(key.v.end(), g.a.begin(), g.a.end());
-    key.v.insert(key.v.end(), g.b.begin(), g.b.end());
-    key.v.insert(key.v.end(), {g.npcol_a, g.npcol_b, esize, sa.member ? desca[LLD] : 0, sb.member ? descb[LLD] : 0,
-                               sa.myrow, sa.mycol, sb.myrow, sb.mycol, op.transpose, op.trapezoid,
-                               static_cast<std::int64_t>(op.arith.type), op.arith.conjugate});
+    // The key: the table (every process's arguments, LLDs and coordinates, so a
+    // call whose LLD changed on one process plans again on all of them), the
+    // element size and the operation; the same on every process, and so is the
+    // hit: every process of the union made the same calls (and freed its plans
+    // as often, checked above), so its list holds the same keys in the same order.
+    Key key{table, {esize, op.transpose, op.trapezoid, static_cast<std::int64_t>(op.arith.type), op.arith.conjugate}};
     for (double x : {op.arith.alpha.real(), op.arith.alpha.imag(), op.arith.beta.real(), op.arith.beta.imag()}) {
       std::int64_t bits;
       std::memcpy(&bits, &x, sizeof bits);
-      key.v.push_back(bits);
+      key.op.push_back(bits);
     }
-    int hit = -1, pos = 0;
-    std::vector<int> map_a, map_b;
-    bool all_hit = false;
-    for (auto it = u.plans.begin(); it != u.plans.end(); ++it, ++pos)
-      if (!(it->first < key) && !(key < it->first)) {
-        hit = pos;
-        break;
-      }
-    err = agree_maps(comm, me, sa, sb, g, hit, map_a, map_b, all_hit);
-    if (!err.empty()) stop(routine, comm, err, me == 0);
-    if (!all_hit) {
+    auto hit = std::find_if(u.plans.begin(), u.plans.end(), [&](const auto& e) { return e.first == key; });
+    if (hit == u.plans.end()) {
       const Layout src = layout_of(g.a, g.npcol_a, std::move(map_a), sa.member ? desca[LLD] : 0, esize);
       const Layout dst = layout_of(g.b, g.npcol_b, std::move(map_b), sb.member ? descb[LLD] : 0, esize);
       Options opt;
       if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
       opt.arithmetic = op.arith;
+      if (mm * nn * esize <= kSmallCallBytes) opt.max_message_bytes = kEagerPiece;
       opt.duplicate_comm = false;  // the union's communicator is this library's, used one call at a time
       Plan plan = make_plan(src, dst, regions, comm, opt);
       u.plans.emplace_front(std::move(key), std::move(plan));
       if (u.plans.size() > kMaxPlans) u.plans.pop_back();
-    } else if (hit > 0) {
-      auto it = std::next(u.plans.begin(), hit);
-      u.plans.splice(u.plans.begin(), u.plans, it);  // most recently used first, the same order everywhere
+    } else {
+      u.plans.splice(u.plans.begin(), u.plans, hit);  // most recently used first, the same order everywhere
     }
     Plan& plan = u.plans.front().second;
     const void* src_block[1] = {sa.member ? a : nullptr};
@@ -466,6 +496,7 @@ extern "C" {
 void redist_scalapack_set_native(int on) { redist::scalapack::native_mode = on ? 1 : 0; }
 int redist_scalapack_native(void) { return native() ? 1 : 0; }
 void redist_scalapack_free_plans(void) {
+  ++redist::scalapack::frees;
   if (redist::scalapack::state)
     for (auto& [members, u] : redist::scalapack::state->unions) u.plans.clear();
 }

@@ -9,7 +9,10 @@
  *   user_program            the moves above; exits 1 on a wrong element
  *   user_program bad-ia     ia = 40 for a 20-row submatrix of 50 rows: the
  *                           library prints why once and stops the program
- *   user_program bad-uplo   Cpdtrmr2d with uplo 'X': the same */
+ *   user_program bad-uplo   Cpdtrmr2d with uplo 'X': the same
+ *   user_program bad-free   only the last process calls redist_scalapack_free_plans()
+ *                           before the first move (every process must, alike,
+ *                           or their kept plans differ): the same */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   const int bad = argc > 1 && strcmp(argv[1], "bad-ia") == 0;
   const int bad_uplo = argc > 1 && strcmp(argv[1], "bad-uplo") == 0;
+  const int bad_free = argc > 1 && strcmp(argv[1], "bad-free") == 0;
   const int M = 50, N = 37, mba = 4, nba = 3, mbb = 5, nbb = 7, zero = 0;
 
   int ga = 0, gb = 0, all = 0;
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
   double* b = calloc((size_t)(ldb * (cb > 0 ? cb : 1)), sizeof(double));
   int descb[9] = {1, gb, M, N, mbb, nbb, 0, 0, ldb};
 
+  if (bad_free && rank == p - 1) redist_scalapack_free_plans();
   Cpdgemr2d(bad ? 20 : M, N, a, bad ? 40 : 1, 1, desca, b, 1, 1, descb, all);
 
   long wrong = 0;
