@@ -16,6 +16,7 @@
 
 #include "../common/mpi_util.hpp"
 #include "../common/random_cases.hpp"
+#include "exec/relay.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/groups.hpp"
@@ -28,19 +29,24 @@ using namespace redist::testing;
 // messages: communicator creation and make_plan's agreements are collectives)
 namespace {
 std::atomic<bool> counting{false};
-std::atomic<long> sent{0}, received{0};
+std::atomic<long> sent{0}, received{0}, sent_bytes{0};
+void count_bytes(int n, MPI_Datatype t) {
+  int size = 0;
+  PMPI_Type_size(t, &size);
+  sent_bytes += static_cast<long>(n) * size;
+}
 }  // namespace
 extern "C" {
 int MPI_Send(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Send(b, n, t, to, tag, c);
 }
 int MPI_Ssend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Ssend(b, n, t, to, tag, c);
 }
 int MPI_Isend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c, MPI_Request* r) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Isend(b, n, t, to, tag, c, r);
 }
 int MPI_Recv(void* b, int n, MPI_Datatype t, int from, int tag, MPI_Comm c, MPI_Status* s) {
@@ -310,6 +316,57 @@ TEST(Groups, AlgorithmMessageCounts) {
   }
 }
 
+// `redist plan --senders` computes paper 002's algorithms without MPI
+// (detail::relay_counts, from the block list of every rank planned alone):
+// here against the real run, per rank, on random layouts in every group
+// configuration: the messages and bytes it sent in one execute (counted through
+// MPI's profiling interface) and its buffers (Plan::buffer_bytes after the runs).
+TEST(Groups, PlannedCountsMatchTheRun) {
+  const CaseRange cr = case_range(3, 777);
+  for (const Config& cfg : configs(world_size())) {
+    Sides sd(cfg);
+    const int S = static_cast<int>(cfg.senders.size()), R = static_cast<int>(cfg.receivers.size());
+    for (int c = cr.first; c < cr.end; ++c) {
+      Rng rng = case_rng(cr.seed, c);
+      const RandomCase a = random_case(rng, S, 3);
+      const Layout src = registered(a.src, S);
+      const Layout dst = registered(random_layout(rng, a.dst.shape(), R, a.src.elem_size()), R);
+      GroupLayouts gl;
+      if (sd.s.rank >= 0) gl.send = with_rank_ld(src, sd.s.rank);
+      if (sd.r.rank >= 0) gl.receive = with_rank_ld(dst, sd.r.rank);
+      gl.region = a.region;
+      SideData s(gl.send ? *gl.send : src, sd.s.rank), d(gl.receive ? *gl.receive : dst, sd.r.rank);
+      std::vector<detail::RouteCounts> expect;
+      for (const char* name : {"p2p", "centralized", "staged", "multistage", "hybrid"}) {
+        Plan plan = make_group_plan(sd.groups(), gl);
+        if (plan.comm() == MPI_COMM_NULL) continue;  // in neither group
+        int me = 0, P = 1;
+        MPI_Comm_rank(plan.comm(), &me), MPI_Comm_size(plan.comm(), &P);
+        if (expect.empty()) {  // the planner's view: every union rank planned alone
+          std::vector<detail::RelayBlock> blocks;
+          for (int r = 0; r < P; ++r)
+            for (const PeerPlan& q : plan_rank(plan.source(), plan.target(), plan.region(), r, P).sends)
+              blocks.push_back({r, q.peer, q.bytes});
+          const GroupRanks g = group_ranks(plan);
+          expect = detail::relay_counts(blocks, {P, g.senders, g.receivers});
+        }
+        const auto it = std::find_if(expect.begin(), expect.end(), [&](const auto& e) { return e.strategy == name; });
+        ASSERT_NE(it, expect.end()) << name;
+        const detail::RelayCounts& want = it->ranks[static_cast<size_t>(me)];
+        plan.execute(s.const_blocks(), d.blocks(), name);  // the first run gathers the block list
+        sent = 0, sent_bytes = 0;
+        counting = true;
+        plan.execute(s.const_blocks(), d.blocks(), name);
+        counting = false;
+        const std::string where = detail::cat(cfg.name, " case ", c, " ", name, " union rank ", me);
+        EXPECT_EQ(sent.load(), want.messages_sent) << where;
+        EXPECT_EQ(sent_bytes.load(), want.bytes_sent) << where;
+        EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
+      }
+    }
+  }
+}
+
 // A pipeline's transfers in flight at once between the same groups: two plans
 // (iteration i and i + 1, other layouts and data), executed at the same time
 // from two threads on every rank. Each plan has a communicator of its own, so
@@ -455,3 +512,34 @@ TEST(Groups, BadInputSameErrorEverywhere) {
 }
 
 }  // namespace
+
+// A memory budget counts the forwarding strategies' slots: the hub of
+// `centralized` holds every block it forwards, more than p2p needs anywhere.
+TEST(Groups, BudgetCountsForwardingBuffers) {
+  // On 4 ranks, 2 -> 2: p2p holds half the array D on a rank; the hub all of it
+  // in its slots, and in step 2 both its messages (each its own block and the
+  // other sender's, not adjacent in the slots) assembled in its send area: 2 D.
+  if (world_size() != 4) GTEST_SKIP() << "2 + 2 ranks";
+  const Config cfg{"2_2_disjoint", {0, 1}, {2, 3}};
+  Sides sd(cfg);
+  const int S = static_cast<int>(cfg.senders.size()), R = static_cast<int>(cfg.receivers.size());
+  const Layout src = block_cyclic_layout({40, 40}, {(40 + S - 1) / S, 40}, {S, 1});
+  const Layout dst = block_cyclic_layout({40, 40}, {40, (40 + R - 1) / R}, {1, R});
+  GroupLayouts gl;
+  if (sd.s.rank >= 0) gl.send = src;
+  if (sd.r.rank >= 0) gl.receive = dst;
+  const index_t D = 40 * 40 * 8;
+  Options opt;
+  opt.max_buffer_bytes = D;  // p2p: D / 2 on every rank, fits; the hub: 2 D
+
+  Plan plan = make_group_plan(sd.groups(), gl, opt);
+  SideData s(src, sd.s.rank), d(dst, sd.r.rank);
+  plan.execute(s.const_blocks(), d.blocks(), "p2p");
+  expect_same_error(error_of([&] { plan.execute(s.const_blocks(), d.blocks(), "centralized"); }),
+                    "strategy centralized needs");
+  Options roomy;
+  roomy.max_buffer_bytes = 2 * D;
+  Plan ok = make_group_plan(sd.groups(), gl, roomy);
+  ok.execute(s.const_blocks(), d.blocks(), "centralized");
+  EXPECT_EQ(ok.buffer_bytes(), sd.s.rank == 0 ? 2 * D : D / 2) << "rank " << world_rank();
+}
