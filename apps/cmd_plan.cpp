@@ -176,11 +176,7 @@ int cmd_plan(int argc, char** argv) {
     check_layouts(S == 0 ? P : S, R);
     // Two groups: the plan of their union, as make_group_plan makes it (union rank
     // s is sender s; receiver j is union rank j, or S + j when disjoint).
-    detail::RelayGroups groups{P, {}, {}};
-    for (int r = 0; r < P; ++r) {
-      if (S == 0 || r < S) groups.senders.push_back(r);
-      if (S == 0 || overlap || r >= S) groups.receivers.push_back(r);
-    }
+    const detail::RelayGroups groups = detail::union_groups(P, S, overlap);
     const std::string dst_spec = pb.dst.spec();  // printed as given (in its group's ranks)
     if (S > 0) pb.dst = detail::renumber_to_union(pb.dst, groups.receivers, P, dst_spec);
     std::string err;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "cost/model.hpp"
+#include "exec/groups_union.hpp"
 #include "exec/pack.hpp"
 #include "mpi/agree.hpp"
 
@@ -146,6 +147,25 @@ std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, con
     all.push_back(std::move(rc));
   }
   return all;
+}
+
+RelayGroups union_groups(int P, int S, bool overlap) {
+  RelayGroups g{P, {}, {}};
+  for (int r = 0; r < P; ++r) {
+    if (S == 0 || r < S) g.senders.push_back(r);
+    if (S == 0 || overlap || r >= S) g.receivers.push_back(r);
+  }
+  return g;
+}
+
+std::vector<RouteCounts> group_route_counts(const Layout& src, const Layout& dst, const Region& region, int P, int S,
+                                            bool overlap) {
+  const RelayGroups g = union_groups(P, S, overlap);
+  const Layout udst = S > 0 ? renumber_to_union(dst, g.receivers, P, dst.spec()) : dst;
+  std::vector<RelayBlock> blocks;
+  for (int r = 0; r < P; ++r)
+    for (const PeerPlan& q : plan_rank(src, udst, region, r, P).sends) blocks.push_back({r, q.peer, q.bytes});
+  return relay_counts(blocks, g);
 }
 
 RelayGroups relay_groups(const PlanCore& p) { return {p.size, p.group_senders(), p.group_receivers()}; }

@@ -102,6 +102,13 @@ struct RouteCounts {
 // (StrategyEntry::route), on the union of groups `g` with every rank's blocks.
 // O(blocks x moves): S = R = 1024 with every pair a block in well under a second.
 std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, const RelayGroups& g);
+// The groups of `redist run --senders S` on P ranks in union ranks: the first S
+// send, the others receive (all P with `overlap`); S == 0: one group.
+RelayGroups union_groups(int P, int S, bool overlap);
+// relay_counts of that transfer (src on the senders, dst on the receivers, in
+// their groups' ranks), every union rank planned alone, as make_group_plan plans.
+std::vector<RouteCounts> group_route_counts(const Layout& src, const Layout& dst, const Region& region, int P, int S,
+                                            bool overlap);
 
 class Relay : public Strategy {
  public:
