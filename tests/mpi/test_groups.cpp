@@ -189,8 +189,11 @@ std::string run_group_case(const Sides& sd, const Layout& src0, const Layout& ds
   return err;
 }
 
-// Random cases: a layout for S ranks, one for R ranks, a region fitting both.
-void random_group_cases(const std::string& strategy, int ncases, std::uint64_t seed) {
+// Random cases: per group configuration, a layout for its S ranks, one for its
+// R ranks, a region fitting both; f(config, sides, src, dst, region, case, range)
+// returns false to stop.
+template <class F>
+void for_group_cases(int ncases, std::uint64_t seed, F&& f) {
   const CaseRange range = case_range(ncases, seed);
   for (const Config& cfg : configs(world_size())) {
     Sides sd(cfg);
@@ -201,14 +204,21 @@ void random_group_cases(const std::string& strategy, int ncases, std::uint64_t s
       // the receiver layout: R ranks over the case's target shape
       const Layout src = registered(a.src, S);
       const Layout dst = registered(random_layout(rng, a.dst.shape(), R, a.src.elem_size()), R);
-      const std::string err = run_group_case(sd, src, dst, a.region, strategy);
-      const bool ok = all_ok(err.empty());
-      EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " groups " << cfg.name << " case " << c << " strategy "
-                               << strategy << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
-                               << a.region.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
-      if (!ok) return;
+      if (!f(cfg, sd, src, dst, a.region, c, range)) return;
     }
   }
+}
+
+void random_group_cases(const std::string& strategy, int ncases, std::uint64_t seed) {
+  for_group_cases(ncases, seed, [&](const Config& cfg, const Sides& sd, const Layout& src, const Layout& dst,
+                                    const Region& region, int c, const CaseRange& range) {
+    const std::string err = run_group_case(sd, src, dst, region, strategy);
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " groups " << cfg.name << " case " << c << " strategy "
+                             << strategy << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
+                             << region.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
+    return ok;
+  });
 }
 
 class GroupConformance : public ::testing::TestWithParam<std::string> {};
@@ -322,49 +332,43 @@ TEST(Groups, AlgorithmMessageCounts) {
 // configuration: the messages and bytes it sent in one execute (counted through
 // MPI's profiling interface) and its buffers (Plan::buffer_bytes after the runs).
 TEST(Groups, PlannedCountsMatchTheRun) {
-  const CaseRange cr = case_range(3, 777);
-  for (const Config& cfg : configs(world_size())) {
-    Sides sd(cfg);
-    const int S = static_cast<int>(cfg.senders.size()), R = static_cast<int>(cfg.receivers.size());
-    for (int c = cr.first; c < cr.end; ++c) {
-      Rng rng = case_rng(cr.seed, c);
-      const RandomCase a = random_case(rng, S, 3);
-      const Layout src = registered(a.src, S);
-      const Layout dst = registered(random_layout(rng, a.dst.shape(), R, a.src.elem_size()), R);
-      GroupLayouts gl;
-      if (sd.s.rank >= 0) gl.send = with_rank_ld(src, sd.s.rank);
-      if (sd.r.rank >= 0) gl.receive = with_rank_ld(dst, sd.r.rank);
-      gl.region = a.region;
-      SideData s(gl.send ? *gl.send : src, sd.s.rank), d(gl.receive ? *gl.receive : dst, sd.r.rank);
-      std::vector<detail::RouteCounts> expect;
-      for (const char* name : {"p2p", "centralized", "staged", "multistage", "hybrid"}) {
-        Plan plan = make_group_plan(sd.groups(), gl);
-        if (plan.comm() == MPI_COMM_NULL) continue;  // in neither group
-        int me = 0, P = 1;
-        MPI_Comm_rank(plan.comm(), &me), MPI_Comm_size(plan.comm(), &P);
-        if (expect.empty()) {  // the planner's view: every union rank planned alone
-          std::vector<detail::RelayBlock> blocks;
-          for (int r = 0; r < P; ++r)
-            for (const PeerPlan& q : plan_rank(plan.source(), plan.target(), plan.region(), r, P).sends)
-              blocks.push_back({r, q.peer, q.bytes});
-          const GroupRanks g = group_ranks(plan);
-          expect = detail::relay_counts(blocks, {P, g.senders, g.receivers});
-        }
-        const auto it = std::find_if(expect.begin(), expect.end(), [&](const auto& e) { return e.strategy == name; });
-        ASSERT_NE(it, expect.end()) << name;
-        const detail::RelayCounts& want = it->ranks[static_cast<size_t>(me)];
-        plan.execute(s.const_blocks(), d.blocks(), name);  // the first run gathers the block list
-        sent = 0, sent_bytes = 0;
-        counting = true;
-        plan.execute(s.const_blocks(), d.blocks(), name);
-        counting = false;
-        const std::string where = detail::cat(cfg.name, " case ", c, " ", name, " union rank ", me);
-        EXPECT_EQ(sent.load(), want.messages_sent) << where;
-        EXPECT_EQ(sent_bytes.load(), want.bytes_sent) << where;
-        EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
+  for_group_cases(3, 777, [](const Config& cfg, const Sides& sd, const Layout& src, const Layout& dst,
+                             const Region& region, int c, const CaseRange&) {
+    GroupLayouts gl;
+    if (sd.s.rank >= 0) gl.send = with_rank_ld(src, sd.s.rank);
+    if (sd.r.rank >= 0) gl.receive = with_rank_ld(dst, sd.r.rank);
+    gl.region = region;
+    SideData s(gl.send ? *gl.send : src, sd.s.rank), d(gl.receive ? *gl.receive : dst, sd.r.rank);
+    std::vector<detail::RouteCounts> expect;
+    for (const char* name : {"p2p", "centralized", "staged", "multistage", "hybrid"}) {
+      Plan plan = make_group_plan(sd.groups(), gl);
+      if (plan.comm() == MPI_COMM_NULL) continue;  // in neither group
+      int me = 0, P = 1;
+      MPI_Comm_rank(plan.comm(), &me), MPI_Comm_size(plan.comm(), &P);
+      if (expect.empty()) {  // the planner's view: every union rank planned alone
+        std::vector<detail::RelayBlock> blocks;
+        for (int r = 0; r < P; ++r)
+          for (const PeerPlan& q : plan_rank(plan.source(), plan.target(), plan.region(), r, P).sends)
+            blocks.push_back({r, q.peer, q.bytes});
+        const GroupRanks g = group_ranks(plan);
+        expect = detail::relay_counts(blocks, {P, g.senders, g.receivers});
       }
+      const auto it = std::find_if(expect.begin(), expect.end(), [&](const auto& e) { return e.strategy == name; });
+      EXPECT_NE(it, expect.end()) << name;
+      if (it == expect.end()) continue;
+      const detail::RelayCounts& want = it->ranks[static_cast<size_t>(me)];
+      plan.execute(s.const_blocks(), d.blocks(), name);  // the first run gathers the block list
+      sent = 0, sent_bytes = 0;
+      counting = true;
+      plan.execute(s.const_blocks(), d.blocks(), name);
+      counting = false;
+      const std::string where = detail::cat(cfg.name, " case ", c, " ", name, " union rank ", me);
+      EXPECT_EQ(sent.load(), want.messages_sent) << where;
+      EXPECT_EQ(sent_bytes.load(), want.bytes_sent) << where;
+      EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
     }
-  }
+    return true;
+  });
 }
 
 // A pipeline's transfers in flight at once between the same groups: two plans
