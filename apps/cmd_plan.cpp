@@ -12,6 +12,8 @@
 #include <queue>
 
 #include "cli.hpp"
+#include "exec/groups_union.hpp"
+#include "exec/relay.hpp"
 #include "plan_nodes.hpp"
 #include "plan/schedule.hpp"
 #include "redist/cost.hpp"
@@ -45,6 +47,10 @@ options:
                     and --tg-batch N as in `redist run`
   --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
                     strategies whose buffers exceed it; auto picks among the rest
+  --senders N       two process groups (docs/groups.md), as `redist run --senders`:
+                    SRC on the first N of the P ranks, DST on the other P - N
+                    (numbered 0 .. P-N-1 in their group); planned on the union
+  --overlap         with --senders: DST on all P ranks (the first N also send)
   --ranks-per-node K  nodes of K consecutive ranks: a node's messages and bytes
                     with a message per rank pair and with `aggregate` (one message
                     per node pair, through lane ranks; docs/shm.md), with --predict
@@ -59,7 +65,11 @@ paper 001's case (1-D block-cyclic r -> K*r or K*r -> r, 2 <= K <= P: `phased`
 then runs the paper's optimal schedule), its Fig. 13 variants (synchronized
 simple, random and optimal, sendrecv, unsynchronized): rounds, most messages a
 rank receives in one round, largest volume received in one round, and with a
-calibration the model's time (docs/strategies.md, "phased").
+calibration the model's time (docs/strategies.md, "phased"). Planning every
+rank, also paper 002's algorithms (p2p and the forwarding strategies: their
+routes over the block list of all ranks, as their first run computes them):
+steps, messages and volume in all and on the busiest rank each way, and their
+buffers (docs/groups.md).
   --help            this text
 
 With a greedy or balanced placement as DST (docs/spec.md), also the placement's
@@ -146,23 +156,35 @@ int cmd_plan(int argc, char** argv) {
   try {
     const Args a = parse_args(argc, argv, 2,
                               {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
-                               "--storage", "--ranks-per-node"},
-                              {"--help", "--predict", "--tg-chained"});
+                               "--storage", "--senders", "--ranks-per-node"},
+                              {"--help", "--predict", "--tg-chained", "--overlap"});
     const long long budget = a.get_int("--memory", 0, 1);
     const std::string storage = storage_option(a, "heap");
-    const Problem pb = parse_problem(a, kUsage);
-    auto check_layouts = [&pb](int ranks) {
-      std::string err = pb.src.check(ranks);
+    Problem pb = parse_problem(a, kUsage);
+    const bool overlap = a.has("--overlap");
+    const int S = static_cast<int>(a.get_int("--senders", 0, 1, INT_MAX));
+    if (overlap && S == 0) detail::fail("--overlap needs --senders N");
+    auto check_layouts = [&pb](int src_ranks, int dst_ranks) {
+      std::string err = pb.src.check(src_ranks);
       if (!err.empty()) detail::fail("source layout: ", err);
-      err = pb.dst.check(ranks);
+      err = pb.dst.check(dst_ranks);
       if (!err.empty()) detail::fail("target layout: ", err);
     };
     // The layouts' own values first (any communicator size), so that the rank
     // count derived from them is meaningful; then against --ranks.
-    check_layouts(INT_MAX);
-    const int need = std::max(pb.src.ownership().ranks_needed(), pb.dst.ownership().ranks_needed());
+    check_layouts(INT_MAX, INT_MAX);
+    const int src_need = pb.src.ownership().ranks_needed(), dst_need = pb.dst.ownership().ranks_needed();
+    const int need = S == 0 ? std::max(src_need, dst_need) : overlap ? std::max(S, dst_need) : S + dst_need;
     const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
-    check_layouts(P);
+    if (S > (overlap ? P : P - 1))
+      detail::fail("--senders ", S, " leaves no receivers among --ranks ", P, overlap ? "" : " (give --overlap or more ranks)");
+    const int R = S == 0 ? P : overlap ? P : P - S;
+    check_layouts(S == 0 ? P : S, R);
+    // Two groups: the plan of their union, as make_group_plan makes it (union rank
+    // s is sender s; receiver j is union rank j, or S + j when disjoint).
+    const detail::RelayGroups groups = detail::union_groups(P, S, overlap);
+    const std::string dst_spec = pb.dst.spec();  // printed as given (in its group's ranks)
+    if (S > 0) pb.dst = detail::renumber_to_union(pb.dst, groups.receivers, P, dst_spec);
     std::string err;
     if (pb.src.elem_size() != pb.dst.elem_size())
       detail::fail("element size mismatch: source esize=", pb.src.elem_size(), ", target esize=", pb.dst.elem_size());
@@ -195,7 +217,10 @@ int cmd_plan(int argc, char** argv) {
     std::vector<long long> edge_bytes;
 
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
-                pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str());
+                pb.src.spec().c_str(), dst_spec.c_str(), pb.region.str().c_str());
+    if (S > 0)
+      std::printf("  groups  %d senders (union ranks 0 .. %d) -> %d receivers (union ranks %d .. %d)%s\n", S, S - 1, R,
+                  P - R, P - 1, overlap ? ", overlapping" : "");
     long long remote = 0, local = 0, msgs = 0, segs = 0, runs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
     long long plan_bytes = 0;
     long long max_sent = 0, max_recv = 0, max_msgs = 0;
@@ -252,6 +277,21 @@ int cmd_plan(int argc, char** argv) {
                       pp.segments.size(), segments(pp));
       }
     }
+    std::vector<detail::RouteCounts> routes;  // paper 002's algorithms (they need the whole graph)
+    double route_seconds = 0;
+    if (only < 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<detail::RelayBlock> blocks;
+      for (size_t i = 0; i < edges.size(); ++i) blocks.push_back({edges[i].first, edges[i].second, edge_bytes[i]});
+      routes = detail::relay_counts(blocks, groups);
+      route_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const detail::RouteCounts& rc : routes) {  // exact buffers: the slots of the routes
+        const auto e = std::find(names.begin(), names.end(), rc.strategy) - names.begin();
+        if (rc.strategy == "p2p") continue;
+        extra[static_cast<size_t>(e)] = 0;
+        for (const detail::RelayCounts& c : rc.ranks) extra[static_cast<size_t>(e)] = std::max<long long>(extra[static_cast<size_t>(e)], c.buffer_bytes);
+      }
+    }
     const int planned = last - first;
     std::printf("\nvolume    remote %s, local %s%s\n", human_bytes(double(remote)).c_str(), human_bytes(double(local)).c_str(),
                 only >= 0 ? " (this rank)" : "");
@@ -269,6 +309,23 @@ int cmd_plan(int argc, char** argv) {
     for (size_t e = 0; e < names.size(); ++e)
       std::printf("  %-16s %12s%s\n", names[e].c_str(), human_bytes(double(extra[e])).c_str(),
                   budget > 0 && extra[e] > budget ? "  over the budget" : "");
+    if (only < 0) {  // paper 002's algorithms: messages and volume per rank
+      std::printf("\npaper 002 algorithms on %d senders -> %d receivers (%zu blocks; routes of every rank in %s)\n",
+                  static_cast<int>(groups.senders.size()), static_cast<int>(groups.receivers.size()), edges.size(),
+                  human_time(route_seconds).c_str());
+      std::printf("  %-12s %6s %10s %8s %8s %12s %12s %12s %12s\n", "strategy", "steps", "messages", "max out", "max in",
+                  "volume", "max out", "max in", "buffers");
+      for (const detail::RouteCounts& rc : routes) {
+        long long m = 0, v = 0, mo = 0, mi = 0, vo = 0, vi = 0, buf = 0;
+        for (const detail::RelayCounts& c : rc.ranks)
+          m += c.messages_sent, v += c.bytes_sent, mo = std::max<long long>(mo, c.messages_sent),
+          mi = std::max<long long>(mi, c.messages_received), vo = std::max<long long>(vo, c.bytes_sent),
+          vi = std::max<long long>(vi, c.bytes_received), buf = std::max<long long>(buf, c.buffer_bytes);
+        std::printf("  %-12.*s %6d %10lld %8lld %8lld %12s %12s %12s %12s\n", static_cast<int>(rc.strategy.size()),
+                    rc.strategy.data(), rc.steps, m, mo, mi, human_bytes(double(v)).c_str(), human_bytes(double(vo)).c_str(),
+                    human_bytes(double(vi)).c_str(), human_bytes(double(buf)).c_str());
+      }
+    }
     if (only < 0) {  // phased's rounds need the whole graph
       const std::vector<int> colour = schedule::colour_edges(P, P, edges);
       const int rounds = schedule::max_degree(P, P, edges);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/relay.hpp"
 #include "harness/case.hpp"
 #include "harness/results.hpp"
 #include "redist/redist.hpp"
@@ -120,6 +121,22 @@ void print_effects(const Case& c, const harness::CaseResult& r) {
     if (c.theory > 1)
       std::printf(", theory %.2fx: %.0f%% of it", c.theory, 100.0 * (base / t) / c.theory);
     std::printf("\n");
+  }
+}
+
+// A case between two groups: each method's messages and bytes in one execute
+// (paper 002 Eq. 1's M and D; bench/plot.py fits t_m and t_w to them).
+void route_figures(const Case& c, harness::CaseResult& r) {
+  const Layout src = Layout::parse(c.src), dst = Layout::parse(c.dst);
+  const Region region = c.region.empty() ? Region::whole(src.shape()) : Region::parse(c.region);
+  const auto routes = detail::group_route_counts(src, dst, region, r.ranks, c.senders, c.overlap);
+  for (harness::MethodResult& m : r.methods) {
+    const std::string& name = m.chose.empty() ? m.name : m.chose;
+    for (const detail::RouteCounts& rc : routes)
+      if (rc.strategy == name) {
+        m.route_messages = m.route_bytes = 0;
+        for (const detail::RelayCounts& x : rc.ranks) m.route_messages += x.messages_sent, m.route_bytes += x.bytes_sent;
+      }
   }
 }
 
@@ -356,6 +373,7 @@ int main(int argc, char** argv) {
     if (rank_ == 0) progress(stderr, i + 1, cases.size(), cases[i].name, MPI_Wtime() - t0);
     harness::CaseResult r = run_case(cases[i], machine, reps, inject_error);
     all_ok = all_ok && r.ok();
+    if (rank_ == 0 && cases[i].senders > 0) route_figures(cases[i], r);
     if (rank_ == 0) {
       progress_done(stderr);
       print_case(stdout, r, i + 1, cases.size());

@@ -6,7 +6,12 @@
 Per suite: SUITE_bandwidth.png (achieved bandwidth, paper 000 Eq. 3, against the
 suite's abscissa, one panel per series, the Eq. 5 bound dashed) and, where
 pdgemr2d ran, SUITE_speedup.png (speedup over pdgemr2d; geomean over the cases
-that share an abscissa). Writes into the JSON's folder unless --out is given.
+that share an abscissa). Where the methods carry paper 002's message counts and
+volumes (`route_messages`, `route_bytes`: the `groups` suite), also
+SUITE_time.png: time per transfer against the abscissa, measured (markers) and
+the fitted model (lines), T = t_m M + t_w D / ((S + R) / 2) (paper 002 Eq. 1),
+t_m and t_w by least squares per algorithm over the suite's cases (printed).
+Writes into the JSON's folder unless --out is given.
 """
 import argparse
 import collections
@@ -15,6 +20,7 @@ import math
 import pathlib
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # no display on build machines
 import matplotlib.pyplot as plt  # noqa: E402
@@ -68,9 +74,67 @@ def panel(ax, cases, key, names):
     ax.set_xlabel(cases[0]["x_label"])
 
 
+def model_fits(cases):
+    """Paper 002 Eq. 1 per method with route figures: name -> (t_m, t_w, [(x, measured, fitted)]).
+    M: messages of one execute, D / ((S + R) / 2): its bytes per rank of the union
+    (disjoint halves: (S + R) / 2 = P / 2; one rank: 1). Least squares of the
+    relative error over the cases, t_m and t_w >= 0."""
+    rows = collections.defaultdict(list)
+    for c in cases:
+        half = max(1.0, c["ranks"] / 2)
+        for m in c["methods"]:
+            if m.get("route_messages") is not None and m["median_s"] > 0:
+                rows[m["name"]].append((c["x"], m["route_messages"], m["route_bytes"] / half, m["median_s"]))
+    fits = {}
+    for name, r in rows.items():
+        a = np.array([[msgs, vol] for _, msgs, vol, _ in r], dtype=float)
+        t = np.array([row[3] for row in r])
+        if len(r) < 2 or np.linalg.matrix_rank(a) < 2:
+            continue
+        # Relative errors (rows scaled by 1 / T): the sizes span 64x in time, and
+        # plain least squares would fit the largest case alone. Neither figure may
+        # be negative: a negative one is set to 0 and the other fitted alone.
+        w = a / t[:, None]
+        (tm, tw), *_ = np.linalg.lstsq(w, np.ones(len(t)), rcond=None)
+        if tm < 0 or tw < 0:
+            keep = 1 if tm < 0 else 0
+            col = w[:, keep]
+            value = max(0.0, float(col @ np.ones(len(t)) / (col @ col)))
+            tm, tw = (0.0, value) if keep == 1 else (value, 0.0)
+        fits[name] = (tm, tw, [(x, T, tm * msgs + tw * vol) for (x, msgs, vol, T) in r])
+    return fits
+
+
+def plot_model(suite, cases, out):
+    fits = model_fits(cases)
+    if not fits:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for i, (name, (tm, tw, pts)) in enumerate(fits.items()):
+        pts = sorted(pts)
+        colour = f"C{i % 10}"
+        ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], "o", color=colour, markersize=4, label=name)
+        ax.plot([p[0] for p in pts], [p[2] * 1e3 for p in pts], "-", color=colour, linewidth=1,
+                label=f"  t_m {tm * 1e6:.1f} us, t_w {tw * 1e9:.3f} ns/B")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.set_xlabel(cases[0]["x_label"])
+    ax.set_ylabel("ms per transfer")
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
+    fig.suptitle(f"redist-bench {suite}: measured (markers), paper 002 Eq. 1 fitted (lines)", fontsize=9)
+    fig.tight_layout()
+    path = out / f"{suite}_time.png"
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def plot_suite(suite, cases, out):
     names = method_names(cases)
     written = []
+    if (path := plot_model(suite, cases, out)) is not None:
+        written.append(path)
     for key, label, suffix in (("bandwidth_Bps", "GB/s (Eq. 3)", "bandwidth"),
                                ("speedup_vs_pdgemr2d", "speedup over pdgemr2d", "speedup")):
         # Only the series that have the quantity (random tiles have no pdgemr2d).
@@ -109,6 +173,13 @@ def summary(data):
     for s in data.get("summary", []):
         lines.append(f"{s['suite']}: auto within 10% of the fastest redist strategy in "
                      f"{s['auto_within_10pct']}/{s['cases']} cases")
+        fits = model_fits([c for c in data["cases"] if c["suite"] == s["suite"]])
+        if fits:
+            lines.append("  paper 002 Eq. 1 fitted per algorithm (least squares over the cases): "
+                         "t_m, t_w, largest |fit - measured| / measured")
+            for name, (tm, tw, pts) in fits.items():
+                worst = max(abs(f - T) / T for _, T, f in pts)
+                lines.append(f"  {name:12s} t_m {tm * 1e6:9.2f} us  t_w {tw * 1e9:8.4f} ns/B  worst {worst:6.1%}")
         for name, m in s["methods"].items():
             g = m["geomean_speedup_vs_pdgemr2d"]
             lines.append(f"  {name:10s} geomean speedup over pdgemr2d "

@@ -11,6 +11,7 @@
 #include <climits>
 #include <string>
 
+#include "exec/groups_union.hpp"
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
 
@@ -104,39 +105,6 @@ void unpack2(const std::string& t, std::string& a, std::string& b) {
   b = t.substr(colon + 1 + n);
 }
 
-// `l` (ranks of a group) with every owner r renamed to ranks[r] (union ranks).
-// Block-cyclic layouts keep their closed form (a rank map); others get an owner
-// function over the original ownership, named after it so that ranks agree.
-Layout renumber(const Layout& l, const std::vector<int>& ranks, int union_size, const std::string& spec) {
-  bool identity = true;
-  for (size_t r = 0; r < ranks.size(); ++r) identity = identity && ranks[r] == static_cast<int>(r);
-  if (identity) return l;
-  const Ownership& o = l.ownership();
-  Ownership renamed;
-  if (o.kind() == Ownership::Kind::block_cyclic) {
-    BlockCyclicParams p = o.bc();
-    const index_t n = p.grid.volume();
-    std::vector<int> map(static_cast<size_t>(n));
-    for (index_t lin = 0; lin < n; ++lin) {  // column-major grid coordinates, as BlockCyclicParams::map
-      Coord c(p.grid.ndim());
-      index_t x = lin;
-      for (int d = 0; d < c.ndim(); ++d) c[d] = x % p.grid[d], x /= p.grid[d];
-      map[static_cast<size_t>(lin)] = ranks[static_cast<size_t>(o.rank_at(c))];
-    }
-    p.map = std::make_shared<const std::vector<int>>(std::move(map));
-    p.order = GridOrder::row;
-    p.first_rank = 0;
-    renamed = Ownership::block_cyclic(p);
-  } else {
-    const Coord nt = l.ntiles();
-    std::uint64_t h = std::hash<std::string>{}(spec);  // not Layout::hash: it includes the rank's own ld=
-    for (int r : ranks) h = h * 1000003u ^ static_cast<std::uint64_t>(r);
-    renamed = Ownership::function(cat("group_", std::hex, h), union_size,
-                                  [o, nt, ranks](const Coord& t) { return ranks[static_cast<size_t>(o.owner(t, nt))]; });
-  }
-  return Layout(l.shape(), l.partitions(), renamed, l.storage(), l.elem_size());
-}
-
 // The union of the groups, senders first (union rank s = sender rank s), then
 // the receivers that do not send; MPI_COMM_NULL on a rank in neither group.
 // Every rank of the parent (or both sides of the intercommunicator) calls it.
@@ -172,6 +140,38 @@ MPI_Comm make_union(const Groups& g, const GroupLayouts& l, Member& me) {
 }
 
 }  // namespace
+
+// exec/groups_union.hpp.
+Layout detail::renumber_to_union(const Layout& l, const std::vector<int>& ranks, int union_size, const std::string& spec) {
+  bool identity = true;
+  for (size_t r = 0; r < ranks.size(); ++r) identity = identity && ranks[r] == static_cast<int>(r);
+  if (identity) return l;
+  const Ownership& o = l.ownership();
+  Ownership renamed;
+  if (o.kind() == Ownership::Kind::block_cyclic) {
+    BlockCyclicParams p = o.bc();
+    const index_t n = p.grid.volume();
+    std::vector<int> map(static_cast<size_t>(n));
+    for (index_t lin = 0; lin < n; ++lin) {  // column-major grid coordinates, as BlockCyclicParams::map
+      Coord c(p.grid.ndim());
+      index_t x = lin;
+      for (int d = 0; d < c.ndim(); ++d) c[d] = x % p.grid[d], x /= p.grid[d];
+      map[static_cast<size_t>(lin)] = ranks[static_cast<size_t>(o.rank_at(c))];
+    }
+    p.map = std::make_shared<const std::vector<int>>(std::move(map));
+    p.order = GridOrder::row;
+    p.first_rank = 0;
+    renamed = Ownership::block_cyclic(p);
+  } else {
+    const Coord nt = l.ntiles();
+    std::uint64_t h = std::hash<std::string>{}(spec);  // not Layout::hash: it includes the rank's own ld=
+    for (int r : ranks) h = h * 1000003u ^ static_cast<std::uint64_t>(r);
+    renamed = Ownership::function(cat("group_", std::hex, h), union_size,
+                                  [o, nt, ranks](const Coord& t) { return ranks[static_cast<size_t>(o.owner(t, nt))]; });
+  }
+  return Layout(l.shape(), l.partitions(), renamed, l.storage(), l.elem_size());
+}
+
 
 Plan make_group_plan(const Groups& g, const GroupLayouts& l, const Options& options) {
   // 1. Arguments this rank can check alone, agreed over the parent (the union does
@@ -277,11 +277,12 @@ Plan make_group_plan(const Groups& g, const GroupLayouts& l, const Options& opti
               ": give layouts.region (the same on every rank) to move part of one into the other");
   agree(u, err);
   const Region region = l.region ? *l.region : Region::whole(src.shape());
-  Plan plan = make_plan(renumber(src, senders, usize, shared_spec(src)), renumber(dst, receivers, usize, shared_spec(dst)),
-                        region, u, options);
-  detail::PlanCore& core = detail::PlanAccess::core(plan);
-  core.senders = std::move(senders);
-  core.receivers = std::move(receivers);
+  Options o = options;  // the budget is checked once the plan knows its groups (set_groups)
+  if (o.max_buffer_bytes > 0) o.max_buffer_bytes = 0;
+  Plan plan = make_plan(detail::renumber_to_union(src, senders, usize, shared_spec(src)),
+                        detail::renumber_to_union(dst, receivers, usize, shared_spec(dst)),
+                        region, u, o);
+  detail::PlanAccess::set_groups(plan, std::move(senders), std::move(receivers), options.max_buffer_bytes);
   return plan;
 }
 

@@ -421,10 +421,11 @@ std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Opti
 // over ranks (the same vector everywhere). Fails on every rank when
 // options.strategy does not fit, naming the smallest budget that works for it and
 // the strategies that fit; for auto, when none does.
-std::vector<index_t> agree_budget(const detail::PlanCore& p, const Options& o) {
+std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
   const auto& reg = detail::registry();
   std::vector<index_t> x;
-  for (const detail::StrategyEntry& e : reg) x.push_back(extra_memory(p.rp, e.name));
+  for (const detail::StrategyEntry& e : reg)  // extra_plan is collective: same order everywhere
+    x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
             "MPI_Allreduce", p.comm);
   const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
@@ -591,6 +592,15 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   if (options.max_buffer_bytes > 0) impl->extra_max = agree_budget(p, options);
   impl->machine = fix_machine(p, options);  // collective; the same outcome on every rank
   return Plan(std::move(impl));
+}
+
+void detail::PlanAccess::set_groups(Plan& plan, std::vector<int> senders, std::vector<int> receivers,
+                                     index_t max_buffer_bytes) {
+  PlanImpl& impl = *plan.impl_;
+  impl.core.senders = std::move(senders);
+  impl.core.receivers = std::move(receivers);
+  impl.core.options.max_buffer_bytes = max_buffer_bytes;
+  if (max_buffer_bytes > 0) impl.extra_max = agree_budget(impl.core, impl.core.options);
 }
 
 detail::PlanCore& detail::PlanAccess::core(const Plan& plan) {

@@ -25,6 +25,9 @@
 
 namespace redist::detail {
 
+class Route;         // exec/relay.hpp: the forwarding strategies' routes
+struct RelayGroups;
+
 // A deliberate leak: memory that MPI may still write into after an MPI error
 // (requests in flight) is never freed. LeakSanitizer is told, so that
 // `make check-sanitize` reports only leaks nobody meant.
@@ -108,6 +111,9 @@ class PlanCore {
 // The library's own access to a plan's core (groups.cpp sets the group ranks).
 struct PlanAccess {
   static PlanCore& core(const Plan& plan);
+  // Collective (make_group_plan): the groups' union ranks, then the memory budget,
+  // which needs them (the forwarding strategies' slots follow their routes).
+  static void set_groups(Plan& plan, std::vector<int> senders, std::vector<int> receivers, index_t max_buffer_bytes);
 };
 
 // One strategy's state for one plan, made on the plan's first run of it.
@@ -154,6 +160,13 @@ struct StrategyEntry {
   // source lies in shared windows)? auto leaves it out unless every rank says so.
   bool (*suits)(const PlanCore& plan, const SrcBlocks& src) = nullptr;
   std::string_view model_condition = {};  // what `suits` checks, in words (StrategyInfo)
+  // Collective, optional: its buffers on this rank when they depend on more than
+  // this rank's plan (the forwarding strategies' slots); a memory budget
+  // (Options::max_buffer_bytes) uses it in place of `extra_bytes`.
+  index_t (*extra_plan)(PlanCore& plan) = nullptr;
+  // The forwarding strategies' route, without a plan (relay_counts: `redist plan
+  // --senders`).
+  std::unique_ptr<Route> (*route)(RelayGroups groups) = nullptr;
 };
 
 // What a strategy that packs every message at once holds: all it sends and receives.

@@ -65,6 +65,10 @@ struct MethodResult {
   std::optional<bool> verified;  // empty: not checked (--no-verify, a reference method)
   index_t checked = 0, wrong = 0;  // elements, summed over ranks
   std::vector<double> times;
+  // Paper 002's algorithms on a case between two groups (redist bench groups):
+  // messages and bytes sent by all ranks in one execute (detail::relay_counts,
+  // auto: its choice's); -1 when not computed.
+  index_t route_messages = -1, route_bytes = -1;
 };
 
 struct CaseResult {

@@ -86,7 +86,9 @@ std::string to_json(const CaseResult& c) {
        << ", \"times_single_copy\": " << (c.limits.single_copy > 0 ? json_number(c.times_single_copy(m)) : "null")
        << ", \"speedup_vs_pdgemr2d\": " << (sp > 0 ? json_number(sp) : "null")
        << ", \"verified\": " << (m.verified ? (*m.verified ? "true" : "false") : "null")
-       << ", \"checked\": " << m.checked << ", \"wrong\": " << m.wrong << ", \"times_s\": [";
+       << ", \"checked\": " << m.checked << ", \"wrong\": " << m.wrong;
+    if (m.route_messages >= 0) js << ", \"route_messages\": " << m.route_messages << ", \"route_bytes\": " << m.route_bytes;
+    js << ", \"times_s\": [";
     for (size_t t = 0; t < m.times.size(); ++t) js << (t ? ", " : "") << json_number(m.times[t]);
     js << "]}";
   }

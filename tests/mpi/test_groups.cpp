@@ -16,6 +16,7 @@
 
 #include "../common/mpi_util.hpp"
 #include "../common/random_cases.hpp"
+#include "exec/relay.hpp"
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/groups.hpp"
@@ -28,19 +29,24 @@ using namespace redist::testing;
 // messages: communicator creation and make_plan's agreements are collectives)
 namespace {
 std::atomic<bool> counting{false};
-std::atomic<long> sent{0}, received{0};
+std::atomic<long> sent{0}, received{0}, sent_bytes{0};
+void count_bytes(int n, MPI_Datatype t) {
+  int size = 0;
+  PMPI_Type_size(t, &size);
+  sent_bytes += static_cast<long>(n) * size;
+}
 }  // namespace
 extern "C" {
 int MPI_Send(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Send(b, n, t, to, tag, c);
 }
 int MPI_Ssend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Ssend(b, n, t, to, tag, c);
 }
 int MPI_Isend(const void* b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c, MPI_Request* r) {
-  if (counting) ++sent;
+  if (counting) ++sent, count_bytes(n, t);
   return PMPI_Isend(b, n, t, to, tag, c, r);
 }
 int MPI_Recv(void* b, int n, MPI_Datatype t, int from, int tag, MPI_Comm c, MPI_Status* s) {
@@ -183,8 +189,11 @@ std::string run_group_case(const Sides& sd, const Layout& src0, const Layout& ds
   return err;
 }
 
-// Random cases: a layout for S ranks, one for R ranks, a region fitting both.
-void random_group_cases(const std::string& strategy, int ncases, std::uint64_t seed) {
+// Random cases: per group configuration, a layout for its S ranks, one for its
+// R ranks, a region fitting both; f(config, sides, src, dst, region, case, range)
+// returns false to stop.
+template <class F>
+void for_group_cases(int ncases, std::uint64_t seed, F&& f) {
   const CaseRange range = case_range(ncases, seed);
   for (const Config& cfg : configs(world_size())) {
     Sides sd(cfg);
@@ -195,14 +204,21 @@ void random_group_cases(const std::string& strategy, int ncases, std::uint64_t s
       // the receiver layout: R ranks over the case's target shape
       const Layout src = registered(a.src, S);
       const Layout dst = registered(random_layout(rng, a.dst.shape(), R, a.src.elem_size()), R);
-      const std::string err = run_group_case(sd, src, dst, a.region, strategy);
-      const bool ok = all_ok(err.empty());
-      EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " groups " << cfg.name << " case " << c << " strategy "
-                               << strategy << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
-                               << a.region.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
-      if (!ok) return;
+      if (!f(cfg, sd, src, dst, a.region, c, range)) return;
     }
   }
+}
+
+void random_group_cases(const std::string& strategy, int ncases, std::uint64_t seed) {
+  for_group_cases(ncases, seed, [&](const Config& cfg, const Sides& sd, const Layout& src, const Layout& dst,
+                                    const Region& region, int c, const CaseRange& range) {
+    const std::string err = run_group_case(sd, src, dst, region, strategy);
+    const bool ok = all_ok(err.empty());
+    EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " groups " << cfg.name << " case " << c << " strategy "
+                             << strategy << "\n  src " << src.spec() << "\n  dst " << dst.spec() << "\n  region "
+                             << region.str() << "\n  " << err << "\n  replay: " << replay_command(range, c);
+    return ok;
+  });
 }
 
 class GroupConformance : public ::testing::TestWithParam<std::string> {};
@@ -308,6 +324,55 @@ TEST(Groups, AlgorithmMessageCounts) {
     MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
     EXPECT_LE(most, static_cast<long>(std::ceil(std::log2(static_cast<double>(S + R))))) << cfg.name;
   }
+}
+
+// `redist plan --senders` computes paper 002's algorithms without MPI
+// (detail::relay_counts, from the block list of every rank planned alone):
+// here against the real run, per rank, on random layouts in every group
+// configuration: the messages and bytes it sent in one execute (counted through
+// MPI's profiling interface) and its buffers (Plan::buffer_bytes after the runs).
+TEST(Groups, PlannedCountsMatchTheRun) {
+  for_group_cases(3, 777, [](const Config& cfg, const Sides& sd, const Layout& src, const Layout& dst,
+                             const Region& region, int c, const CaseRange&) {
+    GroupLayouts gl;
+    if (sd.s.rank >= 0) gl.send = with_rank_ld(src, sd.s.rank);
+    if (sd.r.rank >= 0) gl.receive = with_rank_ld(dst, sd.r.rank);
+    gl.region = region;
+    SideData s(gl.send ? *gl.send : src, sd.s.rank), d(gl.receive ? *gl.receive : dst, sd.r.rank);
+    std::vector<detail::RouteCounts> expect;
+    for (const char* name : {"p2p", "centralized", "staged", "multistage", "hybrid"}) {
+      Plan plan = make_group_plan(sd.groups(), gl);
+      if (plan.comm() == MPI_COMM_NULL) continue;  // in neither group
+      int me = 0, P = 1;
+      MPI_Comm_rank(plan.comm(), &me), MPI_Comm_size(plan.comm(), &P);
+      if (expect.empty()) {  // the planner's view: every union rank planned alone
+        // (without this rank's own ld=, which another rank's storage may not fit)
+        auto any_ld = [](const Layout& l) {
+          return Layout(l.shape(), l.partitions(), l.ownership(), Storage{l.storage().kind, 0}, l.elem_size());
+        };
+        const Layout usrc = any_ld(plan.source()), udst = any_ld(plan.target());
+        std::vector<detail::RelayBlock> blocks;
+        for (int r = 0; r < P; ++r)
+          for (const PeerPlan& q : plan_rank(usrc, udst, plan.region(), r, P).sends) blocks.push_back({r, q.peer, q.bytes});
+        const GroupRanks g = group_ranks(plan);
+        expect = detail::relay_counts(blocks, {P, g.senders, g.receivers});
+      }
+      const auto it = std::find_if(expect.begin(), expect.end(), [&](const auto& e) { return e.strategy == name; });
+      EXPECT_NE(it, expect.end()) << name;
+      if (it == expect.end()) continue;
+      const detail::RelayCounts& want = it->ranks[static_cast<size_t>(me)];
+      plan.execute(s.const_blocks(), d.blocks(), name);  // the first run gathers the block list
+      sent = 0, sent_bytes = 0;
+      counting = true;
+      plan.execute(s.const_blocks(), d.blocks(), name);
+      counting = false;
+      const std::string where = detail::cat(cfg.name, " case ", c, " ", name, " union rank ", me);
+      EXPECT_EQ(sent.load(), want.messages_sent) << where;
+      EXPECT_EQ(sent_bytes.load(), want.bytes_sent) << where;
+      EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
+    }
+    return true;
+  });
 }
 
 // A pipeline's transfers in flight at once between the same groups: two plans
@@ -455,3 +520,34 @@ TEST(Groups, BadInputSameErrorEverywhere) {
 }
 
 }  // namespace
+
+// A memory budget counts the forwarding strategies' slots: the hub of
+// `centralized` holds every block it forwards, more than p2p needs anywhere.
+TEST(Groups, BudgetCountsForwardingBuffers) {
+  // On 4 ranks, 2 -> 2: p2p holds half the array D on a rank; the hub all of it
+  // in its slots, and in step 2 both its messages (each its own block and the
+  // other sender's, not adjacent in the slots) assembled in its send area: 2 D.
+  if (world_size() != 4) GTEST_SKIP() << "2 + 2 ranks";
+  const Config cfg{"2_2_disjoint", {0, 1}, {2, 3}};
+  Sides sd(cfg);
+  const int S = static_cast<int>(cfg.senders.size()), R = static_cast<int>(cfg.receivers.size());
+  const Layout src = block_cyclic_layout({40, 40}, {(40 + S - 1) / S, 40}, {S, 1});
+  const Layout dst = block_cyclic_layout({40, 40}, {40, (40 + R - 1) / R}, {1, R});
+  GroupLayouts gl;
+  if (sd.s.rank >= 0) gl.send = src;
+  if (sd.r.rank >= 0) gl.receive = dst;
+  const index_t D = 40 * 40 * 8;
+  Options opt;
+  opt.max_buffer_bytes = D;  // p2p: D / 2 on every rank, fits; the hub: 2 D
+
+  Plan plan = make_group_plan(sd.groups(), gl, opt);
+  SideData s(src, sd.s.rank), d(dst, sd.r.rank);
+  plan.execute(s.const_blocks(), d.blocks(), "p2p");
+  expect_same_error(error_of([&] { plan.execute(s.const_blocks(), d.blocks(), "centralized"); }),
+                    "strategy centralized needs");
+  Options roomy;
+  roomy.max_buffer_bytes = 2 * D;
+  Plan ok = make_group_plan(sd.groups(), gl, roomy);
+  ok.execute(s.const_blocks(), d.blocks(), "centralized");
+  EXPECT_EQ(ok.buffer_bytes(), sd.s.rank == 0 ? 2 * D : D / 2) << "rank " << world_rank();
+}

@@ -376,7 +376,7 @@ TEST(Validation, UnknownStrategyName) {
     expect_same_error(capture([&] { check_strategy(name); }),
                       {"unknown strategy '" + std::string(name) + "'",
                        "p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, "
-                       "phased_dt, taskgraph, centralized, staged, multistage, hybrid, auto"});
+                       "phased_dt, taskgraph, centralized, staged, multistage, hybrid, aggregate, auto"});
   for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
   EXPECT_NO_THROW(check_strategy("auto"));
 }
@@ -701,7 +701,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
       {"rank " + S(last) + ":", "unknown strategy 'fast'",
        "allowed: p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, phased_dt, "
-       "taskgraph, centralized, staged, multistage, hybrid, auto"});
+       "taskgraph, centralized, staged, multistage, hybrid, aggregate, auto"});
 }
 
 TEST(Validation, MissingBuffer) {

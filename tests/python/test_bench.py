@@ -165,3 +165,31 @@ def test_repartition_suite(tmp_path):
         assert all(m["verified"] is True for m in c["methods"])
         assert "of=(" in c["dst"]
     assert "per-patch / per-rank time: median" in res.stdout
+
+
+def test_groups_fit_recovers_eq1(tmp_path):
+    """bench/plot.py's paper 002 Eq. 1 fit on the groups suite's figures: times made
+    from known t_m and t_w (per algorithm) give them back; the 2-rank smoke run
+    carries the route figures (messages, bytes) it fits to."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import plot
+    true = {"p2p": (20e-6, 0.3e-9), "centralized": (50e-6, 0.5e-9)}
+    msgs = {"p2p": lambda n: 16 * n, "centralized": lambda n: 7 + n}
+    cases = []
+    for i, n in enumerate([1, 2, 4, 8]):
+        methods = []
+        for name, (tm, tw) in true.items():
+            m, d = msgs[name](n), 1e6 * n * n * (2 if name == "centralized" else 1)
+            methods.append({"name": name, "median_s": tm * m + tw * d / 4, "route_messages": m, "route_bytes": d})
+        cases.append({"x": n, "ranks": 8, "methods": methods})
+    fits = plot.model_fits(cases)
+    for name, (tm, tw) in true.items():
+        assert fits[name][0] == pytest.approx(tm, rel=1e-6) and fits[name][1] == pytest.approx(tw, rel=1e-6)
+    res = run_bench(["groups", "--smoke", "--no-plots", "--out", str(tmp_path)])
+    assert res.returncode == 0, res.stderr
+    data = json.loads((tmp_path / "results.json").read_text())
+    for c in data["cases"]:
+        by = {m["name"]: m for m in c["methods"]}
+        assert by["p2p"]["route_messages"] == 1 and by["centralized"]["route_messages"] == 1, by["p2p"]
+        assert by["p2p"]["route_bytes"] == c["total_remote_bytes"], c
+    assert set(plot.model_fits(data["cases"])) == {"p2p", "centralized", "staged", "multistage", "hybrid"}

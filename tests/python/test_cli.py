@@ -190,6 +190,13 @@ BAD_PLAN = [
      ["8x8", "8x8", "--ranks", "0"], ["--ranks needs an integer >= 1"]),
     ("--rank outside --ranks", "redist plan options",
      ["8x8", "8x8", "--ranks", "2", "--rank", "2"], ["--rank 2 must be < --ranks 2"]),
+    ("--senders leaving no receivers", "redist plan options",
+     ["8x8", "8x8", "--ranks", "2", "--senders", "2"], ["--senders 2 leaves no receivers among --ranks 2"]),
+    ("--overlap without --senders", "redist plan options",
+     ["8x8", "8x8", "--overlap"], ["--overlap needs --senders N"]),
+    ("a sender layout for more ranks than the senders", "Layout::check in redist plan",
+     ["8x8 tile=4x4 block_cyclic grid=2x1", "8x8", "--ranks", "3", "--senders", "1"],
+     ["source layout: the ownership needs 2 ranks"]),
 ]
 
 
@@ -510,6 +517,38 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
     over = {n for n, rest in lines.items() if "over the budget" in rest}
     assert over == {"p2p", "segment", "alltoallv", "direct", "shm", "phased_unsync", "taskgraph", "centralized", "staged",
                     "multistage", "hybrid", "aggregate"}, p.stdout
+
+
+def _paper002(stdout):
+    """The `paper 002 algorithms` table: strategy -> (steps, messages, max out, max in)."""
+    rows = re.findall(r"^  (p2p|centralized|staged|multistage|hybrid) +(\d+) +(\d+) +(\d+) +(\d+) ", stdout, re.M)
+    return {n: tuple(int(x) for x in v) for n, *v in rows}
+
+
+@pytest.mark.parametrize("S,R", [(64, 64), (96, 32), (1, 3)])
+def test_plan_two_groups_paper002_counts(redist, S, R):
+    """(BLOCK,*) on S senders -> (*,BLOCK) on R receivers, every sender has a block
+    for every receiver: paper 002's message counts, computed here in closed form.
+    (test_groups checks the same figures per rank against a real run.)"""
+    n = 192
+    p = redist(["plan", f"{n}x{n} tile={-(-n // S)}x{n} block_cyclic grid={S}x1",
+                f"{n}x{n} tile={n}x{-(-n // R)} block_cyclic grid=1x{R}", "--ranks", str(S + R), "--senders", str(S)])
+    assert p.returncode == 0, p.stderr
+    assert f"{S} senders (union ranks 0 .. {S - 1}) -> {R} receivers (union ranks {S} .. {S + R - 1})" in p.stdout
+    rows = _paper002(p.stdout)
+    C, logp = min(S, R), (S + R - 1).bit_length()
+    assert rows["p2p"] == (1, S * R, R, S), p.stdout
+    # the hub (sender 0) receives from the other senders, sends each receiver one
+    assert rows["centralized"] == (2, S + R - 1, R, max(S - 1, 1)), p.stdout
+    # C stages (the first senders): each sender one message to each other stage,
+    # each stage one to each of its receivers
+    stage_out = C - 1 + -(-R // C)
+    assert rows["staged"] == (2, S * C - C + R, max(stage_out, C if S > C else 0), max(S - 1, 1)), p.stdout
+    assert rows["multistage"][0] == logp and rows["multistage"][2] <= logp and rows["multistage"][3] <= logp, p.stdout
+    if S <= R:  # all-to-all in R contention-free rounds
+        assert rows["hybrid"] == (R, S * R, R, S), p.stdout
+    else:  # R rounds from the active senders, then one from the gatherers
+        assert rows["hybrid"][0] == R + 1, p.stdout
 
 
 def test_plan_prints_paper_variants(redist):

@@ -16,13 +16,12 @@
 namespace redist::detail {
 namespace {
 
-class Aggregate final : public Relay {
+// The route, pure: the nodes given as each union rank's node leader.
+class AggregateRoute final : public Route {
  public:
-  using Relay::Relay;
-
- protected:
-  int steps(const std::vector<RelayBlock>& blocks) override {  // collective: every rank's node
-    nodes_ = nodes::from_leaders(node_leaders(plan_.comm, plan_.options.node_size));
+  AggregateRoute(RelayGroups g, std::vector<int> leaders) : Route(std::move(g)), leaders_(std::move(leaders)) {}
+  int steps(const std::vector<RelayBlock>& blocks) override {
+    nodes_ = nodes::from_leaders(leaders_);
     std::vector<std::pair<int, int>> pairs;
     for (const RelayBlock& b : blocks)
       pairs.push_back({nodes_.node[static_cast<size_t>(b.src)], nodes_.node[static_cast<size_t>(b.dst)]});
@@ -32,8 +31,14 @@ class Aggregate final : public Relay {
   int holder(const RelayBlock& b, int step) const override { return nodes_.holder(b.src, b.dst, step); }
 
  private:
+  std::vector<int> leaders_;
   nodes::NodeMap nodes_;
 };
+
+// Collective: the plan's nodes (MPI_COMM_TYPE_SHARED, Options::node_size).
+std::unique_ptr<Route> route_of(PlanCore& p) {
+  return std::make_unique<AggregateRoute>(relay_groups(p), node_leaders(p.comm, p.options.node_size));
+}
 
 // Without MPI the nodes are unknown: the model charges every remote byte three
 // hops in three messages each way (the other nodes' case); Plan::predictions
@@ -43,10 +48,19 @@ Prediction predict(const RankPlan& rp, const Machine& m) { return relay_predicti
 
 }  // namespace
 
+// A relay entry whose route needs the nodes, found collectively when the plan
+// makes it; no `route` without a plan (relay_counts, `redist plan --senders`:
+// `redist plan --ranks-per-node` counts it instead).
 StrategyEntry aggregate_strategy() {
-  return relay_entry<Aggregate>(
-      "aggregate", "one message per node pair: through a lane rank on each node (--node-size), on-node directly",
-      predict);
+  StrategyEntry e{"aggregate",
+                  "messages per node pair, through lane ranks on each node (--node-size); on a node directly",
+                  {},
+                  [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Relay>(p, route_of(p)); },
+                  predict,
+                  nullptr};
+  e.predict_plan = [](PlanCore& p, const Machine& m) { return Relay(p, route_of(p)).predict_schedule(m); };
+  e.extra_plan = [](PlanCore& p) { return Relay(p, route_of(p)).buffer_bytes(); };
+  return e;
 }
 
 }  // namespace redist::detail

@@ -8,13 +8,11 @@
 namespace redist::detail {
 namespace {
 
-class Centralized final : public Relay {
+class Centralized final : public Route {
  public:
-  using Relay::Relay;
-
- protected:
+  using Route::Route;
   int steps(const std::vector<RelayBlock>&) override {
-    hub_ = plan_.group_senders().front();
+    hub_ = g_.senders.front();
     return 2;
   }
   int holder(const RelayBlock&, int) const override { return hub_; }  // step 1; step 2 ends home

@@ -9,18 +9,16 @@
 namespace redist::detail {
 namespace {
 
-class Multistage final : public Relay {
+class Multistage final : public Route {
  public:
-  using Relay::Relay;
-
- protected:
+  using Route::Route;
   int steps(const std::vector<RelayBlock>&) override {
     int t = 0;
-    while ((1 << t) < plan_.size) ++t;
+    while ((1 << t) < g_.size) ++t;
     return std::max(t, 1);
   }
   int holder(const RelayBlock& b, int step) const override {
-    const int p = plan_.size, delta = ((b.dst - b.src) % p + p) % p;
+    const int p = g_.size, delta = ((b.dst - b.src) % p + p) % p;
     return (b.src + (delta & ((1 << step) - 1))) % p;  // the bits below `step` applied
   }
 };

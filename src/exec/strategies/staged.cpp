@@ -12,15 +12,13 @@
 namespace redist::detail {
 namespace {
 
-class Staged final : public Relay {
+class Staged final : public Route {
  public:
-  using Relay::Relay;
-
- protected:
+  using Route::Route;
   int steps(const std::vector<RelayBlock>&) override {
-    const std::vector<int> s = plan_.group_senders(), r = plan_.group_receivers();
+    const std::vector<int> s = g_.senders, r = g_.receivers;
     const size_t c = std::min(s.size(), r.size());
-    stage_.assign(static_cast<size_t>(plan_.size), -1);
+    stage_.assign(static_cast<size_t>(g_.size), -1);
     for (size_t i = 0; i < r.size(); ++i) stage_[static_cast<size_t>(r[i])] = s[i % c];
     return 2;
   }
