@@ -42,8 +42,9 @@ options:
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
                     (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained
                     and --tg-batch N as in `redist run`
-  --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
-                    strategies whose buffers exceed it; auto picks among the rest
+  --memory B        memory budget per rank (Options::max_buffer_bytes): each
+                    strategy's buffers under it (phased, phased_sendrecv: pieces
+                    of B/2), marking those that exceed it; auto picks among the rest
 
 Always printed: each strategy's buffers beyond source and target (max over the
 planned ranks), and the rounds of `phased` (an edge colouring of the
@@ -207,7 +208,7 @@ int cmd_plan(int argc, char** argv) {
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
           predicted[e] = std::max(predicted[e], predict(rp, names[e], machine).total());
-      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e]));
+      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
       local += s.bytes_local;

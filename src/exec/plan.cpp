@@ -424,7 +424,7 @@ std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Opti
 std::vector<index_t> agree_budget(const detail::PlanCore& p, const Options& o) {
   const auto& reg = detail::registry();
   std::vector<index_t> x;
-  for (const detail::StrategyEntry& e : reg) x.push_back(extra_memory(p.rp, e.name));
+  for (const detail::StrategyEntry& e : reg) x.push_back(extra_memory(p.rp, e.name, o.max_buffer_bytes));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
             "MPI_Allreduce", p.comm);
   const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
@@ -485,8 +485,9 @@ std::byte* detail::PlanCore::round_send() {
   const bool whole = (send_ || rp.stats.bytes_sent == 0) && (recv_ || rp.stats.bytes_received == 0);
   if (whole) return send_.get();
   if (!round_) {
-    round_send_bytes_ = largest_message(rp.sends);
-    const index_t bytes = round_send_bytes_ + largest_message(rp.receives);
+    const index_t piece = budget_piece(options.max_buffer_bytes, rp.elem_size);
+    round_send_bytes_ = std::min(piece, largest_message(rp.sends));
+    const index_t bytes = round_send_bytes_ + std::min(piece, largest_message(rp.receives));
     round_.reset(new std::byte[static_cast<size_t>(bytes)]);
     buffer_bytes += bytes;
     buffer_peak = std::max(buffer_peak, buffer_bytes);
