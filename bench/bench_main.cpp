@@ -171,6 +171,19 @@ void print_budgets(const harness::CaseResult& r, const std::vector<BudgetRow>& r
                 b.name.c_str(), static_cast<long long>(b.budget), per.c_str(), hi <= b.budget ? "under" : "OVER",
                 m ? m->median : 0.0, m && best && best->median > 0 ? m->median / best->median : 0.0);
   }
+  // Per budget: the fastest method that ran under it.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BudgetRow* fastest = nullptr;
+    for (const BudgetRow& b : rows) {
+      const harness::MethodResult *m = r.find(b.name), *f = fastest ? r.find(fastest->name) : nullptr;
+      if (b.budget == rows[i].budget && m && m->median > 0 && (!f || m->median < f->median)) fastest = &b;
+    }
+    if (fastest != &rows[i]) continue;
+    const double t = r.find(fastest->name)->median;
+    std::printf("  memory: budget %10lld B: fastest %s, %.2fx the unbudgeted best\n",
+                static_cast<long long>(fastest->budget), fastest->name.c_str(),
+                best && best->median > 0 ? t / best->median : 0.0);
+  }
 }
 
 // Runs one case on every rank; the result is the same on every rank.
