@@ -123,9 +123,20 @@ void print_paper_variants(const Layout& src, const Layout& dst, int P, const std
   auto dir = [&](schedule::Schedule s) { return shrink ? schedule::reverse(s) : s; };
   row("synchronized simple", dir(schedule::expand_simple(P, K)), true);
   row("synchronized random", dir(schedule::expand_random(P, K, 1)), true);
-  row("synchronized optimal", dir(schedule::expand_optimal(P, K)), true);
-  row("sendrecv (optimal)", dir(schedule::expand_optimal(P, K)), true);
-  row("unsynchronized", dir(schedule::expand_optimal(P, K)), false);
+  // K > P: one message per pair, every pair: the closed form of paper_rounds (shift_rounds).
+  schedule::Schedule optimal;
+  if (K <= P) {
+    optimal = dir(schedule::expand_optimal(P, K));
+  } else {
+    for (const auto& ph : schedule::shift_rounds(P)) {
+      schedule::Phase f;
+      for (auto [a, b] : ph) f.push_back({a, 0, b, 0});
+      optimal.push_back(f);
+    }
+  }
+  row(K <= P ? "synchronized optimal" : "synchronized shift", optimal, true);
+  row("sendrecv (optimal)", optimal, true);
+  row("unsynchronized", optimal, false);
 }
 
 struct Pair {
