@@ -154,9 +154,12 @@ class Phased final : public Strategy {
       for (index_t at = 0; at < std::max(sall, rall); at += piece_) {
         const index_t sbytes = std::clamp<index_t>(sall - at, 0, piece_);
         const index_t rbytes = std::clamp<index_t>(rall - at, 0, piece_);
-        if (sbytes > 0) pack_peer_range(p, si, src, at, sbytes, sbuf);
+        // A whole message (no budget, or one below it) as before: pack_peer / unpack_peer.
+        if (sbytes == sall && sall > 0) pack_peer(p, si, src, sbuf);
+        else if (sbytes > 0) pack_peer_range(p, si, src, at, sbytes, sbuf);
         exchange(sbuf, sbytes, to, rbuf, rbytes, from, max);
-        if (rbytes > 0) unpack_peer_range(p, ri, rbuf, at, rbytes, dst);
+        if (rbytes == rall && rall > 0) unpack_peer(p, ri, rbuf, dst);
+        else if (rbytes > 0) unpack_peer_range(p, ri, rbuf, at, rbytes, dst);
       }
     }
   }
