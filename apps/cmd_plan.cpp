@@ -45,8 +45,9 @@ options:
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
                     (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained
                     and --tg-batch N as in `redist run`
-  --memory B        memory budget per rank (Options::max_buffer_bytes): marks the
-                    strategies whose buffers exceed it; auto picks among the rest
+  --memory B        memory budget per rank (Options::max_buffer_bytes): each
+                    strategy's buffers under it (phased, phased_sendrecv: pieces
+                    of B/2), marking those that exceed it; auto picks among the rest
   --senders N       two process groups (docs/groups.md), as `redist run --senders`:
                     SRC on the first N of the P ranks, DST on the other P - N
                     (numbered 0 .. P-N-1 in their group); planned on the union
@@ -138,9 +139,20 @@ void print_paper_variants(const Layout& src, const Layout& dst, int P, const std
   auto dir = [&](schedule::Schedule s) { return shrink ? schedule::reverse(s) : s; };
   row("synchronized simple", dir(schedule::expand_simple(P, K)), true);
   row("synchronized random", dir(schedule::expand_random(P, K, 1)), true);
-  row("synchronized optimal", dir(schedule::expand_optimal(P, K)), true);
-  row("sendrecv (optimal)", dir(schedule::expand_optimal(P, K)), true);
-  row("unsynchronized", dir(schedule::expand_optimal(P, K)), false);
+  // K > P: one message per pair, every pair: the closed form of paper_rounds (shift_rounds).
+  schedule::Schedule optimal;
+  if (K <= P) {
+    optimal = dir(schedule::expand_optimal(P, K));
+  } else {
+    for (const auto& ph : schedule::shift_rounds(P)) {
+      schedule::Phase f;
+      for (auto [a, b] : ph) f.push_back({a, 0, b, 0});
+      optimal.push_back(f);
+    }
+  }
+  row(K <= P ? "synchronized optimal" : "synchronized shift", optimal, true);
+  row("sendrecv (optimal)", optimal, true);
+  row("unsynchronized", optimal, false);
 }
 
 struct Pair {
@@ -238,7 +250,7 @@ int cmd_plan(int argc, char** argv) {
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
           predicted[e] = std::max(predicted[e], predict(rp, names[e], machine).total());
-      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e]));
+      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
       local += s.bytes_local;

@@ -68,8 +68,9 @@ options:
                    `transpose`) the conjugate transpose
   --memory B       memory budget: at most B bytes of buffers per rank beyond the
                    source and target (Options::max_buffer_bytes); `all` then
-                   runs only the strategies within it (phased: one message each
-                   way; alltoallw: none); a named strategy over it, or a budget
+                   runs only the strategies within it (phased, phased_sendrecv:
+                   one message each way, as pieces of B/2 below that; alltoallw,
+                   phased_dt: none); a named strategy over it, or a budget
                    nothing fits, is an error naming the smallest budget that
                    works (default: no budget)
   --storage S      where the harness allocates the arrays: heap (default) or
@@ -244,7 +245,7 @@ int cmd_run(int argc, char** argv) {
       // `all` under a budget: the strategies within it (max over ranks), and auto.
       const auto& all = strategy_names();
       std::vector<long long> need;
-      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n));
+      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n, opt.max_buffer_bytes));
       MPI_Allreduce(MPI_IN_PLACE, need.data(), static_cast<int>(need.size()), MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
       std::erase_if(names, [&](const std::string& n) {
         const auto it = std::find(all.begin(), all.end(), n);

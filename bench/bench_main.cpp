@@ -17,6 +17,7 @@
 #include "exec/relay.hpp"
 #include "harness/case.hpp"
 #include "harness/results.hpp"
+#include "paper001.hpp"
 #include "redist/redist.hpp"
 #include "report.hpp"
 #include "scalapack.hpp"
@@ -33,6 +34,10 @@ const char* kUsage =
     "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
+    "         (blocksize: paper 001 Fig. 13, K = 2..20, with the synchronized simple, random\n"
+    "         and optimal schedules and MPI_Alltoall of the same volume),\n"
+    "         memory (issue 10: time against the memory budget, 1/2 to 1/64 of the moved\n"
+    "         volume, and each budgeted plan's measured buffers per rank),\n"
     "         groups (paper 002, CDT: (BLOCK,*) on P/2 senders -> (*,BLOCK) on the others,\n"
     "         every strategy, the algorithms of docs/groups.md among them, against N),\n"
     "         fine (tiles of 1-32 elements: plan time and plan memory beside the times),\n"
@@ -140,6 +145,64 @@ void route_figures(const Case& c, harness::CaseResult& r) {
   }
 }
 
+// The memory suite: per budgeted method its budget and measured buffers per rank.
+struct BudgetRow {
+  std::string name;
+  index_t budget;
+  std::vector<long long> used;  // Plan::buffer_bytes per rank (rank 0's copy)
+};
+
+template <class B>
+std::vector<BudgetRow> budgeted_rows(const std::vector<B>& budgeted) {
+  std::vector<BudgetRow> rows;
+  for (const B& b : budgeted) {
+    long long mine = b.plan->buffer_bytes();
+    std::vector<long long> all(static_cast<size_t>(nranks_));
+    MPI_Gather(&mine, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    rows.push_back({b.name, b.budget, all});
+  }
+  return rows;
+}
+
+// Each budgeted method's median over the unbudgeted best (measured in this run,
+// interleaved) and its measured buffers on every rank against the budget.
+void print_budgets(const harness::CaseResult& r, const std::vector<BudgetRow>& rows, index_t moved) {
+  if (rank_ != 0) return;
+  const harness::MethodResult* best = nullptr;
+  for (const harness::MethodResult& m : r.methods) {
+    const bool is_budgeted = std::any_of(rows.begin(), rows.end(), [&](const BudgetRow& b) { return b.name == m.name; });
+    if (!is_budgeted && m.name != "alltoall" && m.median > 0 && (!best || m.median < best->median)) best = &m;
+  }
+  std::printf("  memory: moved %.1f MB on the busiest rank; unbudgeted best %s %.4f s\n", double(moved) / 1e6,
+              best ? best->name.c_str() : "-", best ? best->median : 0.0);
+  for (const BudgetRow& b : rows) {
+    const harness::MethodResult* m = r.find(b.name);
+    long long hi = 0;
+    std::string per;
+    for (size_t i = 0; i < b.used.size(); ++i) {
+      hi = std::max(hi, b.used[i]);
+      if (i) per += ' ';
+      per += std::to_string(b.used[i]);
+    }
+    std::printf("  memory: %-24s budget %10lld B, buffers per rank [%s] B: %s; %.4f s = %.2fx the unbudgeted best\n",
+                b.name.c_str(), static_cast<long long>(b.budget), per.c_str(), hi <= b.budget ? "under" : "OVER",
+                m ? m->median : 0.0, m && best && best->median > 0 ? m->median / best->median : 0.0);
+  }
+  // Per budget: the fastest method that ran under it.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BudgetRow* fastest = nullptr;
+    for (const BudgetRow& b : rows) {
+      const harness::MethodResult *m = r.find(b.name), *f = fastest ? r.find(fastest->name) : nullptr;
+      if (b.budget == rows[i].budget && m && m->median > 0 && (!f || m->median < f->median)) fastest = &b;
+    }
+    if (fastest != &rows[i]) continue;
+    const double t = r.find(fastest->name)->median;
+    std::printf("  memory: budget %10lld B: fastest %s, %.2fx the unbudgeted best\n",
+                static_cast<long long>(fastest->budget), fastest->name.c_str(),
+                best && best->median > 0 ? t / best->median : 0.0);
+  }
+}
+
 // Runs one case on every rank; the result is the same on every rank.
 harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>& machine, int reps,
                              bool inject_error) {
@@ -217,6 +280,44 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
       });
     }
   }
+  // Paper 001 Fig. 13: the synchronized simple, random and optimal schedules on the plan.
+  std::vector<std::unique_ptr<PaperPhases>> paper;
+  if (c.paper_k > 0 && nranks_ > 1) {
+    const void* a = run->source().data();
+    void* b = run->target().data();
+    for (auto [kind, name] : {std::pair{PaperSchedule::simple, "sync simple"}, {PaperSchedule::random, "sync random"},
+                              {PaperSchedule::optimal, "sync optimal"}}) {
+      paper.push_back(std::make_unique<PaperPhases>(run->plan(), kind, c.paper_k));
+      PaperPhases* ph = paper.back().get();
+      run->add_method(name, [ph, a, b] { ph->run(a, b); });
+      if (rank_ == 0)
+        std::printf("  schedule: %-12s K=%-2d %2d phases, at most %d messages received by one rank in a phase\n",
+                    name, c.paper_k, ph->phases(), ph->max_receives());
+    }
+  }
+  // Issue 10's memory suite: each budgeted strategy on a plan made with the budget.
+  struct Budgeted {
+    std::string name;
+    index_t budget;
+    std::unique_ptr<Plan> plan;
+  };
+  std::vector<Budgeted> budgeted;
+  if (!c.budgets.empty() && nranks_ > 1) {
+    const index_t moved = run->stats().max_remote_bytes;
+    const void* a = run->source().data();
+    void* b = run->target().data();
+    for (double f : c.budgets)
+      for (const std::string& s : c.budget_strategies) {
+        Options o;
+        o.strategy = s;
+        o.max_buffer_bytes = std::max<index_t>(1, static_cast<index_t>(static_cast<double>(moved) * f));
+        budgeted.push_back({s + " @1/" + std::to_string(std::lround(1 / f)), o.max_buffer_bytes,
+                            std::make_unique<Plan>(make_plan(src, dst, region, MPI_COMM_WORLD, o))});
+        Plan* plan = budgeted.back().plan.get();
+        const std::string name = s;
+        run->add_method(budgeted.back().name, [plan, a, b, name] { plan->execute(a, b, name); });
+      }
+  }
   // Paper 001's yardstick: a plain MPI_Alltoall moving the busiest rank's remote
   // volume, spread evenly over its peers.
   std::vector<char> sa, sb;
@@ -233,6 +334,7 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
   mo.reps = reps;
   mo.inject_error = inject_error;
   harness::CaseResult r = run->measure(mo);
+  if (!budgeted.empty()) print_budgets(r, budgeted_rows(budgeted), run->stats().max_remote_bytes);
   r.suite = c.suite, r.series = c.series, r.name = c.name, r.x = c.x, r.x_label = c.x_label;
   r.src = c.src, r.dst = c.dst, r.region = c.region;  // as the suite wrote them (pool.py matches on them)
   return r;

@@ -76,13 +76,45 @@ std::vector<Case> random_suite(int p, double scale) {
   return out;
 }
 
-// Paper 001 Table 2: 1-D block-cyclic r -> K*r beside MPI_Alltoall.
+// Paper 001 Fig. 13 and Table 2: 1-D block-cyclic r -> K*r, K = 2..20, the
+// synchronized simple / random / optimal schedules (bench/paper001.hpp) beside
+// the strategies (phased: optimal, phased_unsync, phased_sendrecv, ...) and
+// MPI_Alltoall moving the same volume.
 std::vector<Case> blocksize(int p, double scale) {
   std::vector<Case> out;
   const long n = scaled(4000000, scale), r = 256;
-  for (long k = 2; k <= 20; k += 2)
-    out.push_back({"blocksize", "r -> K*r", "K=" + s(k), double(k), "K", s(n) + " tile=" + s(r) + " block_cyclic grid=" + s(p),
-                   s(n) + " tile=" + s(k * r) + " block_cyclic grid=" + s(p), "", true});
+  for (long k = 2; k <= 20; ++k) {
+    Case c{"blocksize", "r -> K*r", "K=" + s(k), double(k), "K", s(n) + " tile=" + s(r) + " block_cyclic grid=" + s(p),
+           s(n) + " tile=" + s(k * r) + " block_cyclic grid=" + s(p), "", true};
+    c.paper_k = static_cast<int>(k);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Issue 10: time against the memory budget. 8000^2 doubles, every element moving
+// (one column block per rank, shifted by one rank: 256 MB a rank on 2 ranks),
+// and compare's 200 -> 300 case (1xP -> Px1); budgets from 1/2 to 1/64 of the
+// busiest rank's moved volume for the strategies that honour them, beside the
+// unbudgeted ones.
+std::vector<Case> memory(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(8000, scale), w = (n + p - 1) / p;
+  const std::vector<double> budgets = {1.0 / 2, 1.0 / 8, 1.0 / 64};
+  const std::vector<std::string> base = {"p2p", "alltoallv", "alltoallw", "phased", "phased_sendrecv", "phased_dt"};
+  // phased_dt packs nothing (0 bytes under any budget): the budget's fastest here.
+  const std::vector<std::string> budgeted = {"phased", "phased_sendrecv", "phased_dt"};
+  Case shift{"memory", "all moves", s(n) + "^2 shift", 0, "case",
+             bc2(n, n, w, "1x" + s(p)), square(n) + " tile=" + s(n) + "x" + s(w) +
+                 " block_cyclic grid=1x" + s(p) + " src=0x" + s(p > 1 ? 1 : 0) + " storage=local_array",
+             "", false, base};
+  Case cmp{"memory", "compare", s(n) + "^2 200->300", 1, "case", bc2(n, 200, 200, "1x" + s(p)),
+           bc2(n, 300, 300, s(p) + "x1"), "", false, base};
+  for (Case* c : {&shift, &cmp}) {
+    c->budgets = budgets;
+    c->budget_strategies = budgeted;
+    out.push_back(*c);
+  }
   return out;
 }
 
@@ -362,6 +394,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "scatter" || suite == "gather") out = scatter_gather(p, scale, suite == "gather");
   else if (suite == "random") out = random_suite(p, scale);
   else if (suite == "blocksize") out = blocksize(p, scale);
+  else if (suite == "memory") out = memory(p, scale);
   else if (suite == "submatrix") out = submatrix(p, scale);
   else if (suite == "groups") out = groups(p, scale);
   else if (suite == "fine") out = fine(p, scale);

@@ -40,6 +40,17 @@ struct Case {
   // The `dropin` suite (libredist_scalapack): pdgemr2d_ through the drop-in beside
   // ScaLAPACK's own, each method making this many calls per timed run; 0: not such a case.
   int dropin_calls = 0;
+  // The `blocksize` suite (paper 001 Fig. 13): K of the r -> K*r case; the
+  // synchronized simple, random and optimal schedules are timed beside the
+  // strategies (bench/paper001.hpp); 0: not such a case.
+  int paper_k = 0;
+  // The `memory` suite (issue 10): budgets as fractions of the busiest rank's
+  // moved volume; each of `budget_strategies` also runs on a plan of its own
+  // made with that budget (Options::max_buffer_bytes), beside the unbudgeted
+  // strategies, and the measured buffers of each (Plan::buffer_bytes) are
+  // printed per rank.
+  std::vector<double> budgets{};
+  std::vector<std::string> budget_strategies{};
 };
 
 // Suite names in the order `all` runs them.

@@ -126,9 +126,10 @@ Where an input is checked:
 - `Layout::parse`, `Region::parse`: syntax, on every rank alike (no collective);
 - `Layout::check`, `Region::check` in `make_plan`: values, then agreed on;
 - `make_plan: compared across ranks`: layouts, region and options must be the
-  same on every rank (canonical spec strings compared by hash); owner functions
-  must give every tile the same owner (a hash of the owners, then the first
-  differing tile);
+  same on every rank (a hash of their values; on a difference the canonical
+  spec strings, compared with rank 0's, name it); owner functions must give
+  every tile the same owner (a hash of the owners, then the first differing
+  tile);
 - `LocalIndex`: the rank's storage map (leading dimension, local byte counts,
   owner functions called, whatever they throw turned into an error), agreed on;
 - `Plan::execute`: buffers, pointer counts, overlap and strategy, agreed on

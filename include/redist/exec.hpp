@@ -52,8 +52,12 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, one message each
-// way for `phased`, 0 for `alltoallw`. Throws for an unknown name or "auto".
-index_t extra_memory(const RankPlan& rp, std::string_view strategy);
+// way for `phased`, 0 for `alltoallw`. With a budget (`max_buffer_bytes`, as
+// Options; 0: none) what the strategy allocates under it: `phased` and
+// `phased_sendrecv` then send each message as pieces of half the budget
+// (whole elements), so they need at most the budget once it holds two
+// elements. Throws for an unknown name or "auto".
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes = 0);
 
 // --------------------------------------------------------------------- options
 // The `taskgraph` strategy's switches (paper 000, sec. 6.2; docs/taskgraph.md):

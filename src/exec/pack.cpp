@@ -2,6 +2,7 @@
 
 #include "kernels/arith.hpp"
 #include "kernels/copy.hpp"
+#include "plan/pieces.hpp"
 
 namespace redist::detail {
 
@@ -51,6 +52,25 @@ void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks
     unpack_run(s, buf, dst.at(s.at, es), es, stream, a);
     buf += s.elements() * es;
   }
+  if (stream) stream_fence();
+}
+
+void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf) {
+  const index_t es = p.rp.elem_size;
+  const bool stream = stream_for(n);
+  for_range(p.rp.sends[i].segments, off / es, (off + n) / es, [&](const Segment& s, index_t at) {
+    pack_run(s, src.at(s.at, es), buf + at * es, es, stream);
+  });
+  if (stream) stream_fence();
+}
+
+void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst) {
+  const index_t es = p.rp.elem_size;
+  const bool stream = stream_for(n);
+  const Arithmetic* a = arithmetic_of(p);
+  for_range(p.rp.receives[i].segments, off / es, (off + n) / es, [&](const Segment& s, index_t at) {
+    unpack_run(s, buf + at * es, dst.at(s.at, es), es, stream, a);
+  });
   if (stream) stream_fence();
 }
 

@@ -27,4 +27,12 @@ void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
 // the plan's arithmetic.
 void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst);
 
+// A piece of a message (plan/pieces.hpp): bytes [off, off + n) of the message to peer `i` of
+// rp.sends, in the order pack_peer writes them, packed into `buf` (off and n
+// multiples of the element size); nothing is allocated. What
+// `phased` sends under a memory budget (Options::max_buffer_bytes).
+void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf);
+// The reverse for peer `i` of rp.receives, with the plan's arithmetic.
+void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst);
+
 }  // namespace redist::detail

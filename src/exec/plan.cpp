@@ -425,7 +425,7 @@ std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
   const auto& reg = detail::registry();
   std::vector<index_t> x;
   for (const detail::StrategyEntry& e : reg)  // extra_plan is collective: same order everywhere
-    x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name));
+    x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name, o.max_buffer_bytes));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
             "MPI_Allreduce", p.comm);
   const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
@@ -486,8 +486,9 @@ std::byte* detail::PlanCore::round_send() {
   const bool whole = (send_ || rp.stats.bytes_sent == 0) && (recv_ || rp.stats.bytes_received == 0);
   if (whole) return send_.get();
   if (!round_) {
-    round_send_bytes_ = largest_message(rp.sends);
-    const index_t bytes = round_send_bytes_ + largest_message(rp.receives);
+    const index_t piece = budget_piece(options.max_buffer_bytes, rp.elem_size);
+    round_send_bytes_ = std::min(piece, largest_message(rp.sends));
+    const index_t bytes = round_send_bytes_ + std::min(piece, largest_message(rp.receives));
     round_.reset(new std::byte[static_cast<size_t>(bytes)]);
     buffer_bytes += bytes;
     buffer_peak = std::max(buffer_peak, buffer_bytes);

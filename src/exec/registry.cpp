@@ -83,14 +83,14 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
   return detail::registry()[static_cast<size_t>(i)].predict(rp, m);
 }
 
-index_t extra_memory(const RankPlan& rp, std::string_view strategy) {
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes) {
   const int i = detail::find_strategy(strategy);
   if (i < 0) {
     check_strategy(strategy);
     detail::fail("extra_memory: auto is not a strategy; ask each strategy");
   }
   const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
-  return e.extra_bytes ? e.extra_bytes(rp) : detail::packed_volume(rp);
+  return e.extra_bytes ? e.extra_bytes(rp, max_buffer_bytes) : detail::packed_volume(rp);
 }
 
 }  // namespace redist

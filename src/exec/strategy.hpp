@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -82,7 +84,8 @@ class PlanCore {
   std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
   std::byte* recv_scratch();  // rp.stats.bytes_received bytes
   // One packed message each way (`phased`): the largest this rank sends, then
-  // the largest it receives; the whole-volume buffers above when they exist.
+  // the largest it receives, each at most one piece under the memory budget
+  // (budget_piece); the whole-volume buffers above when they exist.
   // Call at the start of every run: the pointers may change between runs.
   std::byte* round_send();
   std::byte* round_recv();
@@ -146,9 +149,10 @@ struct StrategyEntry {
   std::unique_ptr<Strategy> (*make)(PlanCore& plan);
   // This rank's predicted seconds per execute (paper 000 Eq. 1), beside its code.
   Prediction (*predict)(const RankPlan& rp, const Machine& m);
-  // The data buffers it allocates on this rank (Options::max_buffer_bytes); null:
-  // the plan's packed send and receive volume (packed_volume).
-  index_t (*extra_bytes)(const RankPlan& rp) = nullptr;
+  // The data buffers it allocates on this rank under the budget `budget`
+  // (Options::max_buffer_bytes, 0: none); null: the plan's packed send and
+  // receive volume (packed_volume), whatever the budget.
+  index_t (*extra_bytes)(const RankPlan& rp, index_t budget) = nullptr;
   // Applies Options::arithmetic: every target write goes through copy_locals and
   // unpack_peer/unpack_run (exec/pack.hpp).
   bool arithmetic = false;
@@ -168,6 +172,15 @@ struct StrategyEntry {
   // --senders`).
   std::unique_ptr<Route> (*route)(RelayGroups groups) = nullptr;
 };
+
+// The bytes of one piece of a message under a memory budget (0: none, and no
+// pieces: the largest index_t): half the budget in whole elements, at least one
+// element. The same on every rank (the options and element size agree), so a
+// sender's pieces are its receiver's.
+inline index_t budget_piece(index_t budget, index_t elem_size) {
+  if (budget <= 0) return std::numeric_limits<index_t>::max();
+  return std::max(elem_size, budget / 2 / elem_size * elem_size);
+}
 
 // What a strategy that packs every message at once holds: all it sends and receives.
 inline index_t packed_volume(const RankPlan& rp) { return rp.stats.bytes_sent + rp.stats.bytes_received; }

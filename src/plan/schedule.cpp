@@ -175,11 +175,19 @@ index_t plain_cyclic_tile(const Layout& l, int P) {
 
 }  // namespace
 
+PairPhases shift_rounds(int P) {
+  PairPhases out(static_cast<size_t>(std::max(0, P - 1)));
+  for (int j = 1; j < P; ++j)
+    for (int p = 0; p < P; ++p) out[static_cast<size_t>(j - 1)].push_back({p, (p + j) % P});
+  return out;
+}
+
 PairPhases paper_rounds(const Layout& src, const Layout& dst, const Region& region, int P) {
   const index_t r1 = plain_cyclic_tile(src, P), r2 = plain_cyclic_tile(dst, P);
   if (r1 == 0 || r2 == 0 || region.permutes() || !(region.src_offset == region.dst_offset)) return {};
   const index_t lo = std::min(r1, r2), hi = std::max(r1, r2);
-  if (hi % lo != 0 || hi / lo < 2 || hi / lo > P) return {};
+  if (hi % lo != 0 || hi / lo < 2) return {};
+  if (hi / lo > P) return shift_rounds(P);
   Schedule s = expand_optimal(P, static_cast<int>(hi / lo));
   if (r1 > r2) s = reverse(s);
   PairPhases out(s.size());

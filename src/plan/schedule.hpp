@@ -85,14 +85,21 @@ std::vector<DimStep> multi_dim(std::span<const int> grid, std::span<const index_
 // The paper's case in a plan (sec. 2.2; K*r -> r by the reverse, sec. 4): source
 // and target 1-D block-cyclic on P processes (grid P, ranks in grid order from 0,
 // tile 0 on rank 0, no k-cyclic factor, no first-block offset) with block sizes r
-// and K*r (or K*r and r), 2 <= K <= P, and a region that keeps every index where
-// it is (from = to, no permutation). Then the optimal schedule's phases as
-// (sender, receiver) pairs, a process's move to itself left out: every pair of
-// the plan stands in exactly one phase (K <= P: a process's K blocks of a
-// superblock go to K different processes), every phase is a permutation, and
-// there are K, the fewest. Empty when the layouts are not that case.
+// and K*r (or K*r and r), K >= 2, and a region that keeps every index where it
+// is (from = to, no permutation). Then, for K <= P, the optimal schedule's phases
+// as (sender, receiver) pairs, a process's move to itself left out: every pair of
+// the plan stands in exactly one phase (a process's K blocks of a superblock go
+// to K different processes), every phase is a permutation, and there are K, the
+// fewest. For K > P a process's K blocks of a superblock reach every process
+// (consecutive blocks land at most one process apart, from process 0 to P - 1),
+// several blocks per pair: one message per pair, the pair graph complete, and its
+// closed form is shift_rounds(P). Empty when the layouts are not that case.
 using PairPhases = std::vector<std::vector<std::pair<int, int>>>;
 PairPhases paper_rounds(const Layout& src, const Layout& dst, const Region& region, int P);
+// Every ordered pair of P processes, self aside, in P - 1 phases (the fewest: each
+// process has P - 1 peers): in phase j (1 .. P-1) process p sends to (p + j) mod P,
+// a permutation. The K > P case of paper_rounds, either direction.
+PairPhases shift_rounds(int P);
 
 // A proper edge colouring of a bipartite graph with `nleft` and `nright` vertices
 // and distinct edges (left, right): colour[e] in [0, D), D the maximum degree, no

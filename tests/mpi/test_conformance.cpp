@@ -205,6 +205,58 @@ TEST_P(Conformance, PaperBlockSizeChange) {
 
 // One plan, every strategy in turn, twice: strategies must not disturb each
 // other's state (each owns its buffers, datatypes and count arrays).
+// Memory budgets below one message (Options::max_buffer_bytes; issue 10): random
+// cases with a random budget from two elements up to one message each way, so
+// `phased` and `phased_sendrecv` send their messages as pieces (plan/pieces.hpp),
+// with random arithmetic half the time (applied piece by piece); every case
+// against the oracle, and the measured buffers (Plan::buffer_bytes, the plan's
+// allocation counter) within the budget on every rank.
+TEST(ConformanceShared, MemoryBudgetPieces) {
+  const int nranks = world_size();
+  const CaseRange range = case_range(60, 1010);
+  int split = 0;  // runs whose budget is below one message each way
+  for (int c = range.first; c < range.end; ++c) {
+    Rng rng = case_rng(range.seed, c);
+    const bool arith = uniform(rng, 0, 1) == 1;  // f64 elements, target = -1.5 source + 0.5 target
+    const auto [src0, dst0, r] = random_case(rng, nranks, 4, arith ? 8 : 0, false, uniform(rng, 0, 3) == 0);
+    const Layout src = with_rank_ld(src0, world_rank()), dst = with_rank_ld(dst0, world_rank());
+    index_t need = 0;  // one message each way, max over ranks
+    {
+      const RankPlan rp = plan_rank(src, dst, r, world_rank(), nranks);
+      need = extra_memory(rp, "phased");
+      MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    }
+    const index_t es = src.elem_size();
+    for (const char* ex : {"phased", "phased_sendrecv"}) {
+      Options opt;
+      opt.max_buffer_bytes = uniform(rng, 2 * es, std::max(2 * es, need));
+      if (uniform(rng, 0, 3) == 0) opt.max_message_bytes = uniform(rng, 1, 64);  // pieces split again
+      if (arith) opt.arithmetic.type = ElementType::f64, opt.arithmetic.alpha = -1.5, opt.arithmetic.beta = 0.5;
+      opt.strategy = ex;
+      split += opt.max_buffer_bytes < need;
+      OracleCase oc(src, dst, r, world_rank(), opt.arithmetic);
+      Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+      std::string err;
+      for (int rep = 0; rep < 2; ++rep) {
+        plan.execute(oc.src_blocks(), oc.dst_blocks(), ex);
+        if (err.empty()) err = oc.check(detail::cat("rep ", rep));
+        if (rep == 0) oc.reset_target();
+      }
+      if (err.empty() && plan.buffer_bytes() > opt.max_buffer_bytes)
+        err = detail::cat("allocated ", plan.buffer_bytes(), " bytes, over the budget ", opt.max_buffer_bytes);
+      const bool ok = all_ok(err.empty());
+      EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " " << ex << " budget "
+                               << opt.max_buffer_bytes << " (one message each way: " << need << ")\n  src "
+                               << src.spec() << "\n  dst " << dst.spec() << "\n  region " << r.str() << "\n  " << err
+                               << "\n  replay: " << replay_command(range, c);
+      if (!ok) return;
+    }
+  }
+  if (world_size() > 1 && range.end - range.first >= 60) {
+    EXPECT_GT(split, 30);  // most cases move something between ranks
+  }
+}
+
 TEST(ConformanceShared, StrategiesAlternateOnOnePlan) {
   const int nranks = world_size();
   Rng rng(31337);

@@ -1,13 +1,15 @@
 // Paper 001 schedules (src/plan/schedule.hpp), without MPI: their properties for
 // every P <= 128 and K <= 32, data moved by them against a serial oracle (the
 // block-cyclic owner of every element, computed directly), and the edge colouring
-// of `phased` on random graphs and on every plan the conformance generator makes.
+// of `phased` on random graphs and on every plan the conformance generator makes;
+// the pieces of a message that `phased` sends under a memory budget (plan/pieces.hpp).
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <set>
 
 #include "../common/random_layout.hpp"
+#include "plan/pieces.hpp"
 #include "plan/schedule.hpp"
 
 using namespace redist;
@@ -116,6 +118,41 @@ Local distribute(index_t M, int P, index_t r) {
   return out;
 }
 
+// r1 -> r2 through l = lcm(r1, r2) for P <= 128 and factors K1 = l / r1, K2 = l / r2
+// up to 32: each step is the optimal schedule of its factor (K1 phases, then K2,
+// the fewest: each process holds K blocks of a superblock and sends one per
+// phase), every phase of either step a permutation, and the two steps move
+// every element of two superblocks to its r2 owner (the oracle).
+TEST(Schedule, ResizePropertiesUpTo128) {
+  const std::pair<index_t, index_t> sizes[] = {{1, 32}, {32, 1}, {3, 32}, {32, 3}, {5, 7}, {7, 5}, {12, 18},
+                                               {31, 2}, {4, 6},  {9, 16}, {1, 1},  {2, 2}};
+  for (int P = 1; P <= 128; P += (P < 16 ? 1 : 13))
+    for (auto [r1, r2] : sizes) {
+      const std::string what = "P=" + std::to_string(P) + " r1=" + std::to_string(r1) + " r2=" + std::to_string(r2);
+      const Resize z = resize(P, r1, r2);
+      ASSERT_EQ(z.l, std::lcm(r1, r2)) << what;
+      ASSERT_LE(std::max(z.K1, z.K2), 32) << what;
+      ASSERT_EQ(z.expand.size(), static_cast<size_t>(z.K1 > 1 ? z.K1 : 0)) << what;
+      ASSERT_EQ(z.shrink.size(), static_cast<size_t>(z.K2 > 1 ? z.K2 : 0)) << what;
+      if (z.K1 > 1) {
+        check_expand(z.expand, P, z.K1, "expand " + what);
+        ASSERT_EQ(max_receives_per_phase(z.expand, P), 1) << what;
+      }
+      if (z.K2 > 1) {
+        check_expand(reverse(z.shrink), P, z.K2, "shrink " + what);
+        ASSERT_EQ(max_receives_per_phase(z.shrink, P), 1) << what;
+        for (const Phase& ph : z.shrink)
+          for (int q = 0; q < P; ++q) ASSERT_EQ(ph[q].src_rank, q) << what;  // each sends one per phase
+      }
+      if (HasFatalFailure()) return;
+      const index_t M = 2 * P * z.l;
+      Local a = distribute(M, P, r1);
+      if (z.K1 > 1) a = apply(a, z.expand, P, z.K1, r1);
+      if (z.K2 > 1) a = apply(a, z.shrink, P, z.K2, r2);
+      ASSERT_EQ(a, distribute(M, P, r2)) << what;
+    }
+}
+
 TEST(Schedule, ResizeThroughLcmMovesTheData) {
   for (int P = 1; P <= 9; ++P)
     for (index_t r1 = 1; r1 <= 6; ++r1)
@@ -179,6 +216,64 @@ TEST(Schedule, MultiDimPerDimensionOnSubgroups) {
     }
 }
 
+// The storage offsets of a run's elements in packed (message) order: the oracle
+// for the pieces, written out element by element.
+void offsets(const Segment& s, std::vector<index_t>& out) {
+  const int nd = s.shape.ndim();
+  for (index_t j1 = 0; j1 < s.count[1]; ++j1)
+    for (index_t j0 = 0; j0 < s.count[0]; ++j0)
+      for (index_t e = 0; e < s.shape.volume(); ++e) {
+        index_t o = s.at.offset + j0 * s.step[0] + j1 * s.step[1], rest = e;
+        for (int d = 0; d < nd; ++d) o += (rest % s.shape[d]) * s.at.strides[d], rest /= s.shape[d];
+        out.push_back(o);
+      }
+}
+
+// Any range [a, b) of a message of random runs (1-4 dimensions, repetitions,
+// storage strides of a column-major tile): its pieces cover exactly the range's
+// elements, in order, each piece at its place, each with its own contiguous run.
+TEST(Pieces, RangesOfMessagesAgainstElementOrder) {
+  Rng rng(31);
+  for (int c = 0; c < 300; ++c) {
+    auto pick = [&](index_t lo, index_t hi) { return redist::testing::uniform(rng, lo, hi); };
+    std::vector<Segment> segs(static_cast<size_t>(pick(1, 4)));
+    const int nd = static_cast<int>(pick(1, 4));
+    for (Segment& s : segs) {
+      s.shape = Coord(nd), s.at.strides = Coord(nd);
+      index_t st = 1;
+      for (int d = 0; d < nd; ++d) {
+        s.shape[d] = pick(1, nd == 1 ? 40 : 6);
+        s.at.strides[d] = st;
+        st *= s.shape[d] + pick(0, 2);  // a tile's leading dimension, maybe wider than the box
+      }
+      s.at.offset = pick(0, 50);
+      s.count = {pick(1, 3), pick(1, 2)};
+      s.step = {st + pick(0, 5), (st + 5) * 3 + pick(0, 5)};
+      s.run = contiguous_run(s.shape, s.at.strides);
+    }
+    std::vector<index_t> all;
+    for (const Segment& s : segs) offsets(s, all);
+    const index_t n = static_cast<index_t>(all.size());
+    for (int k = 0; k < 20; ++k) {
+      const index_t a = pick(0, n), b = pick(a, n);
+      std::vector<index_t> got(static_cast<size_t>(b - a), -1);
+      bool ok = true;
+      detail::for_range(segs, a, b, [&](const Segment& piece, index_t at) {
+        ok = ok && piece.run == contiguous_run(piece.shape, piece.at.strides);
+        std::vector<index_t> o;
+        offsets(piece, o);
+        for (size_t i = 0; i < o.size(); ++i) {
+          const index_t where = at + static_cast<index_t>(i);
+          if (where < 0 || where >= b - a || got[static_cast<size_t>(where)] != -1) ok = false;
+          else got[static_cast<size_t>(where)] = o[i];
+        }
+      });
+      ASSERT_TRUE(ok) << "case " << c << " range [" << a << ", " << b << "): a piece outside it, twice, or a bad run";
+      ASSERT_EQ(got, std::vector<index_t>(all.begin() + a, all.begin() + b)) << "case " << c << " [" << a << ", " << b << ")";
+    }
+  }
+}
+
 // A colouring is proper and uses exactly max-degree colours.
 void check_colouring(int nl, int nr, const std::vector<std::pair<int, int>>& edges, const std::string& what) {
   const std::vector<int> c = colour_edges(nl, nr, edges);
@@ -240,16 +335,17 @@ TEST(Schedule, EdgeColouringOnGeneratorPlans) {
 }
 
 // The paper's case in a plan (paper_rounds, what `phased` runs there): r -> K*r
-// and K*r -> r on P >= K processes, whole arrays and ragged ones, a region that
-// keeps indices in place. The phases are the optimal schedule's pairs (self
-// moves aside), each a permutation, K of them; every pair of ranks the plan
-// exchanges data between stands in exactly one, and no phase holds a pair the
-// plan does not have when the array is whole superblocks. Anything else (K > P,
-// a moved region, a 2-D grid, an offset) is not the paper's case.
+// and K*r -> r, whole arrays and ragged ones, a region that keeps indices in
+// place. For K <= P the phases are the optimal schedule's pairs (self moves
+// aside), each a permutation, K of them; for K > P (up to P + 3) every pair, in
+// the P - 1 shift phases. Every pair of ranks the plan exchanges data between
+// stands in exactly one, and no phase holds a pair the plan does not have when
+// the array is whole superblocks. Anything else (a moved region, a 2-D grid, an
+// offset, r2 / r1 not whole) is not the paper's case.
 TEST(Schedule, PaperRoundsOfPlans) {
   int cases = 0;
   for (int P = 1; P <= 12; ++P)
-    for (int K = 2; K <= P; ++K)
+    for (int K = 2; K <= P + 3; ++K)
       for (index_t r : {1, 3})
         for (index_t n : {index_t{P} * K * r * 2, index_t{P} * K * r * 2 + 5}) {
           for (bool shrink : {false, true}) {
@@ -259,13 +355,20 @@ TEST(Schedule, PaperRoundsOfPlans) {
             const Layout a = Layout::parse(spec(shrink ? K * r : r)), b = Layout::parse(spec(shrink ? r : K * r));
             const std::string what = a.spec() + " -> " + b.spec();
             const PairPhases ph = paper_rounds(a, b, Region::whole(a.shape()), P);
-            ASSERT_EQ(ph.size(), static_cast<size_t>(K)) << what;
+            // K > P: every pair, one message each, P - 1 phases (the closed form, shift_rounds).
+            const int phases = K <= P ? K : P - 1;
+            ASSERT_EQ(ph.size(), static_cast<size_t>(phases)) << what;
             const Schedule want = shrink ? reverse(expand_optimal(P, K)) : expand_optimal(P, K);
             std::set<std::pair<int, int>> in_phases;
-            for (int k = 0; k < K; ++k) {
+            for (int k = 0; k < phases; ++k) {
               std::vector<std::pair<int, int>> pairs;
-              for (const Move& m : want[k])
-                if (m.src_rank != m.dst_rank) pairs.push_back({m.src_rank, m.dst_rank});
+              if (K <= P) {
+                for (const Move& m : want[k])
+                  if (m.src_rank != m.dst_rank) pairs.push_back({m.src_rank, m.dst_rank});
+              } else {
+                for (int x = 0; x < P; ++x) pairs.push_back({x, (x + k + 1) % P});
+                EXPECT_EQ(ph[k].size(), static_cast<size_t>(P)) << what << ", phase " << k;  // a permutation
+              }
               EXPECT_EQ(ph[k], pairs) << what << ", phase " << k;
               std::set<int> senders, receivers;
               for (auto [x, y] : ph[k]) {
@@ -286,9 +389,9 @@ TEST(Schedule, PaperRoundsOfPlans) {
   EXPECT_GT(cases, 200);
   const Layout a = Layout::parse("96 tile=2 block_cyclic grid=4"), b = Layout::parse("96 tile=8 block_cyclic grid=4");
   EXPECT_EQ(paper_rounds(a, b, Region::whole(a.shape()), 4).size(), 4u);
-  EXPECT_TRUE(paper_rounds(Layout::parse("96 tile=2 block_cyclic grid=4"), Layout::parse("96 tile=16 block_cyclic grid=4"),
-                           Region::whole(a.shape()), 4)
-                  .empty());  // K = 8 > P
+  EXPECT_EQ(paper_rounds(Layout::parse("96 tile=2 block_cyclic grid=4"), Layout::parse("96 tile=16 block_cyclic grid=4"),
+                         Region::whole(a.shape()), 4),
+            shift_rounds(4));  // K = 8 > P: every pair, 3 phases
   EXPECT_TRUE(paper_rounds(a, b, Region::parse("50 from=3 to=0"), 4).empty());
   EXPECT_TRUE(paper_rounds(a, Layout::parse("96 tile=5 block_cyclic grid=4"), Region::whole(a.shape()), 4).empty());  // 5 / 2
   EXPECT_TRUE(paper_rounds(a, b, Region::whole(a.shape()), 5).empty());  // grid 4 on 5 ranks

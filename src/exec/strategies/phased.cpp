@@ -1,7 +1,8 @@
 // `phased`: contention-free rounds (paper 001, Walker & Otto, secs. 2.2-2.3) for
 // any plan. When the layouts are the paper's case (1-D block-cyclic r -> K*r or
-// K*r -> r on P >= K processes, schedule::paper_rounds) the rounds are the
-// paper's optimal schedule: K phases, each a permutation. Otherwise they are a
+// K*r -> r, schedule::paper_rounds) the rounds are the paper's optimal schedule
+// (K <= P: K phases, each a permutation; K > P: every pair, the P - 1 phases of
+// schedule::shift_rounds). Otherwise they are a
 // proper edge colouring of the plan's bipartite sender/receiver graph (one edge
 // per pair of ranks that exchange data, local pieces aside) with exactly D
 // colours, D its maximum degree (Konig): in each round every rank sends at most
@@ -12,8 +13,10 @@
 // Variants (registered under their own names, to compare, as in the paper's Fig. 13):
 //  - `phased`: synchronized, non-blocking receive (Fig. 4 with a known source):
 //    per round post the receive, pack and send, wait, unpack. Extra memory: the
-//    largest message sent plus the largest received, not the whole volume.
-//  - `phased_sendrecv`: one MPI_Sendrecv per round (Fig. 12); the same memory.
+//    largest message sent plus the largest received, not the whole volume; under
+//    a memory budget (Options::max_buffer_bytes) each message goes as pieces of
+//    half the budget (budget_piece, plan/pieces.hpp), so the budget holds.
+//  - `phased_sendrecv`: one MPI_Sendrecv per round (Fig. 12, per piece); the same memory.
 //  - `phased_unsync`: every receive posted first, sends in round order, unpack as
 //    each arrives (Fig. 5): the whole volume buffered, no waiting between rounds.
 // Messages above Options::max_message_bytes go as several within their round.
@@ -98,8 +101,12 @@ index_t largest(const std::vector<PeerPlan>& peers) {
   return m;
 }
 
-// The synchronized variants' buffers: one packed message each way.
-index_t one_message_each_way(const RankPlan& rp) { return largest(rp.sends) + largest(rp.receives); }
+// The synchronized variants' buffers: one packed message each way, each at most
+// one piece under a budget.
+index_t one_message_each_way(const RankPlan& rp, index_t budget) {
+  const index_t piece = budget_piece(budget, rp.elem_size);
+  return std::min(piece, largest(rp.sends)) + std::min(piece, largest(rp.receives));
+}
 
 template <Variant V>
 class Phased final : public Strategy {
@@ -109,7 +116,8 @@ class Phased final : public Strategy {
       requests_.resize(2);
     } else if constexpr (V != Variant::unsynchronized) {
       const index_t max = p.options.max_message_bytes;
-      const index_t chunks = (largest(p.rp.sends) + max - 1) / max + (largest(p.rp.receives) + max - 1) / max;
+      const index_t chunks = (std::min(piece_, largest(p.rp.sends)) + max - 1) / max +
+                             (std::min(piece_, largest(p.rp.receives)) + max - 1) / max;
       requests_.resize(static_cast<size_t>(chunks));
     } else {
       requests_.resize(p.rp.sends.size() + p.rp.receives.size());
@@ -128,6 +136,10 @@ class Phased final : public Strategy {
   }
 
  private:
+  // Per round: one message each way, as pieces of at most `piece_` bytes (the
+  // memory budget's, budget_piece; one piece without a budget): piece j of the
+  // message sent pairs with piece j of the one received, each packed, moved and
+  // unpacked before the next, so the buffers hold one piece each way.
   void run_rounds(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
     const index_t max = p.options.max_message_bytes;
@@ -136,37 +148,50 @@ class Phased final : public Strategy {
     copy_locals(p, src, dst);
     for (size_t c = 0; c < rounds_.send.size(); ++c) {
       const int si = rounds_.send[c], ri = rounds_.recv[c];
-      const index_t sbytes = si < 0 ? 0 : p.rp.sends[si].bytes, rbytes = ri < 0 ? 0 : p.rp.receives[ri].bytes;
+      const index_t sall = si < 0 ? 0 : p.rp.sends[si].bytes, rall = ri < 0 ? 0 : p.rp.receives[ri].bytes;
       const int to = si < 0 ? MPI_PROC_NULL : p.rp.sends[si].peer;
       const int from = ri < 0 ? MPI_PROC_NULL : p.rp.receives[ri].peer;
-      if (si >= 0) pack_peer(p, si, src, sbuf);
-      if constexpr (V == Variant::sendrecv) {
-        // Both sides split their message at the same max_message_bytes: chunk j pairs with chunk j.
-        for (index_t off = 0; off < std::max(sbytes, rbytes); off += max) {
-          const int sn = static_cast<int>(std::clamp<index_t>(sbytes - off, 0, max));
-          const int rn = static_cast<int>(std::clamp<index_t>(rbytes - off, 0, max));
-          MPI_Status st;
-          check_mpi(MPI_Sendrecv(sbuf + std::min(off, sbytes), sn, MPI_BYTE, sn ? to : MPI_PROC_NULL, kTag,
-                                 rbuf + std::min(off, rbytes), rn, MPI_BYTE, rn ? from : MPI_PROC_NULL, kTag,
-                                 p.comm, &st),
-                    "MPI_Sendrecv", p.comm, "exchange with", rn ? from : to);
-        }
-      } else {
-        int nreq = 0;
-        for (index_t off = 0; off < rbytes; off += max)
-          check_mpi(MPI_Irecv(rbuf + off, static_cast<int>(std::min(max, rbytes - off)), MPI_BYTE, from, kTag,
-                              p.comm, &requests_[nreq++]),
-                    "MPI_Irecv", p.comm, "receive from", from);
-        const int nrecv = nreq;
-        for (index_t off = 0; off < sbytes; off += max)
-          check_mpi(MPI_Isend(sbuf + off, static_cast<int>(std::min(max, sbytes - off)), MPI_BYTE, to, kTag,
-                              p.comm, &requests_[nreq++]),
-                    "MPI_Isend", p.comm, "send to", to);
-        check_wait(MPI_Waitall(nreq, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), nreq,
-                   nullptr,
-                   [&](int i) { return i < nrecv ? cat("receive from rank ", from) : cat("send to rank ", to); });
+      for (index_t at = 0; at < std::max(sall, rall); at += piece_) {
+        const index_t sbytes = std::clamp<index_t>(sall - at, 0, piece_);
+        const index_t rbytes = std::clamp<index_t>(rall - at, 0, piece_);
+        // A whole message (no budget, or one below it) as before: pack_peer / unpack_peer.
+        if (sbytes == sall && sall > 0) pack_peer(p, si, src, sbuf);
+        else if (sbytes > 0) pack_peer_range(p, si, src, at, sbytes, sbuf);
+        exchange(sbuf, sbytes, to, rbuf, rbytes, from, max);
+        if (rbytes == rall && rall > 0) unpack_peer(p, ri, rbuf, dst);
+        else if (rbytes > 0) unpack_peer_range(p, ri, rbuf, at, rbytes, dst);
       }
-      if (ri >= 0) unpack_peer(p, ri, rbuf, dst);
+    }
+  }
+
+  // One piece each way (either may be empty), in MPI messages of at most `max` bytes.
+  void exchange(const std::byte* sbuf, index_t sbytes, int to, std::byte* rbuf, index_t rbytes, int from,
+                index_t max) {
+    PlanCore& p = plan_;
+    if constexpr (V == Variant::sendrecv) {
+      // Both sides split their piece at the same max_message_bytes: chunk j pairs with chunk j.
+      for (index_t off = 0; off < std::max(sbytes, rbytes); off += max) {
+        const int sn = static_cast<int>(std::clamp<index_t>(sbytes - off, 0, max));
+        const int rn = static_cast<int>(std::clamp<index_t>(rbytes - off, 0, max));
+        MPI_Status st;
+        check_mpi(MPI_Sendrecv(sbuf + std::min(off, sbytes), sn, MPI_BYTE, sn ? to : MPI_PROC_NULL, kTag,
+                               rbuf + std::min(off, rbytes), rn, MPI_BYTE, rn ? from : MPI_PROC_NULL, kTag, p.comm,
+                               &st),
+                  "MPI_Sendrecv", p.comm, "exchange with", rn ? from : to);
+      }
+    } else {
+      int nreq = 0;
+      for (index_t off = 0; off < rbytes; off += max)
+        check_mpi(MPI_Irecv(rbuf + off, static_cast<int>(std::min(max, rbytes - off)), MPI_BYTE, from, kTag, p.comm,
+                            &requests_[nreq++]),
+                  "MPI_Irecv", p.comm, "receive from", from);
+      const int nrecv = nreq;
+      for (index_t off = 0; off < sbytes; off += max)
+        check_mpi(MPI_Isend(sbuf + off, static_cast<int>(std::min(max, sbytes - off)), MPI_BYTE, to, kTag, p.comm,
+                            &requests_[nreq++]),
+                  "MPI_Isend", p.comm, "send to", to);
+      check_wait(MPI_Waitall(nreq, requests_.data(), status_.data()), "MPI_Waitall", p.comm, status_.data(), nreq,
+                 nullptr, [&](int i) { return i < nrecv ? cat("receive from rank ", from) : cat("send to rank ", to); });
     }
   }
 
@@ -251,6 +276,7 @@ class Phased final : public Strategy {
   }
 
   Rounds rounds_;
+  index_t piece_ = budget_piece(plan_.options.max_buffer_bytes, plan_.rp.elem_size);
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
@@ -329,7 +355,7 @@ StrategyEntry phased_dt_strategy() {
   StrategyEntry e = entry<Phased<Variant::datatypes>>(
       "phased_dt", "contention-free rounds, data moved by derived datatypes in place (no packed buffer)",
       predict_datatypes);
-  e.extra_bytes = [](const RankPlan&) { return index_t{0}; };
+  e.extra_bytes = [](const RankPlan&, index_t) { return index_t{0}; };
   return e;
 }
 }  // namespace redist::detail
