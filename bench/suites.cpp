@@ -300,7 +300,8 @@ std::vector<Case> dynamic_volume(int p, double scale, int threads) {
 
 // Fig. 8: 10x10 tiles: tens of thousands of small segments; multiple_send and
 // eager payloads against the funneled, rendezvous-only runtime; and both with
-// tasks grouped (grain auto: one Send per group of tiles and pair of ranks).
+// tasks grouped (grain auto: one Send per group of tiles and pair of ranks), and
+// the defaults (grouped, no communication thread).
 std::vector<Case> multiple_send(int p, double scale, int threads) {
   std::vector<Case> out;
   for (long n0 : {1000L, 2000L}) {
@@ -311,15 +312,17 @@ std::vector<Case> multiple_send(int p, double scale, int threads) {
     c.base.multiple_send = false;
     c.base.eager_limit = 0;
     TaskgraphOptions ms = c.base, eager = c.base, both = c.base;
-    ms.multiple_send = true;
+    ms.multiple_send = true, ms.comm_thread = true;  // the paper's: workers post, a thread progresses
     eager.eager_limit = 16384;
-    both.multiple_send = true, both.eager_limit = 16384;
-    TaskgraphOptions grouped = both;
+    both.multiple_send = true, both.eager_limit = 16384, both.comm_thread = true;
+    TaskgraphOptions grouped = both, workers = both;
     grouped.grain = TaskgraphOptions::kGrainAuto;
+    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults
     c.variants = {{"taskgraph multiple_send", ms},
                   {"taskgraph eager", eager},
                   {"taskgraph both", both},
-                  {"taskgraph both grain=auto", grouped}};
+                  {"taskgraph both grain=auto", grouped},
+                  {"taskgraph defaults", workers}};
     out.push_back(c);
   }
   return out;

@@ -76,6 +76,11 @@ struct TaskgraphOptions {
   // it the strategy falls back to the funneled mode); off: the communication thread
   // posts every message.
   bool multiple_send = true;
+  // A communication thread per rank progresses MPI beside the workers (paper 004
+  // sec. III-C); off (default): the workers progress it between tasks and while
+  // idle (the runtime's CommMode::workers; with several workers it needs
+  // MPI_THREAD_MULTIPLE, else the thread is used). multiple_send off needs it.
+  bool comm_thread = false;
   // Payloads up to this many bytes travel inside the activation message (0: none).
   index_t eager_limit = 16384;
   // Check every local edge of the graph both ways before each run (the tests).

@@ -32,6 +32,8 @@ const Variant kVariants[] = {
     {"defaults", with([](TaskgraphOptions&) {})},
     {"threads2", with([](TaskgraphOptions& o) { o.threads = 2; })},
     {"threads2_funneled", with([](TaskgraphOptions& o) { o.threads = 2, o.multiple_send = false; })},
+    {"comm_thread", with([](TaskgraphOptions& o) { o.comm_thread = true; })},
+    {"comm_thread_threads2", with([](TaskgraphOptions& o) { o.comm_thread = true, o.threads = 2; })},
     {"no_batch", with([](TaskgraphOptions& o) { o.batch = 0; })},
     {"batch1_threads2", with([](TaskgraphOptions& o) { o.batch = 1, o.threads = 2; })},
     {"chained_segments", with([](TaskgraphOptions& o) { o.isolate_segments = false; })},

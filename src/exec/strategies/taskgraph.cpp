@@ -25,6 +25,7 @@
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 #include "exec/pack.hpp"
 #include "cost/model.hpp"
@@ -74,7 +75,7 @@ double max_send_bytes(const PlanCore& p) {
 // bytes are grouped, when the region has at least kManyTiles target tiles, so
 // that a group carries about kGroupBytes (measured in docs/taskgraph.md); else 1,
 // paper 000's graph (a few large tasks cost nothing to schedule).
-constexpr double kSmallSegment = 16384, kGroupBytes = 65536;
+constexpr double kSmallSegment = 16384, kGroupBytes = 262144;
 constexpr index_t kManyTiles = 1024;
 
 class TaskGraphStrategy final : public Strategy {
@@ -126,14 +127,23 @@ class TaskGraphStrategy final : public Strategy {
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
+    if (grain_ > 1 && !pieces_) pieces_ = std::make_unique<Pieces>(collect_pieces());
     src_ = &src;
     dst_ = &dst;
     rt::Options o;
     o.threads = opt_.threads;
     o.eager_limit = static_cast<std::size_t>(opt_.eager_limit);
     o.validate = opt_.validate;
-    o.comm_mode = opt_.multiple_send && thread_level_ >= MPI_THREAD_MULTIPLE ? rt::CommMode::multiple
-                                                                               : rt::CommMode::funneled;
+    // Without a communication thread the workers progress MPI themselves (2 ranks
+    // x 1 worker on 2 cores: 2 busy threads, not 4); several workers then need
+    // MPI_THREAD_MULTIPLE. funneled (multiple_send off) needs the thread.
+    const bool mt = thread_level_ >= MPI_THREAD_MULTIPLE;
+    if (!opt_.multiple_send)
+      o.comm_mode = rt::CommMode::funneled;
+    else if (!opt_.comm_thread && (opt_.threads == 1 || mt))
+      o.comm_mode = rt::CommMode::workers;
+    else
+      o.comm_mode = mt ? rt::CommMode::multiple : rt::CommMode::funneled;
     stats_ = rt::run(graph_, plan_.comm, o);
     src_ = nullptr;
     dst_ = nullptr;
@@ -229,13 +239,45 @@ class TaskGraphStrategy final : public Strategy {
       }
     }
   }
+  // The storage side of this rank's segments in groups, computed on the first run
+  // (O(this rank's segments), as the plan's lists) so that the bodies and guards
+  // do not evaluate owners and addresses per segment on every run. A piece's key is
+  // g * ranks + peer (the target rank of a Send, the source rank of a Receive,
+  // this rank for local copies); pieces of one key in the order of
+  // for_each_segment, which both sides of a flow follow.
+  struct Piece {
+    Coord shape;       // elements copied
+    Address at;        // in this rank's storage (source for sends and local copies)
+    Address to;        // local copies: in the target storage
+    Coord packed;      // strides in the shipped buffer
+    index_t run = 0;   // contiguous elements on both sides
+    index_t skip = 0;  // receives of whole tiles: bytes before the segment in the buffer
+    index_t bytes = 0; // shipped bytes
+  };
+  struct PieceList {
+    std::vector<index_t> keys;  // sorted
+    std::vector<Piece> pieces;  // same order
+    std::span<const Piece> of(index_t key) const {
+      const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
+      return {pieces.data() + (lo - keys.begin()), static_cast<std::size_t>(hi - lo)};
+    }
+  };
+  struct Pieces {
+    PieceList sends, receives, locals;
+  };
+  Pieces collect_pieces() const;
+  index_t key(index_t g, index_t peer) const { return g * plan_.size + peer; }
+
   // Whether Send(g, s, r) has bytes for another rank.
   bool group_remote(index_t g, index_t s, index_t r) const {
+    if (s == r) return false;
+    if (pieces_ && s == plan_.rank) return !pieces_->sends.of(key(g, r)).empty();
+    if (pieces_ && r == plan_.rank) return !pieces_->receives.of(key(g, s)).empty();
     bool any = false;
-    if (s != r) for_each_segment(g, s, r, [&any](const Seg&) {
-        any = true;
-        return false;  // one is enough
-      });
+    for_each_segment(g, s, r, [&any](const Seg&) {
+      any = true;
+      return false;  // one is enough
+    });
     return any;
   }
 
@@ -245,16 +287,21 @@ class TaskGraphStrategy final : public Strategy {
   void receive_body(TaskContext& c, index_t t, index_t k) const;
   // One segment's bytes as Send ships them (the segment, or its whole source tile).
   index_t shipped_bytes(const Seg& s) const;
-  // Packs s into out; unpacks it from in (shipped_bytes each); copies a local one.
-  void pack(const Seg& s, std::byte* out) const;
-  void unpack(const Seg& s, const std::byte* in) const;
-  void copy_local(const Seg& s) const;
+  // What a segment's Send packs, its Receive unpacks, or a local copy moves; and
+  // doing it (pack into out, unpack from in, copy).
+  Piece send_piece(const Seg& s) const;
+  Piece receive_piece(const Seg& s) const;
+  Piece local_piece(const Seg& s) const;
+  void pack(const Piece& p, std::byte* out) const;
+  void unpack(const Piece& p, const std::byte* in) const;
+  void copy_local(const Piece& p) const;
 
   TaskgraphOptions opt_;
   int nd_;
   std::array<DimOverlap, kMaxDims> dims_;
   index_t tiles_ = 0, rows_ = 0, batch_ = 0;
   index_t grain_ = 1, per_column_ = 0;  // target tiles per task group; groups per tile column
+  std::unique_ptr<const Pieces> pieces_;  // grain_ > 1, from the first run
   int thread_level_ = -1;  // MPI's, asked on the first run
   rt::TaskGraph graph_;
   const SrcBlocks* src_ = nullptr;
@@ -379,36 +426,57 @@ void TaskGraphStrategy::build_grouped() {
   fin.body([](TaskContext&, auto /*g*/) {});
   send.body([this](TaskContext& c, auto g, auto s, auto r) {
     if (s == r) return;  // local segments: Receive(g, r, r) copies them
+    const std::span<const Piece> ps = pieces_->sends.of(key(g, r));
     index_t bytes = 0;
-    for_each_segment(g, s, r, [&](const Seg& seg) {
-      bytes += shipped_bytes(seg);
-      return true;
-    });
+    for (const Piece& p : ps) bytes += p.bytes;
     if (bytes == 0) return;
     std::byte* out = c.allocate("seg", static_cast<std::size_t>(bytes)).bytes();
-    for_each_segment(g, s, r, [&](const Seg& seg) {
-      pack(seg, out);
-      out += shipped_bytes(seg);
-      return true;
-    });
+    for (const Piece& p : ps) {
+      pack(p, out);
+      out += p.bytes;
+    }
   });
   recv.body([this](TaskContext& c, auto g, auto s, auto r) {
     if (s == r) {
-      for_each_segment(g, s, r, [this](const Seg& seg) {
-        copy_local(seg);
-        return true;
-      });
+      for (const Piece& p : pieces_->locals.of(key(g, r))) copy_local(p);
       return;
     }
     const rt::Data& d = c.data("seg");
     if (d.empty()) return;  // nothing from s in this group
     const std::byte* in = d.bytes();
-    for_each_segment(g, s, r, [&](const Seg& seg) {
-      unpack(seg, in);
-      in += shipped_bytes(seg);
-      return true;
-    });
+    for (const Piece& p : pieces_->receives.of(key(g, s))) {
+      unpack(p, in);
+      in += p.bytes;
+    }
   });
+}
+
+TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
+  const int me = plan_.rank;
+  std::vector<std::pair<index_t, Piece>> sends, receives, locals;
+  for (index_t g = 0; g < groups(); ++g) {
+    const auto [first, end] = group_tiles(g);
+    for (index_t t = first; t < end; ++t) {
+      const int r = target_owner(t);
+      for (index_t k = 0, n = overlaps(t); k < n; ++k) {
+        const Seg seg = segment(t, k);
+        const int s = plan_.src.owner(seg.stile);
+        if (s == me && r == me)
+          locals.emplace_back(key(g, me), local_piece(seg));
+        else if (s == me)
+          sends.emplace_back(key(g, r), send_piece(seg));
+        else if (r == me)
+          receives.emplace_back(key(g, s), receive_piece(seg));
+      }
+    }
+  }
+  auto list = [](std::vector<std::pair<index_t, Piece>>& v) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    PieceList l;
+    for (auto& [k, p] : v) l.keys.push_back(k), l.pieces.push_back(std::move(p));
+    return l;
+  };
+  return {list(sends), list(receives), list(locals)};
 }
 
 index_t TaskGraphStrategy::shipped_bytes(const Seg& s) const {
@@ -416,51 +484,72 @@ index_t TaskGraphStrategy::shipped_bytes(const Seg& s) const {
   return size.volume() * plan_.rp.elem_size;
 }
 
-void TaskGraphStrategy::pack(const Seg& s, std::byte* out) const {
-  const index_t es = plan_.rp.elem_size;
+TaskGraphStrategy::Piece TaskGraphStrategy::send_piece(const Seg& s) const {
   // dynamic_volume (sec. 6.2.2): only the segment; else the whole source tile,
   // as a runtime moving whole tiles would.
   const Box b = opt_.dynamic_volume ? Box{source_point(s.box.lo), s.box.size} : plan_.src.tile_box(s.stile);
-  const Address a = plan_.src_local->address(s.stile, b.lo);
-  copy_run(b.size, contiguous_run(b.size, a.strides), es, {1, 1}, src_->at(a, es), a.strides, {0, 0}, out,
-           packed_strides(b.size), {0, 0});
+  Piece p;
+  p.shape = b.size;
+  p.at = plan_.src_local->address(s.stile, b.lo);
+  p.packed = packed_strides(b.size);
+  p.run = contiguous_run(b.size, p.at.strides);
+  p.bytes = shipped_bytes(s);
+  return p;
 }
 
-void TaskGraphStrategy::unpack(const Seg& s, const std::byte* buf) const {
-  const index_t es = plan_.rp.elem_size;
-  const Address to = plan_.dst_local->address(s.tile, s.box.lo);
-  Coord ps = packed_strides(s.box.size);
+TaskGraphStrategy::Piece TaskGraphStrategy::receive_piece(const Seg& s) const {
+  Piece p;
+  p.shape = s.box.size;
+  p.at = plan_.dst_local->address(s.tile, s.box.lo);
+  p.packed = packed_strides(s.box.size);
   if (!opt_.dynamic_volume) {  // the segment inside the whole source tile
     const Coord from_lo = source_point(s.box.lo);
     const Box tb = plan_.src.tile_box(s.stile);
-    ps = packed_strides(tb.size);
-    for (int d = 0; d < nd_; ++d) buf += (from_lo[d] - tb.lo[d]) * ps[d] * es;
+    p.packed = packed_strides(tb.size);
+    for (int d = 0; d < nd_; ++d) p.skip += (from_lo[d] - tb.lo[d]) * p.packed[d] * plan_.rp.elem_size;
   }
-  const index_t run = std::min(contiguous_run(s.box.size, ps), contiguous_run(s.box.size, to.strides));
-  copy_run(s.box.size, run, es, {1, 1}, buf, ps, {0, 0}, dst_->at(to, es), to.strides, {0, 0});
+  p.run = std::min(contiguous_run(p.shape, p.packed), contiguous_run(p.shape, p.at.strides));
+  p.bytes = shipped_bytes(s);
+  return p;
 }
 
-void TaskGraphStrategy::copy_local(const Seg& s) const {  // straight from the source, no MPI
+TaskGraphStrategy::Piece TaskGraphStrategy::local_piece(const Seg& s) const {  // straight from the source
+  Piece p;
+  p.shape = s.box.size;
+  p.at = plan_.src_local->address(s.stile, source_point(s.box.lo));
+  p.to = plan_.dst_local->address(s.tile, s.box.lo);
+  p.run = std::min(contiguous_run(p.shape, p.at.strides), contiguous_run(p.shape, p.to.strides));
+  return p;
+}
+
+void TaskGraphStrategy::pack(const Piece& p, std::byte* out) const {
   const index_t es = plan_.rp.elem_size;
-  const Address to = plan_.dst_local->address(s.tile, s.box.lo);
-  const Address from = plan_.src_local->address(s.stile, source_point(s.box.lo));
-  const index_t run = std::min(contiguous_run(s.box.size, from.strides), contiguous_run(s.box.size, to.strides));
-  copy_run(s.box.size, run, es, {1, 1}, src_->at(from, es), from.strides, {0, 0}, dst_->at(to, es), to.strides,
+  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, out, p.packed, {0, 0});
+}
+
+void TaskGraphStrategy::unpack(const Piece& p, const std::byte* in) const {
+  const index_t es = plan_.rp.elem_size;
+  copy_run(p.shape, p.run, es, {1, 1}, in + p.skip, p.packed, {0, 0}, dst_->at(p.at, es), p.at.strides, {0, 0});
+}
+
+void TaskGraphStrategy::copy_local(const Piece& p) const {
+  const index_t es = plan_.rp.elem_size;
+  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, dst_->at(p.to, es), p.to.strides,
            {0, 0});
 }
 
 void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
   if (!remote(t, k)) return;  // a local segment: its Receive copies it
-  const Seg s = segment(t, k);
-  pack(s, c.allocate("seg", static_cast<std::size_t>(shipped_bytes(s))).bytes());
+  const Piece p = send_piece(segment(t, k));
+  pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
 }
 
 void TaskGraphStrategy::receive_body(TaskContext& c, index_t t, index_t k) const {
   const Seg s = segment(t, k);
   if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile))
-    copy_local(s);
+    copy_local(local_piece(s));
   else
-    unpack(s, c.data("seg").bytes());
+    unpack(receive_piece(s), c.data("seg").bytes());
 }
 
 // Per-task cost of the runtime (T_runtime of Eq. 1): a task's scheduling,
