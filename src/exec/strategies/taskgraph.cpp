@@ -20,7 +20,7 @@
 //                             into one flow;
 //   Receive(g, s, r)          on r: unpacks it, or (s == r) copies g's local
 //                             segments of r straight from the source.
-// so that a task moves tens of kilobytes, not one 800-byte segment.
+// so that a task moves up to a few hundred kilobytes, not one 800-byte segment.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -81,13 +81,12 @@ constexpr index_t kManyTiles = 1024;
 class TaskGraphStrategy final : public Strategy {
  public:
   // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
-  // segments (tiles above 2 GiB) run p2p instead, which splits messages. Decided
-  // from the layouts alone, so the same on every rank.
+  // segments (tiles above 2 GiB), or groups of them (a grouped Send carries up to
+  // grain segments), run p2p instead, which splits messages. Decided from the
+  // layouts and options alone, so the same on every rank.
   // A permuting region (Region::axes) runs p2p too: the task graph's overlap
   // lists pair each target dimension with the same source dimension.
   // A plan of several regions (make_plan's list) runs p2p: the graph covers one box.
-  // A flow carries at most INT_MAX bytes (an int count): a Send of a group carries
-  // up to grain segments.
   bool available() override {
     return plan_.regions.size() == 1 && !plan_.region.permutes() &&
            max_send_bytes(plan_) * static_cast<double>(std::max<index_t>(grain_, 1)) <= static_cast<double>(INT_MAX);
