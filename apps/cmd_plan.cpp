@@ -139,8 +139,8 @@ int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   try {
     const Args a = parse_args(argc, argv, 2,
-                              {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch", "--tg-grain",
-                               "--storage"},
+                              {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
+                               "--tg-grain", "--storage"},
                               {"--help", "--predict", "--tg-chained"});
     const long long budget = a.get_int("--memory", 0, 1);
     const std::string storage = storage_option(a, "heap");

@@ -177,10 +177,10 @@ int cmd_run(int argc, char** argv) {
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
-                               "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type", "--alpha",
-                               "--beta", "--storage", "--node-size"},
-                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled", "--tg-comm-thread",
-                               "--overlap", "--conj"},
+                               "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type",
+                               "--alpha", "--beta", "--storage", "--node-size"},
+                              {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
+                               "--tg-comm-thread", "--overlap", "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     // Storage and node size for shm (docs/shm.md): read by the harness and the

@@ -1,8 +1,9 @@
 // The `taskgraph` strategy with each of its switches (TaskgraphOptions, paper 000
 // sec. 6.2): the conformance suite's random layouts of every kind and 1-4
 // dimensions, checked element by element against the serial oracle, under every
-// optimization on and off, with 1 and 2 worker threads and both communication
-// modes, the graph's edges validated both ways by the runtime. Labelled
+// optimization on and off, with 1 and 2 worker threads, both communication
+// modes, with and without the communication thread, and grouped tasks (grain
+// 2-4), the graph's edges validated both ways by the runtime. Labelled
 // `runtime`: ThreadSanitizer runs it (scripts/check_sanitize.sh tsan).
 #include <gtest/gtest.h>
 
