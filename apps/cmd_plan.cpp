@@ -43,8 +43,8 @@ options:
                     (shm) unless shared, as auto does (docs/shm.md)
   --dot FILE        write the taskgraph strategy's task graph on P ranks (Init, Send,
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
-                    (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained
-                    and --tg-batch N as in `redist run`
+                    (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained,
+                    --tg-batch N and --tg-grain G as in `redist run`
   --memory B        memory budget per rank (Options::max_buffer_bytes): each
                     strategy's buffers under it (phased, phased_sendrecv: pieces
                     of B/2), marking those that exceed it; auto picks among the rest
@@ -168,7 +168,7 @@ int cmd_plan(int argc, char** argv) {
   try {
     const Args a = parse_args(argc, argv, 2,
                               {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
-                               "--storage", "--senders", "--ranks-per-node"},
+                               "--tg-grain", "--storage", "--senders", "--ranks-per-node"},
                               {"--help", "--predict", "--tg-chained", "--overlap"});
     const long long budget = a.get_int("--memory", 0, 1);
     const std::string storage = storage_option(a, "heap");
@@ -206,6 +206,7 @@ int cmd_plan(int argc, char** argv) {
       TaskgraphOptions tg;
       tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
       tg.isolate_segments = !a.has("--tg-chained");
+      tg.grain = a.get("--tg-grain", "auto") == "auto" ? TaskgraphOptions::kGrainAuto : a.get_int("--tg-grain", 1, 1);
       const std::string dot = taskgraph_dot(pb.src, pb.dst, pb.region, P, tg);
       const std::string file = a.get("--dot", "");
       std::FILE* f = std::fopen(file.c_str(), "w");

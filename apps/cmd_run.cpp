@@ -102,8 +102,13 @@ options:
                    segment's bytes, dynamic volume)
   --tg-funneled    only the communication thread posts messages (default:
                    workers post their own, multiple_send)
+  --tg-comm-thread a communication thread per rank progresses MPI (default:
+                   the workers do, between tasks and while idle)
   --tg-eager B     payloads up to B bytes ride inside the activation message
                    (default 16384; 0: none)
+  --tg-grain G     target tiles per task group: 1 is the paper's graph (one
+                   Send per segment); G > 1: one Send per group and pair of
+                   ranks; auto (default): grouped only for small segments
   MPI starts with MPI_THREAD_MULTIPLE when taskgraph may run (it falls back to
   funneled otherwise).
   --help           this text
@@ -173,10 +178,10 @@ int cmd_run(int argc, char** argv) {
     // storage is allocated or filled: arguments here, layouts in CaseRun's make_plan.
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
-                               "--tg-threads", "--tg-batch", "--tg-eager", "--senders", "--type", "--alpha",
-                               "--beta", "--storage", "--node-size"},
+                               "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type",
+                               "--alpha", "--beta", "--storage", "--node-size"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
-                               "--overlap", "--conj"},
+                               "--tg-comm-thread", "--overlap", "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     // Storage and node size for shm (docs/shm.md): read by the harness and the
@@ -214,7 +219,9 @@ int cmd_run(int argc, char** argv) {
     tg.isolate_segments = !a.has("--tg-chained");
     tg.dynamic_volume = !a.has("--tg-whole-tiles");
     tg.multiple_send = !a.has("--tg-funneled");
+    tg.comm_thread = a.has("--tg-comm-thread");
     tg.eager_limit = a.get_int("--tg-eager", tg.eager_limit, 0);
+    tg.grain = a.get("--tg-grain", "auto") == "auto" ? TaskgraphOptions::kGrainAuto : a.get_int("--tg-grain", 1, 1);
     const int timeout = static_cast<int>(a.get_int("--timeout", 0, 1, INT_MAX));
     std::unique_ptr<harness::Watchdog> watchdog;
     if (timeout > 0) watchdog = std::make_unique<harness::Watchdog>(timeout, "redist run", rank);

@@ -258,12 +258,14 @@ std::vector<Case> repartition(int p, double scale) {
 }
 
 // ------------------------------------------------ taskgraph suites (paper 000 sec. 8.2)
-// The optimization suites' base: no batch (as measured in docs/taskgraph.md), so
-// that each suite switches one thing.
+// The optimization suites' base: no batch (as measured in docs/taskgraph.md) and
+// paper 000's graph (grain 1, one Send per segment), so that each suite switches
+// one thing.
 TaskgraphOptions tg(int threads) {
   TaskgraphOptions o;
   o.threads = threads;
   o.batch = 0;
+  o.grain = 1;
   return o;
 }
 
@@ -329,7 +331,9 @@ std::vector<Case> dynamic_volume(int p, double scale, int threads) {
 }
 
 // Fig. 8: 10x10 tiles: tens of thousands of small segments; multiple_send and
-// eager payloads against the funneled, rendezvous-only runtime.
+// eager payloads against the funneled, rendezvous-only runtime; and both with
+// tasks grouped (grain auto: one Send per group of tiles and pair of ranks), and
+// the defaults (grouped, no communication thread).
 std::vector<Case> multiple_send(int p, double scale, int threads) {
   std::vector<Case> out;
   for (long n0 : {1000L, 2000L}) {
@@ -340,10 +344,17 @@ std::vector<Case> multiple_send(int p, double scale, int threads) {
     c.base.multiple_send = false;
     c.base.eager_limit = 0;
     TaskgraphOptions ms = c.base, eager = c.base, both = c.base;
-    ms.multiple_send = true;
+    ms.multiple_send = true, ms.comm_thread = true;  // the paper's: workers post, a thread progresses
     eager.eager_limit = 16384;
-    both.multiple_send = true, both.eager_limit = 16384;
-    c.variants = {{"taskgraph multiple_send", ms}, {"taskgraph eager", eager}, {"taskgraph both", both}};
+    both.multiple_send = true, both.eager_limit = 16384, both.comm_thread = true;
+    TaskgraphOptions grouped = both, workers = both;
+    grouped.grain = TaskgraphOptions::kGrainAuto;
+    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults
+    c.variants = {{"taskgraph multiple_send", ms},
+                  {"taskgraph eager", eager},
+                  {"taskgraph both", both},
+                  {"taskgraph both grain=auto", grouped},
+                  {"taskgraph defaults", workers}};
     out.push_back(c);
   }
   return out;

@@ -64,6 +64,7 @@ index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_
 // each optimization of the paper on its own, so that its effect can be measured.
 struct TaskgraphOptions {
   static constexpr index_t kBatchAuto = -1;
+  static constexpr index_t kGrainAuto = -1;
   int threads = 1;  // worker threads per rank (the runtime's Options::threads)
   // Control dependencies that let the Send tasks of at most `batch` target tile
   // columns (last dimension) per tile row be exposed at once: 0 none, kBatchAuto
@@ -79,10 +80,22 @@ struct TaskgraphOptions {
   // it the strategy falls back to the funneled mode); off: the communication thread
   // posts every message.
   bool multiple_send = true;
+  // A communication thread per rank progresses MPI beside the workers (paper 004
+  // sec. III-C); off (default): the workers progress it between tasks and while
+  // idle (the runtime's CommMode::workers; with several workers it needs
+  // MPI_THREAD_MULTIPLE, else the thread is used). multiple_send off needs it.
+  bool comm_thread = false;
   // Payloads up to this many bytes travel inside the activation message (0: none).
   index_t eager_limit = 16384;
   // Check every local edge of the graph both ways before each run (the tests).
   bool validate = false;
+  // Task granularity: 1 is paper 000's graph, Send(t, k) per segment; G > 1
+  // groups G consecutive target tiles of one tile column into one task group, with
+  // one Send(g, s, r) per source rank s and target rank r (all the segments of
+  // the group from s to r in one flow) and Init/Receive/Finish per group and
+  // target rank. kGrainAuto (default): 1, unless the segments are small and
+  // many (docs/taskgraph.md).
+  index_t grain = kGrainAuto;
 };
 
 struct Options {

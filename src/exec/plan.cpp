@@ -161,7 +161,9 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
-                                   options.taskgraph.validate, " node_size=", options.node_size)}},
+                                   options.taskgraph.validate, ",", options.taskgraph.grain, ",",
+                                   options.taskgraph.comm_thread,
+                                   " node_size=", options.node_size)}},
                      "every rank must pass the same");
 }
 
@@ -272,7 +274,9 @@ std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Re
   const TaskgraphOptions& t = o.taskgraph;
   h.add_signed(t.threads), h.add_signed(t.batch), h.add(static_cast<std::uint64_t>(t.isolate_segments));
   h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
-  h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(o.node_size);
+  h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(t.grain);
+  h.add(static_cast<std::uint64_t>(t.comm_thread));
+  h.add_signed(o.node_size);
   return h.h;
 }
 
@@ -555,6 +559,9 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
     err = detail::cat("options.taskgraph.threads must be >= 1, got ", options.taskgraph.threads);
   if (err.empty() && options.taskgraph.batch < TaskgraphOptions::kBatchAuto)
     err = detail::cat("options.taskgraph.batch must be >= 0 (columns) or -1 (auto), got ", options.taskgraph.batch);
+  if (err.empty() && (options.taskgraph.grain == 0 || options.taskgraph.grain < TaskgraphOptions::kGrainAuto))
+    err = detail::cat("options.taskgraph.grain must be >= 1 (target tiles per task) or -1 (auto), got ",
+                      options.taskgraph.grain);
   if (err.empty() && options.taskgraph.eager_limit < 0)
     err = detail::cat("options.taskgraph.eager_limit must be >= 0, got ", options.taskgraph.eager_limit);
   if (err.empty()) try {

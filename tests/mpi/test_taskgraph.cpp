@@ -1,8 +1,9 @@
 // The `taskgraph` strategy with each of its switches (TaskgraphOptions, paper 000
 // sec. 6.2): the conformance suite's random layouts of every kind and 1-4
 // dimensions, checked element by element against the serial oracle, under every
-// optimization on and off, with 1 and 2 worker threads and both communication
-// modes, the graph's edges validated both ways by the runtime. Labelled
+// optimization on and off, with 1 and 2 worker threads, both communication
+// modes, with and without the communication thread, and grouped tasks (grain
+// 2-4), the graph's edges validated both ways by the runtime. Labelled
 // `runtime`: ThreadSanitizer runs it (scripts/check_sanitize.sh tsan).
 #include <gtest/gtest.h>
 
@@ -32,12 +33,19 @@ const Variant kVariants[] = {
     {"defaults", with([](TaskgraphOptions&) {})},
     {"threads2", with([](TaskgraphOptions& o) { o.threads = 2; })},
     {"threads2_funneled", with([](TaskgraphOptions& o) { o.threads = 2, o.multiple_send = false; })},
+    {"comm_thread", with([](TaskgraphOptions& o) { o.comm_thread = true; })},
+    {"comm_thread_threads2", with([](TaskgraphOptions& o) { o.comm_thread = true, o.threads = 2; })},
     {"no_batch", with([](TaskgraphOptions& o) { o.batch = 0; })},
     {"batch1_threads2", with([](TaskgraphOptions& o) { o.batch = 1, o.threads = 2; })},
     {"chained_segments", with([](TaskgraphOptions& o) { o.isolate_segments = false; })},
     {"chained_threads2", with([](TaskgraphOptions& o) { o.isolate_segments = false, o.threads = 2; })},
     {"whole_tiles", with([](TaskgraphOptions& o) { o.dynamic_volume = false; })},
     {"no_eager", with([](TaskgraphOptions& o) { o.eager_limit = 0; })},
+    {"grain3", with([](TaskgraphOptions& o) { o.grain = 3; })},
+    {"grain2_threads2_batch1", with([](TaskgraphOptions& o) { o.grain = 2, o.threads = 2, o.batch = 1; })},
+    {"grain4_chained_whole_funneled", with([](TaskgraphOptions& o) {
+       o.grain = 4, o.isolate_segments = o.dynamic_volume = o.multiple_send = false, o.eager_limit = 0;
+     })},
     {"all_off", with([](TaskgraphOptions& o) {
        o.isolate_segments = o.dynamic_volume = o.multiple_send = false, o.eager_limit = 0, o.batch = 2;
      })},
@@ -92,11 +100,12 @@ INSTANTIATE_TEST_SUITE_P(Options, TaskgraphVariants, ::testing::ValuesIn(kVarian
 TEST(TaskgraphOptionsCheck, BadValuesRefusedEverywhere) {
   const int p = world_size();
   Layout l = block_cyclic_layout({10, 10}, {3, 3}, {p, 1});
-  for (int which = 0; which < 3; ++which) {
+  for (int which = 0; which < 4; ++which) {
     Options opt;
     if (which == 0) opt.taskgraph.threads = 0;
     if (which == 1) opt.taskgraph.batch = -2;
     if (which == 2) opt.taskgraph.eager_limit = -1;
+    if (which == 3) opt.taskgraph.grain = 0;
     try {
       make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt);
       ADD_FAILURE() << "bad taskgraph option " << which << " accepted";

@@ -13,9 +13,19 @@
 // Execution spaces and dependencies are functions of (t, k) evaluated from the
 // layouts' 1-D overlap lists, never an unrolled graph. Optimizations (sec. 6.2)
 // are the TaskgraphOptions switches; docs/taskgraph.md.
+// With a grain G > 1 (tiny segments, many tiles) the same four classes run per
+// group g of G consecutive target tiles of one tile column and per pair of ranks:
+//   Init(g, r), Finish(g, r)  on r, for the tiles of g that r owns;
+//   Send(g, s, r)             on s: packs every remote segment of g from s to r
+//                             into one flow;
+//   Receive(g, s, r)          on r: unpacks it, or (s == r) copies g's local
+//                             segments of r straight from the source.
+// so that a task moves up to a few hundred kilobytes, not one 800-byte segment.
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <numeric>
+#include <span>
 
 #include "exec/pack.hpp"
 #include "cost/model.hpp"
@@ -48,28 +58,39 @@ index_t max_tile_extent(const DimPartition& p) {
   return m;
 }
 
-// The most bytes one flow of the runtime may carry (an int count), against the
-// largest a Send task can produce: a segment (the intersection of a source and a
-// target tile), or a whole source tile without dynamic_volume.
-bool flows_fit(const PlanCore& p) {
+// The most bytes one Send task can produce for one segment: the segment (the
+// intersection of a source and a target tile), or a whole source tile without
+// dynamic_volume.
+double max_send_bytes(const PlanCore& p) {
   double seg = static_cast<double>(p.src.elem_size()), tile = seg;
   for (int d = 0; d < p.src.ndim(); ++d) {
     const double s = static_cast<double>(max_tile_extent(p.src.partition(d)));
     seg *= std::min(s, static_cast<double>(max_tile_extent(p.dst.partition(d))));
     tile *= s;
   }
-  return (p.options.taskgraph.dynamic_volume ? seg : tile) <= static_cast<double>(INT_MAX);
+  return p.options.taskgraph.dynamic_volume ? seg : tile;
 }
+
+// grain = auto: target tiles per task group. Segments of up to kSmallSegment
+// bytes are grouped, when the region has at least kManyTiles target tiles, so
+// that a group carries about kGroupBytes (measured in docs/taskgraph.md); else 1,
+// paper 000's graph (a few large tasks cost nothing to schedule).
+constexpr double kSmallSegment = 16384, kGroupBytes = 262144;
+constexpr index_t kManyTiles = 1024;
 
 class TaskGraphStrategy final : public Strategy {
  public:
   // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
-  // segments (tiles above 2 GiB) run p2p instead, which splits messages. Decided
-  // from the layouts alone, so the same on every rank.
+  // segments (tiles above 2 GiB), or groups of them (a grouped Send carries up to
+  // grain segments), run p2p instead, which splits messages. Decided from the
+  // layouts and options alone, so the same on every rank.
   // A permuting region (Region::axes) runs p2p too: the task graph's overlap
   // lists pair each target dimension with the same source dimension.
   // A plan of several regions (make_plan's list) runs p2p: the graph covers one box.
-  bool available() override { return plan_.regions.size() == 1 && !plan_.region.permutes() && flows_fit(plan_); }
+  bool available() override {
+    return plan_.regions.size() == 1 && !plan_.region.permutes() &&
+           max_send_bytes(plan_) * static_cast<double>(std::max<index_t>(grain_, 1)) <= static_cast<double>(INT_MAX);
+  }
 
   explicit TaskGraphStrategy(PlanCore& p) : Strategy(p), opt_(p.options.taskgraph), nd_(p.dst.ndim()) {
     const Region& r = p.region;
@@ -93,19 +114,35 @@ class TaskGraphStrategy final : public Strategy {
     }
     rows_ = nd_ > 0 && dims_[nd_ - 1].nt > 0 ? tiles_ / dims_[nd_ - 1].nt : 0;
     batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
-    build();
+    grain_ = opt_.grain == TaskgraphOptions::kGrainAuto ? auto_grain() : opt_.grain;
+    grain_ = std::clamp<index_t>(grain_, 1, std::max<index_t>(rows_, 1));
+    if (grain_ == 1) {
+      build();
+    } else {
+      per_column_ = (rows_ + grain_ - 1) / grain_;
+      build_grouped();
+    }
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
+    if (grain_ > 1 && !pieces_) pieces_ = std::make_unique<Pieces>(collect_pieces());
     src_ = &src;
     dst_ = &dst;
     rt::Options o;
     o.threads = opt_.threads;
     o.eager_limit = static_cast<std::size_t>(opt_.eager_limit);
     o.validate = opt_.validate;
-    o.comm_mode = opt_.multiple_send && thread_level_ >= MPI_THREAD_MULTIPLE ? rt::CommMode::multiple
-                                                                               : rt::CommMode::funneled;
+    // Without a communication thread the workers progress MPI themselves (2 ranks
+    // x 1 worker on 2 cores: 2 busy threads, not 4); several workers then need
+    // MPI_THREAD_MULTIPLE. funneled (multiple_send off) needs the thread.
+    const bool mt = thread_level_ >= MPI_THREAD_MULTIPLE;
+    if (!opt_.multiple_send)
+      o.comm_mode = rt::CommMode::funneled;
+    else if (!opt_.comm_thread && (opt_.threads == 1 || mt))
+      o.comm_mode = rt::CommMode::workers;
+    else
+      o.comm_mode = mt ? rt::CommMode::multiple : rt::CommMode::funneled;
     stats_ = rt::run(graph_, plan_.comm, o);
     src_ = nullptr;
     dst_ = nullptr;
@@ -175,14 +212,95 @@ class TaskGraphStrategy final : public Strategy {
     return std::max<index_t>(1, std::min<index_t>(columns(), plan_.size));
   }
 
+  index_t auto_grain() const {
+    const double seg = max_send_bytes(plan_);
+    if (seg > kSmallSegment || tiles_ < kManyTiles) return 1;
+    return static_cast<index_t>(std::ceil(kGroupBytes / std::max(seg, 1.0)));
+  }
+
+  // Groups (grain_ > 1): group g holds the target tiles [first, end) of the tile
+  // column g / per_column_ (consecutive linear tile indices).
+  index_t groups() const { return per_column_ * columns(); }
+  std::pair<index_t, index_t> group_tiles(index_t g) const {
+    const index_t col = g / per_column_, first = col * rows_ + (g % per_column_) * grain_;
+    return {first, std::min(first + grain_, (col + 1) * rows_)};
+  }
+  // Calls f(seg) for each segment of group g from source rank s to target rank r,
+  // in the same order on both sides (tiles, then overlaps), while f returns true.
+  template <class F>
+  void for_each_segment(index_t g, index_t s, index_t r, F&& f) const {
+    const auto [first, end] = group_tiles(g);
+    for (index_t t = first; t < end; ++t) {
+      if (target_owner(t) != r) continue;
+      for (index_t k = 0, n = overlaps(t); k < n; ++k) {
+        const Seg seg = segment(t, k);
+        if (plan_.src.owner(seg.stile) == s && !f(seg)) return;
+      }
+    }
+  }
+  // The storage side of this rank's segments in groups, computed on the first run
+  // (O(this rank's segments), as the plan's lists) so that the bodies and guards
+  // do not evaluate owners and addresses per segment on every run. A piece's key is
+  // g * ranks + peer (the target rank of a Send, the source rank of a Receive,
+  // this rank for local copies); pieces of one key in the order of
+  // for_each_segment, which both sides of a flow follow.
+  struct Piece {
+    Coord shape;       // elements copied
+    Address at;        // in this rank's storage (source for sends and local copies)
+    Address to;        // local copies: in the target storage
+    Coord packed;      // strides in the shipped buffer
+    index_t run = 0;   // contiguous elements on both sides
+    index_t skip = 0;  // receives of whole tiles: bytes before the segment in the buffer
+    index_t bytes = 0; // shipped bytes
+  };
+  struct PieceList {
+    std::vector<index_t> keys;  // sorted
+    std::vector<Piece> pieces;  // same order
+    std::span<const Piece> of(index_t key) const {
+      const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
+      return {pieces.data() + (lo - keys.begin()), static_cast<std::size_t>(hi - lo)};
+    }
+  };
+  struct Pieces {
+    PieceList sends, receives, locals;
+  };
+  Pieces collect_pieces() const;
+  index_t key(index_t g, index_t peer) const { return g * plan_.size + peer; }
+
+  // Whether Send(g, s, r) has bytes for another rank.
+  bool group_remote(index_t g, index_t s, index_t r) const {
+    if (s == r) return false;
+    if (pieces_ && s == plan_.rank) return !pieces_->sends.of(key(g, r)).empty();
+    if (pieces_ && r == plan_.rank) return !pieces_->receives.of(key(g, s)).empty();
+    bool any = false;
+    for_each_segment(g, s, r, [&any](const Seg&) {
+      any = true;
+      return false;  // one is enough
+    });
+    return any;
+  }
+
   void build();
+  void build_grouped();
   void send_body(TaskContext& c, index_t t, index_t k) const;
   void receive_body(TaskContext& c, index_t t, index_t k) const;
+  // One segment's bytes as Send ships them (the segment, or its whole source tile).
+  index_t shipped_bytes(const Seg& s) const;
+  // What a segment's Send packs, its Receive unpacks, or a local copy moves; and
+  // doing it (pack into out, unpack from in, copy).
+  Piece send_piece(const Seg& s) const;
+  Piece receive_piece(const Seg& s) const;
+  Piece local_piece(const Seg& s) const;
+  void pack(const Piece& p, std::byte* out) const;
+  void unpack(const Piece& p, const std::byte* in) const;
+  void copy_local(const Piece& p) const;
 
   TaskgraphOptions opt_;
   int nd_;
   std::array<DimOverlap, kMaxDims> dims_;
   index_t tiles_ = 0, rows_ = 0, batch_ = 0;
+  index_t grain_ = 1, per_column_ = 0;  // target tiles per task group; groups per tile column
+  std::unique_ptr<const Pieces> pieces_;  // grain_ > 1, from the first run
   int thread_level_ = -1;  // MPI's, asked on the first run
   rt::TaskGraph graph_;
   const SrcBlocks* src_ = nullptr;
@@ -252,40 +370,185 @@ void TaskGraphStrategy::build() {
   recv.body([this](TaskContext& c, auto t, auto k) { this->receive_body(c, t, k); });
 }
 
-void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
-  if (!remote(t, k)) return;  // a local segment: its Receive copies it
-  const Seg s = segment(t, k);
-  const index_t es = plan_.rp.elem_size;
+void TaskGraphStrategy::build_grouped() {
+  auto& init = graph_.task_class("Init");
+  auto& send = graph_.task_class("Send");
+  auto& recv = graph_.task_class("Receive");
+  auto& fin = graph_.task_class("Finish");
+  const index_t last = groups() - 1, top = plan_.size - 1;
+  const Span ranks{0, top};
+
+  init.param("g", 0, last).param("r", 0, top).affinity([](auto, auto r) { return static_cast<int>(r); });
+  send.param("g", 0, last).param("s", 0, top).param("r", 0, top).affinity([](auto, auto s) {
+    return static_cast<int>(s);
+  });
+  recv.param("g", 0, last).param("s", 0, top).param("r", 0, top).affinity([](auto, auto, auto r) {
+    return static_cast<int>(r);
+  });
+  fin.param("g", 0, last).param("r", 0, top).affinity([](auto, auto r) { return static_cast<int>(r); });
+
+  // The group's bytes from s to r, when s != r and it has any; Receive(g, r, r)
+  // copies r's local segments of the group.
+  auto remote = [this](auto g, auto s, auto r) { return group_remote(g, s, r); };
+  auto same = [](auto g, auto s, auto r) { return Targets{g, s, r}; };
+  send.flow("seg").out_if(remote, rt::to(recv, "seg", same));
+  recv.flow("seg", rt::Access::read).in_if(remote, rt::from(send, "seg", same));
+
+  if (opt_.isolate_segments) {
+    init.control("tile").out(rt::to(recv, "tile", [ranks](auto g, auto r) { return Targets{g, ranks, r}; }));
+    recv.control("tile").in(rt::from(init, "tile", [](auto g, auto, auto r) { return Targets{g, r}; }));
+    recv.control("done").out(rt::to(fin, "done", [](auto g, auto, auto r) { return Targets{g, r}; }));
+    fin.control("done").in(rt::from(recv, "done", [ranks](auto g, auto r) { return Targets{g, ranks, r}; }));
+  } else {  // Receive(g, 0, r) -> Receive(g, 1, r) -> ... -> Finish(g, r)
+    init.control("tile").out(rt::to(recv, "tile", [](auto g, auto r) { return Targets{g, 0, r}; }));
+    recv.control("tile")
+        .in_if([](auto, auto s) { return s == 0; },
+               rt::from(init, "tile", [](auto g, auto, auto r) { return Targets{g, r}; }))
+        .otherwise(rt::from(recv, "tile", [](auto g, auto s, auto r) { return Targets{g, s - 1, r}; }))
+        .out_if([top](auto, auto s) { return s < top; },
+                rt::to(recv, "tile", [](auto g, auto s, auto r) { return Targets{g, s + 1, r}; }))
+        .otherwise(rt::to(fin, "done", [](auto g, auto, auto r) { return Targets{g, r}; }));
+    fin.control("done").in(rt::from(recv, "tile", [top](auto g, auto r) { return Targets{g, top, r}; }));
+  }
+
+  // batch: the Sends of group g wait for every rank's Finish of the group `batch`
+  // tile columns before it in the same tile row of groups.
+  if (batch_ > 0 && batch_ < columns()) {
+    const index_t b = batch_ * per_column_, cols = columns();
+    send.control("batch").in_if([b](auto g) { return g >= b; },
+                                rt::from(fin, "batch", [b, ranks](auto g) { return Targets{g - b, ranks}; }));
+    fin.control("batch").out_if([this, b, cols](auto g) { return g / per_column_ + batch_ < cols; },
+                                rt::to(send, "batch", [b, ranks](auto g) { return Targets{g + b, ranks, ranks}; }));
+  }
+
+  init.body([](TaskContext&, auto /*g*/) {});
+  fin.body([](TaskContext&, auto /*g*/) {});
+  send.body([this](TaskContext& c, auto g, auto s, auto r) {
+    if (s == r) return;  // local segments: Receive(g, r, r) copies them
+    const std::span<const Piece> ps = pieces_->sends.of(key(g, r));
+    index_t bytes = 0;
+    for (const Piece& p : ps) bytes += p.bytes;
+    if (bytes == 0) return;
+    std::byte* out = c.allocate("seg", static_cast<std::size_t>(bytes)).bytes();
+    for (const Piece& p : ps) {
+      pack(p, out);
+      out += p.bytes;
+    }
+  });
+  recv.body([this](TaskContext& c, auto g, auto s, auto r) {
+    if (s == r) {
+      for (const Piece& p : pieces_->locals.of(key(g, r))) copy_local(p);
+      return;
+    }
+    const rt::Data& d = c.data("seg");
+    if (d.empty()) return;  // nothing from s in this group
+    const std::byte* in = d.bytes();
+    for (const Piece& p : pieces_->receives.of(key(g, s))) {
+      unpack(p, in);
+      in += p.bytes;
+    }
+  });
+}
+
+TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
+  const int me = plan_.rank;
+  std::vector<std::pair<index_t, Piece>> sends, receives, locals;
+  for (index_t g = 0; g < groups(); ++g) {
+    const auto [first, end] = group_tiles(g);
+    for (index_t t = first; t < end; ++t) {
+      const int r = target_owner(t);
+      for (index_t k = 0, n = overlaps(t); k < n; ++k) {
+        const Seg seg = segment(t, k);
+        const int s = plan_.src.owner(seg.stile);
+        if (s == me && r == me)
+          locals.emplace_back(key(g, me), local_piece(seg));
+        else if (s == me)
+          sends.emplace_back(key(g, r), send_piece(seg));
+        else if (r == me)
+          receives.emplace_back(key(g, s), receive_piece(seg));
+      }
+    }
+  }
+  auto list = [](std::vector<std::pair<index_t, Piece>>& v) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    PieceList l;
+    for (auto& [k, p] : v) l.keys.push_back(k), l.pieces.push_back(std::move(p));
+    return l;
+  };
+  return {list(sends), list(receives), list(locals)};
+}
+
+index_t TaskGraphStrategy::shipped_bytes(const Seg& s) const {
+  const Coord& size = opt_.dynamic_volume ? s.box.size : plan_.src.tile_box(s.stile).size;
+  return size.volume() * plan_.rp.elem_size;
+}
+
+TaskGraphStrategy::Piece TaskGraphStrategy::send_piece(const Seg& s) const {
   // dynamic_volume (sec. 6.2.2): only the segment; else the whole source tile,
   // as a runtime moving whole tiles would.
   const Box b = opt_.dynamic_volume ? Box{source_point(s.box.lo), s.box.size} : plan_.src.tile_box(s.stile);
-  rt::Data& d = c.allocate("seg", static_cast<std::size_t>(b.size.volume() * es));
-  const Address a = plan_.src_local->address(s.stile, b.lo);
-  copy_run(b.size, contiguous_run(b.size, a.strides), es, {1, 1}, src_->at(a, es), a.strides, {0, 0}, d.bytes(),
-           packed_strides(b.size), {0, 0});
+  Piece p;
+  p.shape = b.size;
+  p.at = plan_.src_local->address(s.stile, b.lo);
+  p.packed = packed_strides(b.size);
+  p.run = contiguous_run(b.size, p.at.strides);
+  p.bytes = shipped_bytes(s);
+  return p;
+}
+
+TaskGraphStrategy::Piece TaskGraphStrategy::receive_piece(const Seg& s) const {
+  Piece p;
+  p.shape = s.box.size;
+  p.at = plan_.dst_local->address(s.tile, s.box.lo);
+  p.packed = packed_strides(s.box.size);
+  if (!opt_.dynamic_volume) {  // the segment inside the whole source tile
+    const Coord from_lo = source_point(s.box.lo);
+    const Box tb = plan_.src.tile_box(s.stile);
+    p.packed = packed_strides(tb.size);
+    for (int d = 0; d < nd_; ++d) p.skip += (from_lo[d] - tb.lo[d]) * p.packed[d] * plan_.rp.elem_size;
+  }
+  p.run = std::min(contiguous_run(p.shape, p.packed), contiguous_run(p.shape, p.at.strides));
+  p.bytes = shipped_bytes(s);
+  return p;
+}
+
+TaskGraphStrategy::Piece TaskGraphStrategy::local_piece(const Seg& s) const {  // straight from the source
+  Piece p;
+  p.shape = s.box.size;
+  p.at = plan_.src_local->address(s.stile, source_point(s.box.lo));
+  p.to = plan_.dst_local->address(s.tile, s.box.lo);
+  p.run = std::min(contiguous_run(p.shape, p.at.strides), contiguous_run(p.shape, p.to.strides));
+  return p;
+}
+
+void TaskGraphStrategy::pack(const Piece& p, std::byte* out) const {
+  const index_t es = plan_.rp.elem_size;
+  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, out, p.packed, {0, 0});
+}
+
+void TaskGraphStrategy::unpack(const Piece& p, const std::byte* in) const {
+  const index_t es = plan_.rp.elem_size;
+  copy_run(p.shape, p.run, es, {1, 1}, in + p.skip, p.packed, {0, 0}, dst_->at(p.at, es), p.at.strides, {0, 0});
+}
+
+void TaskGraphStrategy::copy_local(const Piece& p) const {
+  const index_t es = plan_.rp.elem_size;
+  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, dst_->at(p.to, es), p.to.strides,
+           {0, 0});
+}
+
+void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
+  if (!remote(t, k)) return;  // a local segment: its Receive copies it
+  const Piece p = send_piece(segment(t, k));
+  pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
 }
 
 void TaskGraphStrategy::receive_body(TaskContext& c, index_t t, index_t k) const {
   const Seg s = segment(t, k);
-  const index_t es = plan_.rp.elem_size;
-  const Address to = plan_.dst_local->address(s.tile, s.box.lo);
-  std::byte* out = dst_->at(to, es);
-  const Coord from_lo = source_point(s.box.lo);
-  if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile)) {  // local: straight from the source, no MPI
-    const Address from = plan_.src_local->address(s.stile, from_lo);
-    const index_t run = std::min(contiguous_run(s.box.size, from.strides), contiguous_run(s.box.size, to.strides));
-    copy_run(s.box.size, run, es, {1, 1}, src_->at(from, es), from.strides, {0, 0}, out, to.strides, {0, 0});
-    return;
-  }
-  const std::byte* buf = c.data("seg").bytes();
-  Coord ps = packed_strides(s.box.size);
-  if (!opt_.dynamic_volume) {  // the segment inside the whole source tile
-    const Box tb = plan_.src.tile_box(s.stile);
-    ps = packed_strides(tb.size);
-    for (int d = 0; d < nd_; ++d) buf += (from_lo[d] - tb.lo[d]) * ps[d] * es;
-  }
-  const index_t run = std::min(contiguous_run(s.box.size, ps), contiguous_run(s.box.size, to.strides));
-  copy_run(s.box.size, run, es, {1, 1}, buf, ps, {0, 0}, out, to.strides, {0, 0});
+  if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile))
+    copy_local(local_piece(s));
+  else
+    unpack(receive_piece(s), c.data("seg").bytes());
 }
 
 // Per-task cost of the runtime (T_runtime of Eq. 1): a task's scheduling,
