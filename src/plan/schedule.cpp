@@ -217,6 +217,17 @@ std::vector<int> colour_edges(int nleft, int nright, std::span<const std::pair<i
   std::vector<int> path;
   for (int e = 0; e < static_cast<int>(edges.size()); ++e) {
     const auto [u, v] = edges[e];
+    // A colour free at both ends needs no flip; most edges find one, and the
+    // alternating paths (up to every vertex long) stay rare.
+    const int* ru = at[0].data() + static_cast<size_t>(u) * Ds;
+    const int* rv = at[1].data() + static_cast<size_t>(v) * Ds;
+    int both = 0;
+    while (both < D && (ru[both] >= 0 || rv[both] >= 0)) ++both;
+    if (both < D) {
+      colour[e] = both;
+      slot(0, e, both) = e, slot(1, e, both) = e;
+      continue;
+    }
     const int a = free_colour(0, u), b = free_colour(1, v);
     if (at[1][static_cast<size_t>(v) * Ds + a] >= 0) {
       path.clear();
