@@ -20,7 +20,7 @@ std::string Args::get(const std::string& k, const std::string& dflt) const {
 long long Args::get_int(const std::string& k, long long dflt, long long min, long long max) const {
   auto it = options.find(k);
   if (it == options.end()) return dflt;
-  long long v;
+  long long v = 0;
   size_t used = 0;
   try {
     v = std::stoll(it->second, &used);
