@@ -136,6 +136,13 @@ struct Options {
   // executes (the ScaLAPACK drop-in's own union communicators, whose first calls
   // plan every time).
   bool duplicate_comm = true;
+  // How many executes the plan is for (CDT's COUNT, paper 002; 0: unknown, many).
+  // What a strategy builds on its first run for the runs after it (packed
+  // buffers, derived datatypes, forwarding routes and slots, task graphs, segment
+  // records) is kept for that many executes, then dropped: after every
+  // `executions`-th execute the plan holds no buffers (Plan::held_bytes() == 0),
+  // and a later execute builds them again. 1: a transfer made once keeps nothing.
+  index_t executions = 0;
 };
 
 class PlanImpl;
@@ -184,6 +191,9 @@ class Plan {
   // messages, whatever strategies it ran): the measured extra memory, which stays
   // within Options::max_buffer_bytes when one is set.
   index_t buffer_bytes() const;
+  // The data buffers the plan holds now (buffer_bytes() is the most it held):
+  // 0 after an Options::executions-th execute.
+  index_t held_bytes() const;
 
   // Collective. One buffer per rank for `tile` and `local_array` storage (may be
   // null when this rank stores nothing). Source and target buffers must not

@@ -30,6 +30,14 @@ class PlanImpl {
   std::atomic<bool> busy{false};
   // The MpiError an execute threw here, empty if none (docs/strategies.md, "Faults").
   std::string failed;
+  // Executes since the strategies' state was last dropped (Options::executions).
+  index_t executed = 0;
+  // Options::executions reached: every strategy's state and the scratch buffers go.
+  void drop_state() {
+    for (auto& st : states) st.reset();
+    std::fill(runs_as.begin(), runs_as.end(), -1);
+    core.drop_scratch();
+  }
 
   ~PlanImpl() {
     if (!failed.empty()) {
@@ -163,7 +171,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
                                    options.taskgraph.validate, ",", options.taskgraph.grain, ",",
                                    options.taskgraph.comm_thread,
-                                   " node_size=", options.node_size)}},
+                                   " node_size=", options.node_size, " executions=", options.executions)}},
                      "every rank must pass the same");
 }
 
@@ -276,7 +284,7 @@ std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Re
   h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
   h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(t.grain);
   h.add(static_cast<std::uint64_t>(t.comm_thread));
-  h.add_signed(o.node_size);
+  h.add_signed(o.node_size), h.add_signed(o.executions);
   return h.h;
 }
 
@@ -553,6 +561,9 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
   if (err.empty() && options.node_size < 0)
     err = detail::cat("options.node_size must be >= 0 (0: the whole node), got ", options.node_size);
+  if (err.empty() && options.executions < 0)
+    err = detail::cat("options.executions must be >= 0 (0: unknown, keep every strategy's state), got ",
+                      options.executions);
   if (err.empty() && options.max_buffer_bytes < 0)
     err = detail::cat("options.max_buffer_bytes must be >= 0 (0: no budget), got ", options.max_buffer_bytes);
   if (err.empty() && options.taskgraph.threads < 1)
@@ -639,6 +650,7 @@ std::string Plan::describe(const std::string& strategy) const {
   return impl_->states[static_cast<size_t>(r)] ? impl_->states[static_cast<size_t>(r)]->describe() : std::string();
 }
 index_t Plan::buffer_bytes() const { return impl_->core.buffer_peak; }
+index_t Plan::held_bytes() const { return impl_->core.buffer_bytes; }
 
 std::vector<double> Plan::predictions() const {
   if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
@@ -754,6 +766,7 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
       index = detail::find_strategy(auto_choice);
     }
     state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
+    if (p.options.executions > 0 && ++executed == p.options.executions) executed = 0, drop_state();
   } catch (const MpiError& e) {
     failed = e.what();
     throw;

@@ -608,6 +608,46 @@ TEST(Validation, BadOptionsAndCommunicator) {
                     {"owner function name 'my fn'", "without spaces"});
 }
 
+// Options::executions (CDT's COUNT): a negative count is refused; with a count,
+// every count-th execute drops what the strategies built (the plan holds no
+// buffers after it), and a later execute builds it again and moves the data
+// right; without one the buffers stay. p2p (scratch), centralized (relay slots),
+// alltoallw (datatypes, no buffers), phased.
+TEST(Validation, ExecutionsHint) {
+  const int rank = world_rank();
+  const Layout src = cols_layout(), dst = rows_layout();
+  const Region whole = Region::whole(src.shape());
+  Options o;
+  o.executions = -2;
+  kind("options.executions < 0", "make_plan");
+  expect_plan_error(src, dst, whole, {"options.executions must be >= 0", "got -2"}, o);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
+  for (const char* name : {"p2p", "centralized", "alltoallw", "phased"})
+    for (index_t count : {0, 1, 2}) {
+      o = {};
+      o.executions = count;
+      Plan plan = make_plan(src, dst, whole, MPI_COMM_WORLD, o);
+      for (int run = 1; run <= 3; ++run) {
+        fill_pattern(dst, rank, d.blocks(), kDstId);
+        plan.execute(s.const_blocks(), d.blocks(), name);
+        const CheckResult k = check_redistributed(dst, rank, d.blocks(), whole, src, kSrcId, kDstId);
+        EXPECT_TRUE(all_ok(k.ok())) << name << " executions=" << count << " run " << run << ": " << k.first_error;
+        const bool dropped = count > 0 && run % count == 0;
+        if (dropped) {
+          EXPECT_EQ(plan.held_bytes(), 0) << name << " executions=" << count << " run " << run;
+        }
+        // Held buffers: the same as after a first run, while kept.
+        long long held = plan.held_bytes(), any = held;
+        MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (!dropped && world_size() > 1 && std::string(name) != "alltoallw") {
+          EXPECT_GT(any, 0) << name << " executions=" << count << " run " << run << ": buffers kept";
+        }
+        EXPECT_LE(held, plan.buffer_bytes()) << name;
+      }
+    }
+}
+
 // A memory budget (Options::max_buffer_bytes) that the named strategy cannot keep:
 // make_plan fails on every rank naming the smallest budget that works; a plan
 // made within it refuses, at execute, a strategy that needs more; the strategies
