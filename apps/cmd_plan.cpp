@@ -53,10 +53,10 @@ options:
                     (numbered 0 .. P-N-1 in their group); planned on the union
   --overlap         with --senders: DST on all P ranks (the first N also send)
   --ranks-per-node K  nodes of K consecutive ranks: a node's messages and bytes
-                    with a message per rank pair and with `aggregate` (one message
-                    per node pair, through lane ranks; docs/shm.md), with --predict
-                    the model's time of both (the node of --rank, else the largest
-                    figure of any node)
+                    with a message per rank pair and with `aggregate` (a few
+                    messages per node pair, through lane ranks; docs/shm.md),
+                    with --predict the model's time of both (the node of --rank,
+                    else the largest figure of any node)
 
 Always printed: each strategy's buffers beyond source and target (max over the
 planned ranks), and the rounds of `phased` (an edge colouring of the

@@ -92,13 +92,13 @@ class PlanCore {
   // Bytes of data buffers this plan holds now and at most (the scratch buffers):
   // Plan::buffer_bytes, what Options::max_buffer_bytes bounds.
   index_t buffer_bytes = 0, buffer_peak = 0;
-  // After an MPI error, operations may still be in flight into the scratch
-  // buffers: they are never freed (a leak, not a write into freed memory).
   // Options::executions reached (the strategies' state already gone).
   void drop_scratch() {
     send_.reset(), recv_.reset(), round_.reset();
     buffer_bytes = 0;
   }
+  // After an MPI error, operations may still be in flight into the scratch
+  // buffers: they are never freed (a leak, not a write into freed memory).
   void abandon_scratch() {
     leak_on_purpose(send_.release());
     leak_on_purpose(recv_.release());

@@ -81,7 +81,6 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
     index_t bytes_off = 0, bytes_on = 0;
   };
   std::map<int, Peers> at;
-  std::set<std::pair<int, int>> out_msgs, in_msgs;  // step 2's messages leaving / entering the node
   index_t forwarded = 0;
   auto on = [&](int r) { return map.node[static_cast<size_t>(r)] == node; };
   // A block moved between two ranks in a step (0..2), one of them or both here.
@@ -98,7 +97,6 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
       const int next = map.holder(src, dst, step);
       if (next != at_rank && (on(at_rank) || on(next))) {
         hop(step - 1, at_rank, next, n);
-        if (step == 2) (on(at_rank) ? out_msgs : in_msgs).insert({at_rank, next});
         if (step != 2 && on(at_rank) && map.node[static_cast<size_t>(src)] != map.node[static_cast<size_t>(dst)])
           forwarded += n;  // to or from a lane on this node
       }
@@ -128,8 +126,6 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
     }
   }
   t.forwarded_bytes = forwarded;
-  t.aggregated_out = static_cast<index_t>(out_msgs.size());
-  t.aggregated_in = static_cast<index_t>(in_msgs.size());
   for (const int r : members) {
     const Peers& p = at[r];
     RankLoad a;
@@ -138,6 +134,9 @@ NodeTraffic node_traffic(const NodeMap& map, int node, const std::vector<RankPla
         for (const int q : *side) (on(q) ? a.messages_on : a.messages_off) += 1;
     a.bytes_on = p.bytes_on, a.bytes_off = p.bytes_off;
     t.aggregated.push_back(a);
+    // Step 2's messages are the ones between nodes: out of and into this node.
+    t.aggregated_out += static_cast<index_t>(p.out[1].size());
+    t.aggregated_in += static_cast<index_t>(p.in[1].size());
   }
   return t;
 }
