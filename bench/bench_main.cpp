@@ -330,6 +330,7 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
       MPI_Alltoall(sa.data(), per_peer, MPI_BYTE, sb.data(), per_peer, MPI_BYTE, MPI_COMM_WORLD);
     }, false);
   }
+  if (c.single_copy) run->add_single_copy();
   harness::MeasureOptions mo;
   mo.reps = reps;
   mo.inject_error = inject_error;

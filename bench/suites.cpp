@@ -160,6 +160,7 @@ std::vector<Case> shm(int p, double scale) {
              double(out.size() % shapes.size()), "case a-e", sh.src, sh.dst, sh.region, false,
              {"shm", "direct", "alltoallw", "p2p", "auto"}};
       c.shared_storage = shared;
+      c.single_copy = true;
       out.push_back(c);
     }
   return out;

@@ -37,6 +37,9 @@ struct Case {
   // Where the arrays live: in MPI-3 shared windows (redist::shared_allocate;
   // docs/shm.md) or on the heap; unset: as $REDIST_STORAGE says.
   std::optional<bool> shared_storage{};
+  // Time the single-copy limit beside the methods (harness::CaseRun::add_single_copy):
+  // x1copy is then the ratio to a copy measured in the same rounds.
+  bool single_copy = false;
   // The `dropin` suite (libredist_scalapack): pdgemr2d_ through the drop-in beside
   // ScaLAPACK's own, each method making this many calls per timed run; 0: not such a case.
   int dropin_calls = 0;

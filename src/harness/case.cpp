@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness/pattern.hpp"
+#include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 
 namespace redist::harness {
@@ -196,6 +197,25 @@ void CaseRun::add_method(const std::string& name, std::function<void()> run, boo
   entries_.push_back({{name, std::move(run), {}}, false, verify});
 }
 
+void CaseRun::add_single_copy() {
+  const PlanStats& st = plan_.stats();
+  const index_t bytes = st.bytes_received + st.bytes_local;
+  std::string err;
+  try {
+    copy_from_.assign(static_cast<size_t>(bytes), std::byte{1});  // every page touched
+    copy_to_.assign(static_cast<size_t>(bytes), std::byte{0});
+  } catch (const std::bad_alloc&) {
+    copy_from_ = {}, copy_to_ = {};
+    err = detail::cat("cannot allocate the single-copy reference: two buffers of ", bytes, " bytes on rank ", rank_);
+  }
+  detail::agree(plan_.comm(), err);
+  add_method(kSingleCopy, [this] {
+    if (copy_to_.empty()) return;
+    detail::copy_row(copy_to_.data(), copy_from_.data(), copy_to_.size(), true);
+    detail::stream_fence();
+  }, false);
+}
+
 CaseResult CaseRun::measure(const MeasureOptions& o) {
   // Checked and compared across ranks first: another count of repetitions or of
   // verifications on one rank would leave the others waiting in a collective.
@@ -267,6 +287,7 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
     r.median = methods[i].median();
     r.min = methods[i].min();
     r.times = std::move(methods[i].times);
+    if (r.name == kSingleCopy) res.limits.single_copy = r.median, res.limits.single_copy_measured = true;
     if (!entries_[i].strategy) continue;
     if (r.name == kAuto) r.chose = plan_.auto_choice();
     const std::string& ran = r.name == kAuto ? r.chose : r.name;

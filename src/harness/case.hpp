@@ -20,6 +20,8 @@ namespace redist::harness {
 // The oracle's pattern ids (harness/pattern.hpp): the source holds pattern 1, the
 // target pattern 2 before a run.
 inline constexpr std::uint64_t kSourcePattern = 1, kTargetPattern = 2;
+// The name of CaseRun::add_single_copy's method.
+inline constexpr const char* kSingleCopy = "single copy";
 
 // A plan's statistics reduced over the ranks (collective). One vocabulary, the
 // results' JSON keys (docs/results.md): `max_*` are the busiest rank's, `total_*`
@@ -43,8 +45,10 @@ struct Limits {
   index_t message_bytes = 0;  // where Bnet is read on the calibrated curve
   double bnet = 0, bmemcpy = 0, bound = 0;  // bytes/s
   // The single-copy limit (docs/shm.md): seconds to write every target byte once
-  // (max over ranks of bytes received + copied locally) at Machine::bmemcpy_node.
+  // (max over ranks of bytes received + copied locally) at Machine::bmemcpy_node,
+  // or, when the case ran CaseRun::add_single_copy, that copy's median.
   double single_copy = 0;
+  bool single_copy_measured = false;
 };
 Limits limits(const GlobalStats& g, const Machine& m);
 
@@ -126,6 +130,13 @@ class CaseRun {
   // must leave the oracle's result in the target.
   void add_method(const std::string& name, std::function<void()> run, bool verify = true);
 
+  // The single-copy limit measured beside the methods, in the same rounds
+  // (docs/shm.md): the method kSingleCopy streams this rank's target bytes
+  // (received + copied locally) from one buffer of its own into another, every
+  // rank at once, the copy of calibrate's bmemcpy_node; measure() takes its
+  // median as Limits::single_copy. Collective (the buffers: every rank, or none).
+  void add_single_copy();
+
   // Collective: warm-up (the first run of each method verified), then `reps`
   // interleaved timed rounds; predictions and limits from the plan's machine.
   CaseResult measure(const MeasureOptions& options);
@@ -139,6 +150,7 @@ class CaseRun {
 
   Plan plan_;
   LocalStorage src_, dst_;
+  std::vector<std::byte> copy_from_, copy_to_;  // add_single_copy's
   GlobalStats stats_;
   double plan_seconds_ = 0;
   int rank_ = 0;

@@ -73,7 +73,7 @@ std::string to_json(const CaseResult& c) {
      << ", \"max_segments_per_tile\": " << g.max_segments_per_tile << ",\n   \"bnet_Bps\": "
      << json_number(c.limits.bnet) << ", \"bmemcpy_Bps\": " << json_number(c.limits.bmemcpy)
      << ", \"bound_Bps\": " << json_number(c.limits.bound)
-     << ", \"single_copy_s\": " << json_number(c.limits.single_copy) << ", \"model_choice\": " << json_string(c.model_choice)
+     << ", \"single_copy_s\": " << json_number(c.limits.single_copy) << ", \"single_copy_measured\": " << (c.limits.single_copy_measured ? "true" : "false") << ", \"model_choice\": " << json_string(c.model_choice)
      << ", \"methods\": [";
   for (size_t k = 0; k < c.methods.size(); ++k) {
     const MethodResult& m = c.methods[k];

@@ -194,3 +194,28 @@ def test_groups_fit_recovers_eq1(tmp_path):
         assert by["p2p"]["route_messages"] == 1 and by["centralized"]["route_messages"] == 1, by["p2p"]
         assert by["p2p"]["route_bytes"] == c["total_remote_bytes"], c
     assert set(plot.model_fits(data["cases"])) == {"p2p", "centralized", "staged", "multistage", "hybrid"}
+
+
+def test_shm_suite_times_the_single_copy_limit(tmp_path):
+    """The shm suite times the single-copy limit beside the methods (`single copy`,
+    harness::CaseRun::add_single_copy): its median is the case's single_copy_s and
+    every method's x1copy is its median over that one; pool.py recomputes both."""
+    res = run_bench(["shm", "--smoke", "--out", str(tmp_path / "l0")])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "(measured in this run: `single copy`)" in res.stdout
+    data = json.loads((tmp_path / "l0" / "results.json").read_text())
+    for case in data["cases"]:
+        assert case["single_copy_measured"] is True
+        once = next(m for m in case["methods"] if m["name"] == "single copy")
+        assert once["verified"] is None and once["median_s"] > 0
+        assert case["single_copy_s"] == pytest.approx(once["median_s"], rel=1e-5)
+        for m in case["methods"]:
+            assert m["times_single_copy"] == pytest.approx(m["median_s"] / case["single_copy_s"], rel=1e-4), m
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "pool.py"), str(tmp_path / "l0" / "results.json"),
+                          str(tmp_path / "l0" / "results.json"), "--out", str(tmp_path / "pooled")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    for case in json.loads((tmp_path / "pooled" / "results.json").read_text())["cases"]:
+        once = next(m for m in case["methods"] if m["name"] == "single copy")
+        assert case["single_copy_s"] == once["median_s"]
+        assert once["times_single_copy"] == pytest.approx(1.0)
