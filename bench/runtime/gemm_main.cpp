@@ -25,7 +25,9 @@ const char* kUsage =
     "  --nb a,b,..      tile sizes (default 400)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --grid PxQ       process grid of A, B and C (default: closest to square, P <= Q)\n"
-    "  --reps R         runs per form, the order alternated rep by rep (default 3)\n"
+    "  --reps R         runs per form, the order alternated rep by rep (default 4: each\n"
+    "                   form first in half of them)\n"
+    "  --warmup W       untimed runs before each tile size (default 1)\n"
     "  --reads a,b      the forms to compare (default tasks,remote)\n"
     "Prints per form the median time and GFLOP/s (2 N^3 flops), and per rep the ratio\n"
     "time(remote) / time(tasks) of the two runs of that rep; exits 1 if the forms'\n"
@@ -58,7 +60,8 @@ int run_gemm(int argc, char** argv) {
   openblas_set_num_threads(1);  // single-threaded kernels per task
   const std::int64_t n = args.get("--n", 4000);
   const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1));
-  const int reps = static_cast<int>(args.get("--reps", 3));
+  const int reps = static_cast<int>(args.get("--reps", 4));
+  const int warmup = static_cast<int>(args.get("--warmup", 1));
   int p = 1;
   for (int d = 1; d * d <= ranks; ++d)
     if (ranks % d == 0) p = d;
@@ -75,7 +78,7 @@ int run_gemm(int argc, char** argv) {
       if (rank == 0) std::fprintf(stderr, "redist-bench-gemm: unknown form '%s'\n%s", f.c_str(), kUsage);
       return 1;
     }
-  if (p * q != ranks || n < 1 || reps < 1 || forms.empty()) {
+  if (p * q != ranks || n < 1 || reps < 1 || warmup < 0 || forms.empty()) {
     if (rank == 0) std::fprintf(stderr, "redist-bench-gemm: bad arguments (grid %dx%d for %d ranks)\n%s", p, q, ranks, kUsage);
     return 1;
   }
@@ -93,9 +96,9 @@ int run_gemm(int argc, char** argv) {
     std::vector<std::vector<double>> times(forms.size());
     std::vector<std::int64_t> tiles_read(forms.size()), activations(forms.size()), rdv(forms.size());
     std::vector<std::vector<double>> results(forms.size());
-    for (int r = 0; r < reps; ++r) {
+    for (int r = -warmup; r < reps; ++r) {
       for (std::size_t i = 0; i < forms.size(); ++i) {
-        const std::size_t f = (i + static_cast<std::size_t>(r)) % forms.size();  // alternate who goes first
+        const std::size_t f = (i + static_cast<std::size_t>(r + warmup)) % forms.size();  // alternate who goes first
         rt::LayoutCollection a(l, MPI_COMM_WORLD), b(l, MPI_COMM_WORLD), c(l, MPI_COMM_WORLD);
         fill(a, 0.5), fill(b, 0.25), fill(c, 1.0);
         rt::TaskGraph g = gemm::task_graph(1.0, a, b, 1.0, c,
@@ -105,7 +108,9 @@ int run_gemm(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         const rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
-        times[f].push_back(max_over_ranks(MPI_Wtime() - t0));
+        const double t = max_over_ranks(MPI_Wtime() - t0);
+        if (r < 0) continue;
+        times[f].push_back(t);
         tiles_read[f] = sum_over_ranks(s.tiles_read);
         activations[f] = sum_over_ranks(s.activations_sent);
         rdv[f] = sum_over_ranks(s.rendezvous_bytes);
