@@ -34,15 +34,6 @@ void fill(const rt::LayoutCollection& a, F f) {
 
 redist::Box box_of(const redist::Layout& l, std::int64_t m, std::int64_t n) { return l.tile_box(redist::Coord{m, n}); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const redist::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 // F(m, n), n < NT-1, on rank (3m + 5n + 1) mod P, reads X(m, n) and its neighbour
