@@ -68,7 +68,8 @@ TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollec
   TaskGraph g;
   if (reads == Reads::remote) {
     // A <- A(m, k)   B <- B(k, n): the owners send them (runtime remote reads)
-    gemm_class(g.task_class("GEMM"), alpha, a, b, beta, c, from(A, [](auto m, auto /*n*/, auto k) { return Tile{m, k}; }),
+    gemm_class(g.task_class("GEMM"), alpha, a, b, beta, c,
+               from(A, [](auto m, auto /*n*/, auto k) { return Tile{m, k}; }),
                from(B, [](auto /*m*/, auto n, auto k) { return Tile{k, n}; }));
     return g;
   }

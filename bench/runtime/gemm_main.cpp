@@ -79,7 +79,8 @@ int run_gemm(int argc, char** argv) {
       return 1;
     }
   if (p * q != ranks || n < 1 || reps < 1 || warmup < 0 || forms.empty()) {
-    if (rank == 0) std::fprintf(stderr, "redist-bench-gemm: bad arguments (grid %dx%d for %d ranks)\n%s", p, q, ranks, kUsage);
+    if (rank == 0)
+      std::fprintf(stderr, "redist-bench-gemm: bad arguments (grid %dx%d for %d ranks)\n%s", p, q, ranks, kUsage);
     return 1;
   }
   report_cpus(threads);

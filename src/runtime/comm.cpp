@@ -106,7 +106,7 @@ void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
 
 void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d) {
   if (d.size() <= options_.eager_limit) {
-    // Piggybacked on the activation: no second message (paper 000, sec. 6.2.3).
+    // Piggybacked on the message (activation or tile): no second one (paper 000, sec. 6.2.3).
     msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kEager});
     append_bytes(msg, d.bytes(), d.size());
     eager_bytes_ += static_cast<std::int64_t>(d.size());

@@ -414,7 +414,9 @@ class Engine {
   // A remote tile arrived: every local flow that reads it gets it (it travelled once).
   void release_tile(int w, const TileKey& key, const Data& d) {
     const std::vector<Reader>* readers = io_.readers(key);
-    if (!readers) ::redist::detail::fail("internal error: tile (", key.tile.m, ", ", key.tile.n, ") arrived, but no task here reads it");
+    if (!readers)
+      ::redist::detail::fail("internal error: tile (", key.tile.m, ", ", key.tile.n,
+                             ") arrived, but no task here reads it");
     for (const Reader& r : *readers) {
       ReadyTask ready;
       if (deps_.deliver(*r.cls, r.params, r.flow, d, ready)) sched_.push(w, std::move(ready));

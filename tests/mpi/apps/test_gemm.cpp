@@ -136,8 +136,8 @@ TEST_P(Gemm, RemoteReadsMatchReadTasks) {
       SCOPED_TRACE(l.c + " mode " + std::to_string(static_cast<int>(mode)));
       std::vector<double> results[2];
       for (redist::gemm::Reads reads : {redist::gemm::Reads::tasks, redist::gemm::Reads::remote}) {
-        rt::LayoutCollection A(redist::Layout::parse(l.a), MPI_COMM_WORLD), B(redist::Layout::parse(l.b), MPI_COMM_WORLD),
-            C(redist::Layout::parse(l.c), MPI_COMM_WORLD);
+        rt::LayoutCollection A(redist::Layout::parse(l.a), MPI_COMM_WORLD),
+            B(redist::Layout::parse(l.b), MPI_COMM_WORLD), C(redist::Layout::parse(l.c), MPI_COMM_WORLD);
         fill(A, ea), fill(B, eb), fill(C, ec);
         rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C, reads);
         rt::Options ro;

@@ -55,7 +55,8 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
                              "29x31 tile=[0,1,6,13,14,20,29]x[0,9,10,25,30,31] random seed=5 ranks=" + r},
                         Case{"20x43 tile=7x4 offset=3x1 block_cyclic grid=1x" + r,
                              "20x43 tile=7x4 offset=3x1 random seed=1 ranks=" + r,
-                             "50x11 tile=9x4 random seed=6 ranks=" + r, "50x11 tile=9x4 block_cyclic grid=" + r + "x1"}}) {
+                             "50x11 tile=9x4 random seed=6 ranks=" + r,
+                             "50x11 tile=9x4 block_cyclic grid=" + r + "x1"}}) {
     SCOPED_TRACE(k.x + " / " + k.y + " / " + k.z);
     const redist::Layout lx = redist::Layout::parse(k.x), ly = redist::Layout::parse(k.y),
                          lz = redist::Layout::parse(k.z), lv = redist::Layout::parse(k.v);
@@ -103,8 +104,8 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
       l.param("m", 0, Z.tiles_m() - 1).param("n", 0, Z.tiles_n() - 1).affinity(Z, [](auto m, auto n) {
         return Tile{m, n};
       });
-      l.flow("Z").in_if([=, &lz](auto m, auto n) { return !even(m, n) && lz.owner(redist::Coord{m, n}) != h_rank(m, n); },
-                        rt::from(Z, [](auto m, auto n) { return Tile{m, n}; }));
+      auto tripled = [=, &lz](auto m, auto n) { return !even(m, n) && lz.owner(redist::Coord{m, n}) != h_rank(m, n); };
+      l.flow("Z").in_if(tripled, rt::from(Z, [](auto m, auto n) { return Tile{m, n}; }));
       l.body([](rt::TaskContext& c, auto, auto) {
         for (std::size_t i = 0; i < c.data("Z").size() / 8; ++i) c.as<double>("Z")[i] *= 3;
       });
@@ -163,8 +164,7 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
             const bool ev = (m + n) % 2 == 0;
             for (std::int64_t j = b.lo[1]; j < b.lo[1] + b.size[1]; ++j)
               for (std::int64_t i = b.lo[0]; i < b.lo[0] + b.size[0]; ++i) {
-                const bool tripled = !ev && lz.owner(redist::Coord{m, n}) != h_rank(m, n);
-                wrong += z[i + j * zr] != (ev ? z_value(i, j) + 1 : tripled ? 3 * z_value(i, j) : z_value(i, j));
+                wrong += z[i + j * zr] != (ev ? z_value(i, j) + 1 : tripled(m, n) ? 3 * z_value(i, j) : z_value(i, j));
                 wrong += v[i + j * zr] != (ev ? -1.0 : z_value(i, j) + 1);  // H saw Z as it was at the start
               }
           }
@@ -189,8 +189,9 @@ TEST_P(Remote, Errors) {
     w.flow("out").out(rt::to(Y, [](auto) { return Tile{2, 1}; }));
     w.body([](rt::TaskContext& c, auto) { std::memset(c.allocate("out", 96).bytes(), 1, 96); });
     const std::string err = error_of([&] { rt::run(g, MPI_COMM_WORLD, options_of(GetParam())); });
-    EXPECT_EQ(err, "redist: rank " + std::to_string(Y.rank_of(Tile{2, 1})) + ": invalid task graph: tile (2, 1) of the collection '" +
-                       spec + "' is written by W(0).out and by W(1).out; a run writes a tile at most once");
+    EXPECT_EQ(err, "redist: rank " + std::to_string(Y.rank_of(Tile{2, 1})) +
+                       ": invalid task graph: tile (2, 1) of the collection '" + spec +
+                       "' is written by W(0).out and by W(1).out; a run writes a tile at most once");
     EXPECT_TRUE(same_on_all(err));
   }
   {
