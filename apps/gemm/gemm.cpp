@@ -1,6 +1,6 @@
-// Tiled GEMM on the PTG API, each class beside its JDF (DPLASMA's summa dgemm, with
-// the READ tasks that bring a tile to the ranks that need it: a task reads only the
-// collection tiles of its own rank).
+// Tiled GEMM on the PTG API, each class beside its JDF (DPLASMA's summa dgemm). The
+// tiles of A and B reach the ranks that need them either through READ tasks on their
+// owners (DPLASMA's form) or as the runtime's remote collection reads (Reads).
 #include "gemm/gemm.hpp"
 
 #include <cblas.h>
@@ -19,9 +19,41 @@ using runtime::Targets;
 using runtime::Tile;
 using runtime::to;
 
+namespace {
+
+// GEMM(m, n, k) with its A and B inputs from `a_in` and `b_in`.
+void gemm_class(TaskClass& gemm, double alpha, const LayoutCollection& a, const LayoutCollection& b, double beta,
+                const LayoutCollection& C, runtime::Endpoint a_in, runtime::Endpoint b_in) {
+  const std::int64_t mt = C.tiles_m(), nt = C.tiles_n(), kt = a.tiles_n();
+  // GEMM(m, n, k)   m = 0 .. MT-1, n = 0 .. NT-1, k = 0 .. KT-1   : C(m, n)
+  gemm.param("m", 0, mt - 1)
+      .param("n", 0, nt - 1)
+      .param("k", 0, kt - 1)
+      .affinity(C, [](auto m, auto n) { return Tile{m, n}; })
+      .priority([](auto /*m*/, auto /*n*/, auto k) { return -k; });
+  gemm.flow("A", Access::read).in(std::move(a_in));
+  gemm.flow("B", Access::read).in(std::move(b_in));
+  // C <- (k == 0) ? C(m, n) : C GEMM(m, n, k-1)
+  // -> (k < KT-1) ? C GEMM(m, n, k+1) : C(m, n)
+  gemm.flow("C")
+      .in_if([](auto, auto, auto k) { return k == 0; }, from(C, [](auto m, auto n) { return Tile{m, n}; }))
+      .otherwise(from(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k - 1}; }))
+      .out_if([=](auto, auto, auto k) { return k < kt - 1; },
+              to(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k + 1}; }))
+      .otherwise(to(C, [](auto m, auto n) { return Tile{m, n}; }));
+  gemm.body([=, &a, &b](TaskContext& ctx, auto m, auto n, auto k) {
+    const int mb = static_cast<int>(a.rows_of(m)), nb = static_cast<int>(b.cols_of(n)),
+              kb = static_cast<int>(a.cols_of(k));
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mb, nb, kb, alpha, ctx.as<double>("A"), mb,
+                ctx.as<double>("B"), kb, k == 0 ? beta : 1.0, ctx.as<double>("C"), mb);
+  });
+}
+
+}  // namespace
+
 TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollection& b, double beta,
-                     const LayoutCollection& c) {
-  const LayoutCollection &A = a, &B = b, &C = c;
+                     const LayoutCollection& c, Reads reads) {
+  const LayoutCollection &A = a, &B = b;
   for (const LayoutCollection* x : {&a, &b, &c})
     if (x->layout().ndim() != 2 || x->layout().elem_size() != static_cast<index_t>(sizeof(double)))
       detail::fail("gemm::task_graph: needs 2-D matrices of doubles, got '", x->layout().spec(), "'");
@@ -34,6 +66,13 @@ TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollec
   const std::int64_t mt = c.tiles_m(), nt = c.tiles_n(), kt = a.tiles_n();
 
   TaskGraph g;
+  if (reads == Reads::remote) {
+    // A <- A(m, k)   B <- B(k, n): the owners send them (runtime remote reads)
+    gemm_class(g.task_class("GEMM"), alpha, a, b, beta, c,
+               from(A, [](auto m, auto /*n*/, auto k) { return Tile{m, k}; }),
+               from(B, [](auto /*m*/, auto n, auto k) { return Tile{k, n}; }));
+    return g;
+  }
   TaskClass& read_a = g.task_class("READ_A");
   TaskClass& read_b = g.task_class("READ_B");
   TaskClass& gemm = g.task_class("GEMM");
@@ -54,29 +93,10 @@ TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollec
       .out(to(gemm, "B", [=](auto k, auto n) { return Targets{{0, mt - 1}, n, k}; }));
   read_b.body([](TaskContext&, auto, auto) {});
 
-  // GEMM(m, n, k)   m = 0 .. MT-1, n = 0 .. NT-1, k = 0 .. KT-1   : C(m, n)
-  gemm.param("m", 0, mt - 1)
-      .param("n", 0, nt - 1)
-      .param("k", 0, kt - 1)
-      .affinity(C, [](auto m, auto n) { return Tile{m, n}; })
-      .priority([](auto /*m*/, auto /*n*/, auto k) { return -k; });
   // A <- A READ_A(m, k)   B <- B READ_B(k, n)
-  gemm.flow("A", Access::read).in(from(read_a, "A", [](auto m, auto /*n*/, auto k) { return Targets{m, k}; }));
-  gemm.flow("B", Access::read).in(from(read_b, "B", [](auto /*m*/, auto n, auto k) { return Targets{k, n}; }));
-  // C <- (k == 0) ? C(m, n) : C GEMM(m, n, k-1)
-  // -> (k < KT-1) ? C GEMM(m, n, k+1) : C(m, n)
-  gemm.flow("C")
-      .in_if([](auto, auto, auto k) { return k == 0; }, from(C, [](auto m, auto n) { return Tile{m, n}; }))
-      .otherwise(from(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k - 1}; }))
-      .out_if([=](auto, auto, auto k) { return k < kt - 1; },
-              to(gemm, "C", [](auto m, auto n, auto k) { return Targets{m, n, k + 1}; }))
-      .otherwise(to(C, [](auto m, auto n) { return Tile{m, n}; }));
-  gemm.body([=, &a, &b](TaskContext& ctx, auto m, auto n, auto k) {
-    const int mb = static_cast<int>(a.rows_of(m)), nb = static_cast<int>(b.cols_of(n)),
-              kb = static_cast<int>(a.cols_of(k));
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, mb, nb, kb, alpha, ctx.as<double>("A"), mb,
-                ctx.as<double>("B"), kb, k == 0 ? beta : 1.0, ctx.as<double>("C"), mb);
-  });
+  gemm_class(gemm, alpha, a, b, beta, c,
+             from(read_a, "A", [](auto m, auto /*n*/, auto k) { return Targets{m, k}; }),
+             from(read_b, "B", [](auto /*m*/, auto n, auto k) { return Targets{k, n}; }));
   return g;
 }
 

@@ -8,14 +8,23 @@
 
 namespace redist::gemm {
 
-// The task graph of C = alpha A B + beta C: READ_A(m, k) and READ_B(k, n) on the
-// owners of A(m, k) and B(k, n) send those tiles to the GEMM(m, n, k) that use them
-// (one transfer per rank that needs a tile); GEMM(m, n, k) on the owner of C(m, n)
-// adds A(m, k) B(k, n) in k order (beta applied at k = 0). Any ownerships.
-// Preconditions: the collections outlive the graph. Throws redist::Error unless all
-// three are 2-D matrices of doubles with A m x k, B k x n, C m x n whose tile
-// boundaries agree (A's rows with C's, B's columns with C's, A's columns with B's rows).
+// How the tiles of A and B reach the tasks that multiply them.
+enum class Reads {
+  tasks,   // READ_A / READ_B tasks on their owners send them (DPLASMA's form)
+  remote,  // GEMM reads A(m, k) and B(k, n) from the collections; the runtime's remote reads
+};
+
+// The task graph of C = alpha A B + beta C: GEMM(m, n, k) on the owner of C(m, n)
+// adds A(m, k) B(k, n) in k order (beta applied at k = 0). With Reads::tasks,
+// READ_A(m, k) and READ_B(k, n) on the owners of A(m, k) and B(k, n) send those
+// tiles to the GEMM(m, n, k) that use them; with Reads::remote, GEMM reads them from
+// the collections and their owners send them at the start of the run. Either way one
+// transfer per tile and rank that needs it, and the same result bit for bit. Any
+// ownerships. Preconditions: the collections outlive the graph. Throws redist::Error
+// unless all three are 2-D matrices of doubles with A m x k, B k x n, C m x n whose
+// tile boundaries agree (A's rows with C's, B's columns with C's, A's columns with
+// B's rows).
 runtime::TaskGraph task_graph(double alpha, const runtime::LayoutCollection& a, const runtime::LayoutCollection& b,
-                              double beta, const runtime::LayoutCollection& c);
+                              double beta, const runtime::LayoutCollection& c, Reads reads = Reads::tasks);
 
 }  // namespace redist::gemm

@@ -13,5 +13,6 @@ int run_pingpong(int argc, char** argv);  // PING/PONG task chain vs raw MPI (pa
 int run_sched(int argc, char** argv);     // scheduling overhead of DGEMM tasks (paper 004, Fig. 4)
 int run_tasks(int argc, char** argv);     // empty-task throughput
 int run_cholesky(int argc, char** argv);  // tiled Cholesky vs LAPACK and ScaLAPACK (paper 004, sec. IV-C)
+int run_gemm(int argc, char** argv);      // tiled GEMM: READ tasks vs remote collection reads
 
 }  // namespace redist::runtime_bench

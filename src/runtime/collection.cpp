@@ -88,12 +88,14 @@ Data LayoutCollection::data_of(Tile t) const {
   const int owner = layout_.ownership().owner(c, ntiles_);
   if (owner != rank_)
     detail::fail("tile (", t.m, ", ", t.n, ") of the collection '", layout_.spec(), "' is owned by rank ",
-                 owner, ", not by rank ", rank_, "; a task reads and writes only tiles of its own rank");
+                 owner, ", not by rank ", rank_, "; only its owner holds its bytes");
   const Box b = layout_.tile_box(c);
   const index_t offset = local_.address(c, b.lo).offset;
   return Data::wrap(storage_ + offset * layout_.elem_size(),
                     static_cast<std::size_t>(b.size.volume() * layout_.elem_size()));
 }
+
+std::string LayoutCollection::describe() const { return detail::cat("the collection '", layout_.spec(), "'"); }
 
 void LayoutCollection::check_element(std::size_t size) const {
   if (static_cast<index_t>(size) != layout_.elem_size())

@@ -13,7 +13,7 @@ namespace {
 
 constexpr int kControlTag = 1;
 constexpr int kDataTagBase = 16;
-enum : std::int64_t { kActivate = 1, kGet = 2, kAbort = 3 };
+enum : std::int64_t { kActivate = 1, kGet = 2, kAbort = 3, kTile = 4, kWrite = 5 };
 constexpr std::int64_t kEager = -1, kControl = -2;
 // Below Open MPI's shared-memory eager limit (4 KiB), so MPI_Send does not wait for
 // the receiver.
@@ -104,6 +104,24 @@ void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
   isend(dest, buf, bytes, kControlTag, std::move(msg), Data{});
 }
 
+void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d) {
+  if (d.size() <= options_.eager_limit) {
+    // Piggybacked on the message (activation or tile): no second one (paper 000, sec. 6.2.3).
+    msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kEager});
+    append_bytes(msg, d.bytes(), d.size());
+    eager_bytes_ += static_cast<std::int64_t>(d.size());
+    return;
+  }
+  std::int64_t h;
+  {
+    std::lock_guard lock(handle_mutex_);
+    h = next_handle_++;
+    handles_.emplace(h, d);
+  }
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), h});
+}
+
 void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::vector<int>& flows,
                     const Data* flow_data) {
   std::vector<std::int64_t> msg{kActivate, cls.id(), p[0], p[1], p[2], p[3],
@@ -117,24 +135,37 @@ void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::
     if (d.size() > static_cast<std::size_t>(INT_MAX))
       fail("output ", cls.flow_at(f).name, " of ", cls.describe(p), " has ", d.size(),
            " bytes; at most ", INT_MAX, " bytes travel on one flow");
-    if (d.size() <= options_.eager_limit) {
-      // Piggybacked on the activation: no second message (paper 000, sec. 6.2.3).
-      msg.insert(msg.end(), {f, static_cast<std::int64_t>(d.size()), kEager});
-      append_bytes(msg, d.bytes(), d.size());
-      eager_bytes_ += static_cast<std::int64_t>(d.size());
-    } else {
-      std::int64_t h;
-      {
-        std::lock_guard lock(handle_mutex_);
-        h = next_handle_++;
-        handles_.emplace(h, d);
-      }
-      pending_.fetch_add(1, std::memory_order_acq_rel);
-      msg.insert(msg.end(), {f, static_cast<std::int64_t>(d.size()), h});
-    }
+    msg.push_back(f);
+    append_data(msg, d);
   }
   ++activations_;
   post(dest, std::move(msg));
+}
+
+void Comm::send_tile(int dest, bool write, const TileKey& key, const Data& d) {
+  if (d.size() > static_cast<std::size_t>(INT_MAX))
+    fail("tile (", key.tile.m, ", ", key.tile.n, ") of ", graph_.collection(key.coll).describe(), " has ",
+         d.size(), " bytes; at most ", INT_MAX, " bytes travel to another rank");
+  std::vector<std::int64_t> msg{write ? kWrite : kTile, key.coll, key.tile.m, key.tile.n};
+  append_data(msg, d);
+  ++(write ? tiles_written_ : tiles_read_);
+  post(dest, std::move(msg));
+}
+
+void Comm::landed(const TileKey& key, const Data& d) {
+  const Data home = graph_.collection(key.coll).data_of(key.tile);
+  if (home.bytes() != d.bytes() && d.size() > 0)
+    std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
+  pending_.fetch_sub(1, std::memory_order_acq_rel);  // the write expect_writes counted
+}
+
+void Comm::completed(int worker, Recv& r) {
+  if (r.kind == kTile)
+    handlers_.tile(worker, r.key, r.data);
+  else if (r.kind == kWrite)
+    landed(r.key, r.data);
+  else
+    handlers_.data(worker, *r.cls, r.params, r.flow, r.data);
 }
 
 void Comm::handle_message(int worker, int source, const std::vector<std::int64_t>& msg,
@@ -158,6 +189,33 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
     handlers_.abort(static_cast<int>(msg[1]), std::move(text));
     return;
   }
+  if (msg[0] == kTile || msg[0] == kWrite) {
+    const TileKey key{static_cast<int>(msg[1]), Tile{msg[2], msg[3]}};
+    const std::size_t size = static_cast<std::size_t>(msg[4]);
+    if (msg[5] == kEager) {
+      if (words_for(size) + 6 > words) fail("internal error: malformed tile message");
+      Data d = Data::wrap(const_cast<std::int64_t*>(msg.data() + 6), size);  // read before rbuf_ is reused
+      if (msg[0] == kWrite) {
+        landed(key, d);
+      } else {
+        Data copy = Data::allocate(size);
+        if (size) std::memcpy(copy.bytes(), d.bytes(), size);
+        handlers_.tile(worker, key, copy);
+      }
+      return;
+    }
+    Data into;
+    if (msg[0] == kWrite) {  // straight into the owner's storage when it fits
+      into = graph_.collection(key.coll).data_of(key.tile);
+      if (into.size() < size) into = Data::allocate(size);
+    } else {
+      into = Data::allocate(size);
+    }
+    pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
+    waiting_.push_back(Recv{std::move(into), nullptr, {}, -1, source, msg[5], msg[0], key});
+    start_waiting();
+    return;
+  }
   const TaskClass& cls = graph_.at(static_cast<int>(msg[1]));
   Params p{msg[2], msg[3], msg[4], msg[5]};
   std::size_t at = 7;
@@ -175,7 +233,7 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
       handlers_.data(worker, cls, p, flow, d);
     } else {
       pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
-      waiting_.push_back(Recv{Data::allocate(size), &cls, p, flow, source, how});
+      waiting_.push_back(Recv{Data::allocate(size), &cls, p, flow, source, how, kActivate, {}});
       start_waiting();
     }
   }
@@ -250,7 +308,7 @@ bool Comm::progress(int worker, bool blocking) {
     std::vector<Recv> finished;
     if (const int done = reap(recv_reqs_, recvs_, finished)) {
       start_waiting();  // before the handlers: the next transfers overlap their work
-      for (Recv& r : finished) handlers_.data(worker, *r.cls, r.params, r.flow, r.data);
+      for (Recv& r : finished) completed(worker, r);
       pending_.fetch_sub(done, std::memory_order_acq_rel);
       did = true;
     }

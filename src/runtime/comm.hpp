@@ -9,6 +9,11 @@
 // producer then sends the data (payloads are never unexpected, paper 004 sec.
 // III-C). The receiver evaluates the producer's OUT dependencies itself to find its
 // local successors, so the message names no consumer.
+//
+// Remote collection reads and writes (remote_io.hpp) travel the same way, one tile
+// per message: TILE (the owner sends a tile that tasks of the receiver read) and
+// WRITE (a task's output for a tile the receiver owns, copied into its storage; a
+// rendezvous transfer lands there directly).
 #pragma once
 
 #include <mpi.h>
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "graph_walk.hpp"
+#include "remote_io.hpp"
 #include "redist/runtime/runtime.hpp"
 
 namespace redist::runtime::detail {
@@ -34,6 +40,8 @@ class Comm {
     std::function<void(int worker, const TaskClass&, const Params&, int flow, const Data&)> data;
     // Another rank failed; `origin` is the rank where the error happened.
     std::function<void(int origin, std::string message)> abort;
+    // A remote tile that local tasks read has arrived.
+    std::function<void(int worker, const TileKey&, const Data&)> tile;
   };
 
   Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handlers handlers);
@@ -42,6 +50,11 @@ class Comm {
   // listed in `flows` (data taken from flow_data[flow]). Any thread may call it.
   void activate(int dest, const TaskClass& cls, const Params& p, const std::vector<int>& flows,
                 const Data* flow_data);
+  // Sends tile `key` to its reader `dest` (write false: the owner serves a remote
+  // read) or to its owner `dest` (write true: a remote write). Any thread may call it.
+  void send_tile(int dest, bool write, const TileKey& key, const Data& d);
+  // This rank's run ends only after `n` more remote writes into its tiles landed.
+  void expect_writes(std::int64_t n) { pending_.fetch_add(n, std::memory_order_acq_rel); }
   // One round of progress: posts queued commands, handles incoming messages, completes
   // transfers. One thread at a time; a non-blocking call gives up when another thread
   // is progressing. Returns whether anything happened. `worker` is the caller's
@@ -60,16 +73,26 @@ class Comm {
   std::int64_t rendezvous_bytes() const { return rendezvous_bytes_; }
   // The most rendezvous receives that were in flight at once on this rank.
   std::int64_t rendezvous_peak() const { return rendezvous_peak_; }
+  // Tiles this rank sent to serve remote reads, and as remote writes.
+  std::int64_t tiles_read() const { return tiles_read_; }
+  std::int64_t tiles_written() const { return tiles_written_; }
 
  private:
   struct Recv {
     Data data;
-    const TaskClass* cls;
+    const TaskClass* cls;  // an activation's flow (kind kActivate), or
     Params params;
     int flow;
     int source;
     std::int64_t handle;
+    std::int64_t kind;  // kTile / kWrite: a collection tile
+    TileKey key;
   };
+  // Appends a flow's size and either its payload or a rendezvous handle to `msg`.
+  void append_data(std::vector<std::int64_t>& msg, const Data& d);
+  // A remote write has landed in this rank's storage.
+  void landed(const TileKey& key, const Data& d);
+  void completed(int worker, Recv& r);
   void start_transfer(Recv&& r);
   void start_waiting();
   void post(int dest, std::vector<std::int64_t>&& msg);
@@ -87,6 +110,7 @@ class Comm {
 
   std::atomic<std::int64_t> pending_{0};  // commands + sends + receives + unserved handles
   std::atomic<std::int64_t> activations_{0}, eager_bytes_{0}, rendezvous_bytes_{0};
+  std::atomic<std::int64_t> tiles_read_{0}, tiles_written_{0};
 
   std::mutex progress_mutex_;  // receiving stays single-threaded (paper 000, sec. 6.2.3)
   std::vector<std::int64_t> rbuf_;

@@ -4,16 +4,21 @@
 
 namespace redist::runtime::detail {
 
-std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, std::vector<Data>& flows) {
+std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, int rank, std::vector<Data>& flows) {
   flows.assign(cls.num_flows(), Data{});
   std::int64_t count = 0;
   for (int f = 0; f < cls.num_flows(); ++f) {
     const Dep* in = active_in(cls.flow_at(f), p);
     if (!in) continue;
-    if (in->end.collection)
-      flows[f] = in->end.collection->data_of(in->end.tile(p));
-    else
+    if (in->end.collection) {
+      const Tile t = in->end.tile(p);
+      if (in->end.collection->rank_of(t) == rank)
+        flows[f] = in->end.collection->data_of(t);
+      else
+        ++count;  // its owner sends it (RemoteIo)
+    } else {
       count += in->end.targets(p).size();
+    }
   }
   return count;
 }
@@ -31,7 +36,7 @@ bool DepTable::deliver(const TaskClass& cls, const Params& p, int flow, const Da
   std::lock_guard lock(s.mutex);
   auto [it, fresh] = s.map.try_emplace(key);
   Entry& e = it->second;
-  if (fresh) e.remaining = prepare_inputs(cls, p, e.flows);
+  if (fresh) e.remaining = prepare_inputs(cls, p, rank_, e.flows);
   if (e.remaining <= 0)  // the graph was validated: this is an engine bug
     fail("internal error: input ", cls.flow_at(flow).name, " delivered to ", cls.describe(p),
          ", which expects no more inputs");

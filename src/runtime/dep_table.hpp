@@ -13,13 +13,15 @@
 
 namespace redist::runtime::detail {
 
-// Counts the task inputs of (cls, p) (a control input from a range counts once per
-// producer) and fills `flows` with its collection inputs. A task with a count of 0
-// is ready at startup.
-std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, std::vector<Data>& flows);
+// Counts the inputs of (cls, p) that arrive later (a control input from a range
+// counts once per producer; a tile of another rank's collection counts one) and
+// fills `flows` with its local collection inputs. A task with a count of 0 is ready
+// at startup.
+std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, int rank, std::vector<Data>& flows);
 
 class DepTable {
  public:
+  explicit DepTable(int rank) : rank_(rank) {}
   // Delivers `data` on flow `flow` of task (cls, p). Returns true, with `ready`
   // filled, when that was the last missing input.
   bool deliver(const TaskClass& cls, const Params& p, int flow, const Data& data, ReadyTask& ready);
@@ -41,6 +43,7 @@ class DepTable {
     std::mutex mutex;
     std::unordered_map<Key, Entry, KeyHash> map;
   };
+  int rank_;
   std::array<Shard, 64> shards_;
 };
 

@@ -29,20 +29,24 @@ constexpr std::int64_t kChunk = 32;
 
 class Engine {
  public:
-  Engine(TaskGraph& graph, MPI_Comm comm, const Options& options, std::int64_t local_tasks)
+  Engine(TaskGraph& graph, MPI_Comm comm, const Options& options, std::int64_t local_tasks,
+         const RemoteIo& io, int rank)
       : graph_(graph),
         options_(options),
+        rank_(rank),
         local_tasks_(local_tasks),
+        io_(io),
         sched_(options.threads, options.numa_steal ? numa_node_of_workers(options.threads)
                                                    : std::vector<int>{}),
+        deps_(rank),
         comm_(graph, comm, options,
               Comm::Handlers{[this](int w, const TaskClass& c, const Params& p, int f,
                                     const Data& d) { release_remote(w, c, p, f, d); },
                              [this](int origin, std::string msg) {
                                fail(origin, std::move(msg), false);
-                             }}),
+                             },
+                             [this](int w, const TileKey& key, const Data& d) { release_tile(w, key, d); }}),
         next_chunk_(new std::atomic<std::int64_t>[graph.num_classes()]) {
-    MPI_Comm_rank(comm, &rank_);
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);
     // On one rank no message can ever arrive: no communication thread, the calling
@@ -60,6 +64,11 @@ class Engine {
   }
 
   void run(Stats& stats) {
+    try {
+      start_remote_io();
+    } catch (const std::exception& e) {
+      fail(rank_, cat("serving remote reads failed: ", e.what()), true);
+    }
     std::vector<std::thread> threads;
     for (int w = inline_ ? 1 : 0; w < options_.threads; ++w)
       threads.emplace_back([this, w] { worker_main(w); });
@@ -80,6 +89,8 @@ class Engine {
     stats.activations_sent = comm_.activations_sent();
     stats.eager_bytes = comm_.eager_bytes();
     stats.rendezvous_bytes = comm_.rendezvous_bytes();
+    stats.tiles_read = comm_.tiles_read();
+    stats.tiles_written = comm_.tiles_written();
   }
 
   int error_origin() const { return error_origin_; }
@@ -105,6 +116,22 @@ class Engine {
     std::int64_t n = 0;
     for (auto& w : workers_) n += w->executed.load(std::memory_order_acquire);
     return n;
+  }
+
+  // Before any task runs: this rank's tiles that tasks of other ranks read go to
+  // those ranks (once per rank), as the tiles are now; a tile the run may change is
+  // sent as a copy. The run then waits for the writes other ranks send here.
+  void start_remote_io() {
+    comm_.expect_writes(io_.incoming_writes());
+    for (const RemoteIo::Send& s : io_.sends()) {
+      Data d = graph_.collection(s.key.coll).data_of(s.key.tile);
+      if (io_.modified(s.key) && d.size() > options_.eager_limit) {  // an eager payload is a copy already
+        Data copy = Data::allocate(d.size());
+        std::memcpy(copy.bytes(), d.bytes(), d.size());
+        d = std::move(copy);
+      }
+      comm_.send_tile(s.dest, false, s.key, d);
+    }
   }
 
   // The communication thread (paper 004, sec. III-C), when there are other ranks.
@@ -154,7 +181,7 @@ class Engine {
 
   // Fills `t` when (c, p) runs on this rank and waits for no task input.
   bool startup_task(const TaskClass& c, const Params& p, ReadyTask& t) {
-    if (c.rank_of(p) != rank_ || prepare_inputs(c, p, t.flows) != 0) return false;
+    if (c.rank_of(p) != rank_ || prepare_inputs(c, p, rank_, t.flows) != 0) return false;
     t.cls = &c;
     t.params = p;
     t.priority = c.priority_of(p);
@@ -343,7 +370,12 @@ class Engine {
       for (const Dep& dep : c.flow_at(f).outs) {
         if (!guard_holds(dep, t.params)) continue;
         if (dep.end.collection) {
-          Data home = dep.end.collection->data_of(dep.end.tile(t.params));
+          const Tile tile = dep.end.tile(t.params);
+          if (const int owner = dep.end.collection->rank_of(tile); owner != rank_) {
+            comm_.send_tile(owner, true, TileKey{dep.collection_index, tile}, d);  // a remote write
+            continue;
+          }
+          Data home = dep.end.collection->data_of(tile);
           if (home.bytes() != d.bytes() && !d.empty())
             std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
           continue;
@@ -379,6 +411,18 @@ class Engine {
     }
   }
 
+  // A remote tile arrived: every local flow that reads it gets it (it travelled once).
+  void release_tile(int w, const TileKey& key, const Data& d) {
+    const std::vector<Reader>* readers = io_.readers(key);
+    if (!readers)
+      ::redist::detail::fail("internal error: tile (", key.tile.m, ", ", key.tile.n,
+                             ") arrived, but no task here reads it");
+    for (const Reader& r : *readers) {
+      ReadyTask ready;
+      if (deps_.deliver(*r.cls, r.params, r.flow, d, ready)) sched_.push(w, std::move(ready));
+    }
+  }
+
   void fail(int origin, std::string message, bool tell_others) {
     {
       std::lock_guard lock(error_mutex_);
@@ -394,8 +438,9 @@ class Engine {
 
   TaskGraph& graph_;
   Options options_;
-  int rank_ = 0;
+  const int rank_;
   const std::int64_t local_tasks_;
+  const RemoteIo& io_;
   Scheduler sched_;
   DepTable deps_;
   Comm comm_;
@@ -446,9 +491,10 @@ Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
     err = detail::cat("runtime::run: options.max_rendezvous must be >= 0, got ", options.max_rendezvous);
   if (err.empty()) err = graph.resolve();
   std::int64_t local_tasks = 0;
+  detail::RemoteIo io(rank);
   if (err.empty()) {
     try {
-      err = detail::validate_graph(graph, rank, ranks, options.validate, local_tasks);
+      err = detail::validate_graph(graph, rank, ranks, options.validate, local_tasks, io);
     } catch (const std::exception& e) {
       err = detail::cat("invalid task graph: evaluating it threw: ", e.what());
     }
@@ -457,7 +503,7 @@ Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
 
   Stats stats;
   {
-    detail::Engine engine(graph, comm, options, local_tasks);
+    detail::Engine engine(graph, comm, options, local_tasks, io, rank);
     engine.run(stats);
     // The lowest failing rank holds its own error as the one of the lowest origin
     // (an ABORT can only bring errors of higher ranks to it): it alone reports.

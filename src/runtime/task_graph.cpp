@@ -1,6 +1,7 @@
 // Building parameterized task graphs (paper 004, sec. III-A).
 #include "redist/runtime/task_graph.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "redist/error.hpp"
@@ -162,12 +163,18 @@ std::string TaskClass::check_arity() const {
 }
 
 std::string TaskGraph::resolve() {
+  collections_.clear();
   for (auto& c : classes_) {
     if (std::string err = c->check_arity(); !err.empty()) return err;
     for (int f = 0; f < c->num_flows(); ++f) {
       Flow& flow = c->flow_at(f);
       for (auto* deps : {&flow.ins, &flow.outs}) {
         for (Dep& d : *deps) {
+          if (d.end.collection) {
+            auto at = std::find(collections_.begin(), collections_.end(), d.end.collection);
+            d.collection_index = static_cast<int>(at - collections_.begin());
+            if (at == collections_.end()) collections_.push_back(d.end.collection);
+          }
           if (!d.end.task) continue;
           d.flow_index = d.end.task->flow_index(d.end.flow);
           if (d.flow_index < 0)

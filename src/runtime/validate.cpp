@@ -20,19 +20,11 @@ int count_sends(const TaskClass& src, const Params& q, int sf, const TaskClass& 
   return n;
 }
 
-std::string check_inputs(const TaskClass& c, const Params& p, int rank) {
+std::string check_inputs(const TaskClass& c, const Params& p) {
   for (int f = 0; f < c.num_flows(); ++f) {
     const Dep* in = active_in(c.flow_at(f), p);
     if (!in) continue;
-    if (in->end.collection) {
-      Tile t = in->end.tile(p);
-      int owner = in->end.collection->rank_of(t);
-      if (owner != rank)
-        return cat("invalid task graph: input ", flow_name(c, p, f), " reads tile (", t.m, ", ",
-                   t.n, ") owned by rank ", owner, " but the task runs on rank ", rank,
-                   "; a task reads only tiles of its own rank");
-      continue;
-    }
+    if (in->end.collection) continue;  // local or remote: RemoteIo::visit
     const TaskClass& src = *in->end.task;
     Targets sources = in->end.targets(p);
     if (!c.flow_at(f).control && sources.size() != 1)
@@ -58,18 +50,11 @@ std::string check_inputs(const TaskClass& c, const Params& p, int rank) {
   return {};
 }
 
-std::string check_outputs(const TaskClass& c, const Params& p, int rank) {
+std::string check_outputs(const TaskClass& c, const Params& p) {
   for (int f = 0; f < c.num_flows(); ++f) {
     for (const Dep& d : c.flow_at(f).outs) {
       if (!guard_holds(d, p)) continue;
-      if (d.end.collection) {
-        Tile t = d.end.tile(p);
-        int owner = d.end.collection->rank_of(t);
-        if (owner != rank)
-          return cat("invalid task graph: output ", flow_name(c, p, f), " writes tile (", t.m,
-                     ", ", t.n, ") owned by rank ", owner, " but the task runs on rank ", rank);
-        continue;
-      }
+      if (d.end.collection) continue;
       const TaskClass& dst = *d.end.task;
       std::string err;
       for_each_target(d.end.targets(p), [&](const Params& q) {
@@ -87,14 +72,25 @@ std::string check_outputs(const TaskClass& c, const Params& p, int rank) {
   return {};
 }
 
+// Whether any dependency of `c` names a collection (only those classes are visited
+// for remote reads and writes).
+bool names_collections(const TaskClass& c) {
+  for (int f = 0; f < c.num_flows(); ++f)
+    for (auto* deps : {&c.flow_at(f).ins, &c.flow_at(f).outs})
+      for (const Dep& d : *deps)
+        if (d.end.collection) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool check_edges,
-                           std::int64_t& local_tasks) {
+                           std::int64_t& local_tasks, RemoteIo& io) {
   local_tasks = 0;
   std::string err;
   for (int id = 0; id < graph.num_classes() && err.empty(); ++id) {
     const TaskClass& c = graph.at(id);
+    const bool collections = names_collections(c);
     for_each_point(c, [&](const Params& p) {
       if (!err.empty()) return;
       int r = c.rank_of(p);
@@ -103,11 +99,15 @@ std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool che
                   ", outside the communicator of ", ranks, " ranks");
         return;
       }
+      if (collections) {
+        err = io.visit(c, p, r);
+        if (!err.empty()) return;
+      }
       if (r != rank) return;
       ++local_tasks;
       if (check_edges) {
-        err = check_inputs(c, p, rank);
-        if (err.empty()) err = check_outputs(c, p, rank);
+        err = check_inputs(c, p);
+        if (err.empty()) err = check_outputs(c, p);
       }
     });
   }

@@ -5,16 +5,17 @@
 #include <cstdint>
 #include <string>
 
-#include "redist/runtime/task_graph.hpp"
+#include "remote_io.hpp"
 
 namespace redist::runtime::detail {
 
 // Walks every execution space: checks affinities are in [0, ranks) and counts the
 // tasks of `rank` into local_tasks. With check_edges, also checks every edge of the
 // local tasks both ways (each input is sent by exactly one OUT dependency of its
-// producer; each output goes to a task whose IN names this task; collection tiles
-// are local). Returns "" or the first problem found.
+// producer; each output goes to a task whose IN names this task). Always records
+// the remote collection reads and writes that concern `rank` into `io` (it checks
+// that no tile is written twice). Returns "" or the first problem found.
 std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool check_edges,
-                           std::int64_t& local_tasks);
+                           std::int64_t& local_tasks, RemoteIo& io);
 
 }  // namespace redist::runtime::detail

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "redist/layout.hpp"
 #include "redist/runtime/data.hpp"
@@ -30,6 +31,8 @@ class DataCollection {
   virtual int rank_of(Tile tile) const = 0;
   // The local bytes of `tile`. Precondition: rank_of(tile) is this rank.
   virtual Data data_of(Tile tile) const = 0;
+  // How error messages name the collection.
+  virtual std::string describe() const { return "a collection"; }
 };
 
 // The tiles of a redist::Layout as a data collection: any partition (regular,
@@ -58,6 +61,8 @@ class LayoutCollection final : public DataCollection {
   int rank_of(Tile tile) const override;
   // Throws redist::Error when `tile` is outside the layout or owned by another rank.
   Data data_of(Tile tile) const override;
+  // "the collection '<spec>'".
+  std::string describe() const override;
 
   const Layout& layout() const { return layout_; }
   const LocalIndex& local() const { return local_; }

@@ -52,6 +52,8 @@ struct Stats {
   std::int64_t steals = 0;
   std::int64_t placeholder_hits = 0;   // tasks run from a worker's placeholder slot
   std::int64_t rendezvous_peak = 0;    // most rendezvous receives in flight at once
+  std::int64_t tiles_read = 0;     // own collection tiles sent to other ranks' readers (once per rank)
+  std::int64_t tiles_written = 0;  // outputs sent to collection tiles of other ranks
   double seconds = 0;                 // wall time of run() on this rank
 };
 
@@ -65,7 +67,7 @@ struct Stats {
 // thread; the calling thread is worker 0).
 // Throws redist::Error with the same message on every rank when the graph is
 // invalid (an input nobody produces, an output nobody expects, an affinity outside
-// the communicator, a remote collection tile) or a task body throws.
+// the communicator, a collection tile written twice) or a task body throws.
 Stats run(TaskGraph& graph, MPI_Comm comm, const Options& options = {});
 
 }  // namespace redist::runtime

@@ -57,11 +57,15 @@ struct Endpoint {
 
 // IN: data of flow `flow` of task `task` with the parameters `targets` returns.
 Endpoint from(const TaskClass& task, std::string flow, TargetsFn targets);
-// IN: the tile `tile` returns, read from `collection` (must be local to the task).
+// IN: the tile `tile` returns, read from `collection`. A tile of another rank is
+// sent by its owner at the start of the run (its value then; once per rank that
+// reads it), so the task may run anywhere.
 Endpoint from(const DataCollection& collection, TileFn tile);
 // OUT: to flow `flow` of every task `targets` names (ranges allowed).
 Endpoint to(const TaskClass& task, std::string flow, TargetsFn targets);
-// OUT: final data, written back to `collection` (the tile must be local to the task).
+// OUT: final data, written back to `collection`; to a tile of another rank, the
+// data is sent to its owner, which copies it into its storage before its run ends.
+// A run writes a tile at most once.
 Endpoint to(const DataCollection& collection, TileFn tile);
 
 // A guarded dependency; an empty guard is always true.
@@ -69,6 +73,7 @@ struct Dep {
   Guard guard;
   Endpoint end;
   int flow_index = -1;  // resolved index of end.flow in end.task (set by the graph)
+  int collection_index = -1;  // index of end.collection in the graph (set by the graph)
 };
 
 enum class Access { read, read_write };
@@ -194,9 +199,14 @@ class TaskGraph {
   const TaskClass& at(int id) const { return *classes_[id]; }
   // Resolves flow names and checks each class; returns "" or the first problem found.
   std::string resolve();
+  // The data collections the flows name, in order of first appearance (class, flow,
+  // dependency): the same numbering on every rank. Set by resolve().
+  int num_collections() const { return static_cast<int>(collections_.size()); }
+  const DataCollection& collection(int index) const { return *collections_[index]; }
 
  private:
   std::vector<std::unique_ptr<TaskClass>> classes_;
+  std::vector<const DataCollection*> collections_;
 };
 
 }  // namespace redist::runtime

@@ -31,15 +31,6 @@ std::vector<redist::Layout> layouts(int ranks) {
 }
 
 Tile tile_of(const redist::Coord& c) { return Tile{c[0], c.ndim() > 1 ? c[1] : 0}; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const redist::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 }  // namespace
 
 // rank_of is the layout's owner; data_of is LocalIndex's address, each local tile

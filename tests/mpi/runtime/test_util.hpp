@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,6 +42,16 @@ inline bool same_on_all(const std::string& s) {
   MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   return lo == hi;
+}
+
+// The message of the redist::Error that f() throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const redist::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 // Every test runs with 1 and 2 worker threads and the three communication modes.
