@@ -21,12 +21,18 @@
 //   Receive(g, s, r)          on r: unpacks it, or (s == r) copies g's local
 //                             segments of r straight from the source.
 // so that a task moves up to a few hundred kilobytes, not one 800-byte segment.
+// With grain 1 (TaskgraphOptions::datatypes) a remote segment's flow is a typed
+// view: it leaves from the source storage as an MPI datatype and lands straight in
+// the target (the flow's landing), so Send and Receive copy nothing.
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <span>
 
+#include "exec/datatypes.hpp"
 #include "exec/pack.hpp"
 #include "cost/model.hpp"
 #include "kernels/copy.hpp"
@@ -78,6 +84,40 @@ double max_send_bytes(const PlanCore& p) {
 constexpr double kSmallSegment = 16384, kGroupBytes = 262144;
 constexpr index_t kManyTiles = 1024;
 
+// Committed box datatypes by (shape, strides): a plan's segments have a few
+// shapes (inner, first and last pieces per dimension), so a few types serve every
+// segment. Filled on first use by any thread (task bodies, landings); freed with
+// the strategy.
+class BoxTypes {
+ public:
+  BoxTypes() = default;
+  BoxTypes(const BoxTypes&) = delete;
+  BoxTypes& operator=(const BoxTypes&) = delete;
+  ~BoxTypes() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);  // unchecked: a destructor, nothing to do on failure
+    if (finalized) return;
+    for (auto& [key, t] : types_) MPI_Type_free(&t);  // unchecked: a destructor
+  }
+  MPI_Datatype get(const Coord& shape, const Coord& strides, index_t es) {
+    std::vector<index_t> key(shape.begin(), shape.end());
+    key.insert(key.end(), strides.begin(), strides.end());
+    key.push_back(es);
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = types_.try_emplace(std::move(key), MPI_DATATYPE_NULL);
+    if (fresh) {
+      MPI_Datatype t = box_type(shape, strides, es);
+      check_mpi(MPI_Type_commit(&t), "MPI_Type_commit");
+      it->second = t;
+    }
+    return it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::vector<index_t>, MPI_Datatype> types_;
+};
+
 class TaskGraphStrategy final : public Strategy {
  public:
   // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
@@ -116,6 +156,7 @@ class TaskGraphStrategy final : public Strategy {
     batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
     grain_ = opt_.grain == TaskgraphOptions::kGrainAuto ? auto_grain() : opt_.grain;
     grain_ = std::clamp<index_t>(grain_, 1, std::max<index_t>(rows_, 1));
+    typed_ = opt_.datatypes && grain_ == 1 && opt_.dynamic_volume && opt_.isolate_segments;
     if (grain_ == 1) {
       build();
     } else {
@@ -282,7 +323,7 @@ class TaskGraphStrategy final : public Strategy {
 
   void build();
   void build_grouped();
-  void send_body(TaskContext& c, index_t t, index_t k) const;
+  void send_body(TaskContext& c, index_t t, index_t k);
   void receive_body(TaskContext& c, index_t t, index_t k) const;
   // One segment's bytes as Send ships them (the segment, or its whole source tile).
   index_t shipped_bytes(const Seg& s) const;
@@ -291,6 +332,9 @@ class TaskGraphStrategy final : public Strategy {
   Piece send_piece(const Seg& s) const;
   Piece receive_piece(const Seg& s) const;
   Piece local_piece(const Seg& s) const;
+  // A piece of this rank's storage as a flow: a typed view, or a plain view when
+  // it is contiguous.
+  rt::Data view(const Piece& p, std::byte* at);
   void pack(const Piece& p, std::byte* out) const;
   void unpack(const Piece& p, const std::byte* in) const;
   void copy_local(const Piece& p) const;
@@ -300,6 +344,8 @@ class TaskGraphStrategy final : public Strategy {
   std::array<DimOverlap, kMaxDims> dims_;
   index_t tiles_ = 0, rows_ = 0, batch_ = 0;
   index_t grain_ = 1, per_column_ = 0;  // target tiles per task group; groups per tile column
+  bool typed_ = false;  // remote segments travel as typed views (TaskgraphOptions::datatypes)
+  BoxTypes types_;
   std::unique_ptr<const Pieces> pieces_;  // grain_ > 1, from the first run
   int thread_level_ = -1;  // MPI's, asked on the first run
   rt::TaskGraph graph_;
@@ -324,10 +370,15 @@ void TaskGraphStrategy::build() {
   fin.param("t", 0, last).affinity([this](auto t) { return target_owner(t); });
 
   // The segment's bytes: remote ones only; local segments are copied by Receive.
-  send.flow("seg")
-      .out_if([this](auto t, auto k) { return remote(t, k); }, rt::to(recv, "seg", [](auto t, auto k) {
-        return Targets{t, k};
-      }));
+  rt::FlowBuilder seg = send.flow("seg");
+  seg.out_if([this](auto t, auto k) { return remote(t, k); }, rt::to(recv, "seg", [](auto t, auto k) {
+    return Targets{t, k};
+  }));
+  if (typed_)  // the segment lands straight in the target tile
+    seg.lands([this](auto t, auto k) {
+      const Piece p = receive_piece(segment(t, k));
+      return view(p, dst_->at(p.at, plan_.rp.elem_size));
+    });
   recv.flow("seg", rt::Access::read)
       .in_if([this](auto t, auto k) { return remote(t, k); }, rt::from(send, "seg", [](auto t, auto k) {
         return Targets{t, k};
@@ -537,17 +588,26 @@ void TaskGraphStrategy::copy_local(const Piece& p) const {
            {0, 0});
 }
 
-void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
+rt::Data TaskGraphStrategy::view(const Piece& p, std::byte* at) {
+  const index_t es = plan_.rp.elem_size;
+  if (p.run == p.shape.volume()) return rt::Data::wrap(at, static_cast<std::size_t>(p.bytes));
+  return rt::Data::typed(at, types_.get(p.shape, p.at.strides, es), static_cast<std::size_t>(p.bytes));
+}
+
+void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) {
   if (!remote(t, k)) return;  // a local segment: its Receive copies it
   const Piece p = send_piece(segment(t, k));
-  pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
+  if (typed_)  // straight from the source storage; MPI reads it through the type
+    c.data("seg") = view(p, const_cast<std::byte*>(src_->at(p.at, plan_.rp.elem_size)));
+  else
+    pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
 }
 
 void TaskGraphStrategy::receive_body(TaskContext& c, index_t t, index_t k) const {
   const Seg s = segment(t, k);
   if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile))
     copy_local(local_piece(s));
-  else
+  else if (!typed_)  // typed: the segment has landed in place (the flow's landing)
     unpack(receive_piece(s), c.data("seg").bytes());
 }
 
