@@ -292,7 +292,11 @@ class TaskGraphStrategy final : public Strategy {
     Coord packed;      // strides in the shipped buffer
     index_t run = 0;   // contiguous elements on both sides
     index_t skip = 0;  // receives of whole tiles: bytes before the segment in the buffer
-    index_t bytes = 0; // shipped bytes
+    index_t bytes = 0; // shipped bytes (all `count` boxes)
+    // `count` boxes of this shape, each `step_at` / `step_to` elements after the
+    // last in the storage and packed one after another (merge_into: the pieces of
+    // a group's tiles down a column, one copy_run call instead of one per tile).
+    index_t count = 1, step_at = 0, step_to = 0;
   };
   struct PieceList {
     std::vector<index_t> keys;  // sorted
@@ -306,6 +310,7 @@ class TaskGraphStrategy final : public Strategy {
     PieceList sends, receives, locals;
   };
   Pieces collect_pieces() const;
+  bool merge_into(Piece& p, const Piece& q) const;
   index_t key(index_t g, index_t peer) const { return g * plan_.size + peer; }
 
   // Whether Send(g, s, r) has bytes for another rank.
@@ -520,10 +525,12 @@ TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
       }
     }
   }
-  auto list = [](std::vector<std::pair<index_t, Piece>>& v) {
+  auto list = [this](std::vector<std::pair<index_t, Piece>>& v) {
     std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     PieceList l;
-    for (auto& [k, p] : v) l.keys.push_back(k), l.pieces.push_back(std::move(p));
+    for (auto& [k, p] : v)
+      if (l.keys.empty() || l.keys.back() != k || !merge_into(l.pieces.back(), p))
+        l.keys.push_back(k), l.pieces.push_back(std::move(p));
     return l;
   };
   return {list(sends), list(receives), list(locals)};
@@ -532,6 +539,24 @@ TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
 index_t TaskGraphStrategy::shipped_bytes(const Seg& s) const {
   const Coord& size = opt_.dynamic_volume ? s.box.size : plan_.src.tile_box(s.stile).size;
   return size.volume() * plan_.rp.elem_size;
+}
+
+// Appends q to p as one more repetition when both have the same shape, strides
+// and block and q lies one step after p's last box on every side (sends and
+// receives: packed right after it, so segment bytes only, no whole tiles).
+bool TaskGraphStrategy::merge_into(Piece& p, const Piece& q) const {
+  const index_t packed = q.shape.volume() * plan_.rp.elem_size;  // q's bytes when only its box is shipped
+  if (p.skip || q.skip || q.count != 1 || q.bytes != p.bytes / p.count || (q.bytes != 0 && q.bytes != packed) ||
+      p.shape != q.shape || p.run != q.run || p.at.block != q.at.block || p.to.block != q.to.block ||
+      p.at.strides != q.at.strides || p.to.strides != q.to.strides)
+    return false;
+  const index_t da = q.at.offset - (p.at.offset + (p.count - 1) * p.step_at);
+  const index_t dt = q.to.offset - (p.to.offset + (p.count - 1) * p.step_to);
+  if (p.count > 1 ? (da != p.step_at || dt != p.step_to) : da == 0) return false;
+  p.step_at = da, p.step_to = dt;
+  ++p.count;
+  p.bytes += q.bytes;
+  return true;
 }
 
 TaskGraphStrategy::Piece TaskGraphStrategy::send_piece(const Seg& s) const {
@@ -574,18 +599,20 @@ TaskGraphStrategy::Piece TaskGraphStrategy::local_piece(const Seg& s) const {  /
 
 void TaskGraphStrategy::pack(const Piece& p, std::byte* out) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, out, p.packed, {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, src_->at(p.at, es), p.at.strides, {p.step_at, 0}, out, p.packed,
+           {p.shape.volume(), 0});
 }
 
 void TaskGraphStrategy::unpack(const Piece& p, const std::byte* in) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, in + p.skip, p.packed, {0, 0}, dst_->at(p.at, es), p.at.strides, {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, in + p.skip, p.packed, {p.shape.volume(), 0}, dst_->at(p.at, es),
+           p.at.strides, {p.step_at, 0});
 }
 
 void TaskGraphStrategy::copy_local(const Piece& p) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, dst_->at(p.to, es), p.to.strides,
-           {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, src_->at(p.at, es), p.at.strides, {p.step_at, 0}, dst_->at(p.to, es),
+           p.to.strides, {p.step_to, 0});
 }
 
 rt::Data TaskGraphStrategy::view(const Piece& p, std::byte* at) {
