@@ -98,6 +98,13 @@ class BoxTypes {
     MPI_Finalized(&finalized);  // unchecked: a destructor, nothing to do on failure
     if (finalized) return;
     for (auto& [key, t] : types_) MPI_Type_free(&t);  // unchecked: a destructor
+    for (MPI_Datatype& t : owned_) MPI_Type_free(&t);  // unchecked: a destructor
+  }
+  // Keeps a committed type of the caller's, freed with the others.
+  MPI_Datatype own(MPI_Datatype t) {
+    std::lock_guard lock(mutex_);
+    owned_.push_back(t);
+    return t;
   }
   MPI_Datatype get(const Coord& shape, const Coord& strides, index_t es) {
     std::vector<index_t> key(shape.begin(), shape.end());
@@ -116,6 +123,7 @@ class BoxTypes {
  private:
   std::mutex mutex_;
   std::map<std::vector<index_t>, MPI_Datatype> types_;
+  std::vector<MPI_Datatype> owned_;
 };
 
 class TaskGraphStrategy final : public Strategy {
@@ -156,7 +164,7 @@ class TaskGraphStrategy final : public Strategy {
     batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
     grain_ = opt_.grain == TaskgraphOptions::kGrainAuto ? auto_grain() : opt_.grain;
     grain_ = std::clamp<index_t>(grain_, 1, std::max<index_t>(rows_, 1));
-    typed_ = opt_.datatypes && grain_ == 1 && opt_.dynamic_volume && opt_.isolate_segments;
+    typed_ = opt_.datatypes && opt_.dynamic_volume && opt_.isolate_segments;
     if (grain_ == 1) {
       build();
     } else {
@@ -167,7 +175,11 @@ class TaskGraphStrategy final : public Strategy {
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
-    if (grain_ > 1 && !pieces_) pieces_ = std::make_unique<Pieces>(collect_pieces());
+    if (grain_ > 1 && !pieces_) {
+      auto p = std::make_unique<Pieces>(collect_pieces());
+      if (typed_) typed_pieces(p->sends), typed_pieces(p->receives);
+      pieces_ = std::move(p);
+    }
     src_ = &src;
     dst_ = &dst;
     rt::Options o;
@@ -301,6 +313,13 @@ class TaskGraphStrategy final : public Strategy {
   struct PieceList {
     std::vector<index_t> keys;  // sorted
     std::vector<Piece> pieces;  // same order
+    // typed_: a key's pieces in one block as one committed type, relative to its
+    // first piece (typed_pieces); keys without one (pieces in several blocks) pack.
+    std::map<index_t, MPI_Datatype> types;
+    MPI_Datatype type_of(index_t key) const {
+      const auto it = types.find(key);
+      return it == types.end() ? MPI_DATATYPE_NULL : it->second;
+    }
     std::span<const Piece> of(index_t key) const {
       const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
       return {pieces.data() + (lo - keys.begin()), static_cast<std::size_t>(hi - lo)};
@@ -310,6 +329,11 @@ class TaskGraphStrategy final : public Strategy {
     PieceList sends, receives, locals;
   };
   Pieces collect_pieces() const;
+  // The types of PieceList::types, for sends and receives (typed_).
+  void typed_pieces(PieceList& l);
+  // A group's flow from the pieces of one key: where its bytes lie (typed) or a
+  // fresh buffer they are packed into.
+  rt::Data group_view(const PieceList& l, index_t key, bool source);
   bool merge_into(Piece& p, const Piece& q) const;
   index_t key(index_t g, index_t peer) const { return g * plan_.size + peer; }
 
@@ -447,7 +471,10 @@ void TaskGraphStrategy::build_grouped() {
   // copies r's local segments of the group.
   auto remote = [this](auto g, auto s, auto r) { return group_remote(g, s, r); };
   auto same = [](auto g, auto s, auto r) { return Targets{g, s, r}; };
-  send.flow("seg").out_if(remote, rt::to(recv, "seg", same));
+  rt::FlowBuilder seg = send.flow("seg");
+  seg.out_if(remote, rt::to(recv, "seg", same));
+  if (typed_)  // r's pieces of the group land where they belong (or in a buffer to unpack)
+    seg.lands([this](auto g, auto s) { return group_view(pieces_->receives, key(g, s), false); });
   recv.flow("seg", rt::Access::read).in_if(remote, rt::from(send, "seg", same));
 
   if (opt_.isolate_segments) {
@@ -481,14 +508,14 @@ void TaskGraphStrategy::build_grouped() {
   fin.body([](TaskContext&, auto /*g*/) {});
   send.body([this](TaskContext& c, auto g, auto s, auto r) {
     if (s == r) return;  // local segments: Receive(g, r, r) copies them
-    const std::span<const Piece> ps = pieces_->sends.of(key(g, r));
-    index_t bytes = 0;
-    for (const Piece& p : ps) bytes += p.bytes;
-    if (bytes == 0) return;
-    std::byte* out = c.allocate("seg", static_cast<std::size_t>(bytes)).bytes();
-    for (const Piece& p : ps) {
-      pack(p, out);
-      out += p.bytes;
+    if (!group_remote(g, s, r)) return;
+    rt::Data& out = c.data("seg");
+    out = group_view(pieces_->sends, key(g, r), true);
+    if (out.is_typed()) return;  // MPI reads the pieces where they lie
+    std::byte* at = out.bytes();
+    for (const Piece& p : pieces_->sends.of(key(g, r))) {
+      pack(p, at);
+      at += p.bytes;
     }
   });
   recv.body([this](TaskContext& c, auto g, auto s, auto r) {
@@ -497,13 +524,50 @@ void TaskGraphStrategy::build_grouped() {
       return;
     }
     const rt::Data& d = c.data("seg");
-    if (d.empty()) return;  // nothing from s in this group
+    if (d.empty() || d.is_typed()) return;  // nothing from s in this group, or it has landed
     const std::byte* in = d.bytes();
     for (const Piece& p : pieces_->receives.of(key(g, s))) {
       unpack(p, in);
       in += p.bytes;
     }
   });
+}
+
+void TaskGraphStrategy::typed_pieces(PieceList& l) {
+  const index_t es = plan_.rp.elem_size;
+  for (std::size_t i = 0, j = 0; i < l.keys.size(); i = j) {
+    const Piece& first = l.pieces[i];
+    bool one_block = true;
+    for (j = i; j < l.keys.size() && l.keys[j] == l.keys[i]; ++j) one_block = one_block && l.pieces[j].at.block == first.at.block;
+    if (!one_block) continue;
+    std::vector<MPI_Datatype> types;
+    std::vector<MPI_Aint> at;
+    for (std::size_t k = i; k < j; ++k) {
+      const Piece& p = l.pieces[k];
+      MPI_Datatype t = box_type(p.shape, p.at.strides, es);
+      if (p.count > 1) {
+        MPI_Datatype rep;
+        check_mpi(MPI_Type_create_hvector(static_cast<int>(p.count), 1, static_cast<MPI_Aint>(p.step_at * es), t, &rep),
+                  "MPI_Type_create_hvector");
+        check_mpi(MPI_Type_free(&t), "MPI_Type_free");
+        t = rep;
+      }
+      types.push_back(t);
+      at.push_back(static_cast<MPI_Aint>((p.at.offset - first.at.offset) * es));
+    }
+    l.types.emplace(l.keys[i], types_.own(struct_of(types, at)));
+  }
+}
+
+rt::Data TaskGraphStrategy::group_view(const PieceList& l, index_t key, bool source) {
+  const std::span<const Piece> ps = l.of(key);
+  index_t bytes = 0;
+  for (const Piece& p : ps) bytes += p.bytes;
+  const MPI_Datatype t = l.type_of(key);
+  if (!typed_ || t == MPI_DATATYPE_NULL) return rt::Data::allocate(static_cast<std::size_t>(bytes));
+  const index_t es = plan_.rp.elem_size;
+  std::byte* at = source ? const_cast<std::byte*>(src_->at(ps.front().at, es)) : dst_->at(ps.front().at, es);
+  return rt::Data::typed(at, t, static_cast<std::size_t>(bytes));
 }
 
 TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
