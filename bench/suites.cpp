@@ -360,7 +360,8 @@ std::vector<Case> multiple_send(int p, double scale, int threads) {
     both.multiple_send = true, both.eager_limit = 16384, both.comm_thread = true;
     TaskgraphOptions grouped = both, workers = both;
     grouped.grain = TaskgraphOptions::kGrainAuto;
-    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults
+    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults:
+    workers.datatypes = true;                                                  // typed flows too
     c.variants = {{"taskgraph multiple_send", ms},
                   {"taskgraph eager", eager},
                   {"taskgraph both", both},
