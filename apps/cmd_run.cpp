@@ -105,8 +105,8 @@ options:
   --tg-comm-thread a communication thread per rank progresses MPI (default:
                    the workers do, between tasks and while idle)
   --tg-packed      Send packs each remote segment into a buffer and Receive
-                   unpacks it (default with grain 1: it leaves from the source
-                   and lands in the target as an MPI datatype, no copies)
+                   unpacks it (default: it leaves from the source and lands in
+                   the target as an MPI datatype, no copies)
   --tg-eager B     payloads up to B bytes ride inside the activation message
                    (default 16384; 0: none)
   --tg-grain G     target tiles per task group: 1 is the paper's graph (one

@@ -96,10 +96,10 @@ struct TaskgraphOptions {
   // target rank. kGrainAuto (default): 1, unless the segments are small and
   // many (docs/taskgraph.md).
   index_t grain = kGrainAuto;
-  // With grain 1, dynamic_volume and isolate_segments: a remote segment leaves
-  // from the source storage as an MPI datatype and is received straight into the
-  // target (no pack, no unpack: paper 000 sec. 8.2's "without extra copies"); off:
-  // Send packs it into a buffer and Receive unpacks it.
+  // With dynamic_volume and isolate_segments: a remote segment (grain > 1: a
+  // group's segments for one peer, when they lie in one storage block) leaves from
+  // the source storage as an MPI datatype and is received straight into the target
+  // (no pack, no unpack); off: Send packs it into a buffer and Receive unpacks it.
   bool datatypes = true;
 };
 

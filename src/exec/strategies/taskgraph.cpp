@@ -21,9 +21,10 @@
 //   Receive(g, s, r)          on r: unpacks it, or (s == r) copies g's local
 //                             segments of r straight from the source.
 // so that a task moves up to a few hundred kilobytes, not one 800-byte segment.
-// With grain 1 (TaskgraphOptions::datatypes) a remote segment's flow is a typed
-// view: it leaves from the source storage as an MPI datatype and lands straight in
-// the target (the flow's landing), so Send and Receive copy nothing.
+// With TaskgraphOptions::datatypes a remote segment's flow (grouped: a group's
+// pieces for one peer, when they lie in one storage block) is a typed view: it
+// leaves from the source storage as an MPI datatype and lands straight in the
+// target (the flow's landing), so Send and Receive copy nothing.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -538,7 +539,8 @@ void TaskGraphStrategy::typed_pieces(PieceList& l) {
   for (std::size_t i = 0, j = 0; i < l.keys.size(); i = j) {
     const Piece& first = l.pieces[i];
     bool one_block = true;
-    for (j = i; j < l.keys.size() && l.keys[j] == l.keys[i]; ++j) one_block = one_block && l.pieces[j].at.block == first.at.block;
+    for (j = i; j < l.keys.size() && l.keys[j] == l.keys[i]; ++j)
+      one_block = one_block && l.pieces[j].at.block == first.at.block;
     if (!one_block) continue;
     std::vector<MPI_Datatype> types;
     std::vector<MPI_Aint> at;
