@@ -345,7 +345,8 @@ class Engine {
         if (dep.end.collection) {
           Data home = dep.end.collection->data_of(dep.end.tile(t.params));
           if (d.is_typed())
-            ::redist::detail::fail("output ", c.describe(t.params), " is a typed view: it cannot be written to a collection");
+            ::redist::detail::fail("output ", c.describe(t.params),
+                                   " is a typed view: it cannot be written to a collection");
           if (home.bytes() != d.bytes() && !d.empty())
             std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
           continue;
