@@ -104,6 +104,9 @@ options:
                    workers post their own, multiple_send)
   --tg-comm-thread a communication thread per rank progresses MPI (default:
                    the workers do, between tasks and while idle)
+  --tg-packed      Send packs each remote segment into a buffer and Receive
+                   unpacks it (default: it leaves from the source and lands in
+                   the target as an MPI datatype, no copies)
   --tg-eager B     payloads up to B bytes ride inside the activation message
                    (default 16384; 0: none)
   --tg-grain G     target tiles per task group: 1 is the paper's graph (one
@@ -181,7 +184,7 @@ int cmd_run(int argc, char** argv) {
                                "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type",
                                "--alpha", "--beta", "--storage", "--node-size"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
-                               "--tg-comm-thread", "--overlap", "--conj"},
+                               "--tg-comm-thread", "--tg-packed", "--overlap", "--conj"},
                               {"--test-ready-file"});
     const Problem pb = parse_problem(a, kUsage);
     // Storage and node size for shm (docs/shm.md): read by the harness and the
@@ -220,6 +223,7 @@ int cmd_run(int argc, char** argv) {
     tg.dynamic_volume = !a.has("--tg-whole-tiles");
     tg.multiple_send = !a.has("--tg-funneled");
     tg.comm_thread = a.has("--tg-comm-thread");
+    tg.datatypes = !a.has("--tg-packed");
     tg.eager_limit = a.get_int("--tg-eager", tg.eager_limit, 0);
     tg.grain = a.get("--tg-grain", "auto") == "auto" ? TaskgraphOptions::kGrainAuto : a.get_int("--tg-grain", 1, 1);
     const int timeout = static_cast<int>(a.get_int("--timeout", 0, 1, INT_MAX));

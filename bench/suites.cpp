@@ -267,6 +267,7 @@ TaskgraphOptions tg(int threads) {
   o.threads = threads;
   o.batch = 0;
   o.grain = 1;
+  o.datatypes = false;  // the paper's Send packs and its Receive unpacks
   return o;
 }
 
@@ -313,21 +314,31 @@ std::vector<Case> ctl_isolate(int p, double scale, int threads) {
 
 // Fig. 7: target tiles 100x100, source tiles larger: without dynamic volume each
 // segment carries its whole source tile, (MBs/MBt)(NBs/NBt) times the bytes.
+// Two series: grid 1xP -> Px1, where half the segments (2 ranks) are local and
+// copied alike in both runs, and `all remote`, where target tile column j is on
+// rank (j / k + 1) mod P (super=1xk src=0x1) and source column J on J mod P, so
+// that every segment travels: the paper's theory (sec. 8.2.2: NUM * MBs * NBs /
+// SIZE over the remote segments) is the speedup of the network part, which that
+// series times alone.
 std::vector<Case> dynamic_volume(int p, double scale, int threads) {
   std::vector<Case> out;
   const long n = scaled(2000, scale), mbt = std::max(4L, std::lround(100 * scale));
-  for (long k : {1L, 2L, 4L}) {
-    const long mbs = mbt * k;
-    Case c{"dynamic_volume", "taskgraph", "MBs/MBt=" + s(k), double(k * k), "MBs/MBt * NBs/NBt",
-           bct(n, n, mbs, mbs, "1x" + s(p)), bct(n, n, mbt, mbt, s(p) + "x1"), "", false};
-    c.base = tg(threads);
-    c.base.dynamic_volume = false;  // the base here is the whole-tile transfer
-    TaskgraphOptions b = c.base;
-    b.dynamic_volume = true;
-    c.variants = {{"taskgraph dynamic_volume", b}};
-    c.theory = double(k * k);
-    out.push_back(c);
-  }
+  for (bool all_remote : {false, true})
+    for (long k : {1L, 2L, 4L}) {
+      const long mbs = mbt * k;
+      const std::string dst = all_remote ? bct(n, n, mbt, mbt, "1x" + s(p)) + " super=1x" + s(k) + " src=0x1"
+                                         : bct(n, n, mbt, mbt, s(p) + "x1");
+      Case c{"dynamic_volume", all_remote ? "taskgraph all remote" : "taskgraph",
+             std::string(all_remote ? "all remote " : "") + "MBs/MBt=" + s(k), double(k * k), "MBs/MBt * NBs/NBt",
+             bct(n, n, mbs, mbs, "1x" + s(p)), dst, "", false};
+      c.base = tg(threads);
+      c.base.dynamic_volume = false;  // the base here is the whole-tile transfer
+      TaskgraphOptions b = c.base;
+      b.dynamic_volume = true;
+      c.variants = {{"taskgraph dynamic_volume", b}};
+      c.theory = double(k * k);
+      out.push_back(c);
+    }
   return out;
 }
 
@@ -350,7 +361,8 @@ std::vector<Case> multiple_send(int p, double scale, int threads) {
     both.multiple_send = true, both.eager_limit = 16384, both.comm_thread = true;
     TaskgraphOptions grouped = both, workers = both;
     grouped.grain = TaskgraphOptions::kGrainAuto;
-    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults
+    workers.grain = TaskgraphOptions::kGrainAuto, workers.comm_thread = false;  // the defaults:
+    workers.datatypes = true;                                                  // typed flows too
     c.variants = {{"taskgraph multiple_send", ms},
                   {"taskgraph eager", eager},
                   {"taskgraph both", both},

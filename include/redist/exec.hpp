@@ -96,6 +96,11 @@ struct TaskgraphOptions {
   // target rank. kGrainAuto (default): 1, unless the segments are small and
   // many (docs/taskgraph.md).
   index_t grain = kGrainAuto;
+  // With dynamic_volume and isolate_segments: a remote segment (grain > 1: a
+  // group's segments for one peer, when they lie in one storage block) leaves from
+  // the source storage as an MPI datatype and is received straight into the target
+  // (no pack, no unpack); off: Send packs it into a buffer and Receive unpacks it.
+  bool datatypes = true;
 };
 
 struct Options {

@@ -170,7 +170,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
                                    options.taskgraph.validate, ",", options.taskgraph.grain, ",",
-                                   options.taskgraph.comm_thread,
+                                   options.taskgraph.comm_thread, ",", options.taskgraph.datatypes,
                                    " node_size=", options.node_size, " executions=", options.executions)}},
                      "every rank must pass the same");
 }
@@ -283,7 +283,7 @@ std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Re
   h.add_signed(t.threads), h.add_signed(t.batch), h.add(static_cast<std::uint64_t>(t.isolate_segments));
   h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
   h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(t.grain);
-  h.add(static_cast<std::uint64_t>(t.comm_thread));
+  h.add(static_cast<std::uint64_t>(t.comm_thread)), h.add(static_cast<std::uint64_t>(t.datatypes));
   h.add_signed(o.node_size), h.add_signed(o.executions);
   return h.h;
 }

@@ -29,6 +29,25 @@ void append_bytes(std::vector<std::int64_t>& msg, const void* src, std::size_t b
 
 using ::redist::detail::check_mpi;
 
+// A typed view's bytes packed into the message (one copy, as append_bytes).
+void append_typed(std::vector<std::int64_t>& msg, const Data& d) {
+  std::size_t at = msg.size();
+  msg.resize(at + words_for(d.size()));
+  int pos = 0;
+  check_mpi(MPI_Pack(d.bytes(), 1, d.type(), msg.data() + at, static_cast<int>(d.size()), &pos, MPI_COMM_SELF),
+            "MPI_Pack");
+}
+
+// Where a remote producer's flow lands here: its Flow::landing, else a fresh buffer.
+Data landing(const TaskClass& cls, const Params& p, int flow, std::size_t size) {
+  const Flow& f = cls.flow_at(flow);
+  if (!f.landing) return Data::allocate(size);
+  Data d = f.landing(p);
+  if (d.size() != size)
+    fail("internal error: ", cls.describe(p), ".", f.name, " sends ", size, " bytes, its landing holds ", d.size());
+  return d;
+}
+
 // MPI_Testsome over `reqs`: moves the items of the requests that completed to
 // `done` (in order), keeps the others with their requests, and returns how many
 // completed. Receives and sends share it; the index array is reused per thread.
@@ -79,7 +98,10 @@ int Comm::data_tag(std::int64_t handle) const {
 void Comm::isend(int dest, const void* buf, std::size_t bytes, int tag,
                  std::vector<std::int64_t>&& msg, Data keep) {
   MPI_Request req;
-  check_mpi(MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm_, &req), "MPI_Isend");
+  if (keep.is_typed())  // straight from where the data lies (Data::typed)
+    check_mpi(MPI_Isend(buf, 1, keep.type(), dest, tag, comm_, &req), "MPI_Isend");
+  else
+    check_mpi(MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm_, &req), "MPI_Isend");
   std::lock_guard lock(send_mutex_);
   send_reqs_.push_back(req);
   send_keep_.push_back(SendKeep{std::move(msg), std::move(keep)});
@@ -108,7 +130,10 @@ void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d) {
   if (d.size() <= options_.eager_limit) {
     // Piggybacked on the message (activation or tile): no second one (paper 000, sec. 6.2.3).
     msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kEager});
-    append_bytes(msg, d.bytes(), d.size());
+    if (d.is_typed())
+      append_typed(msg, d);
+    else
+      append_bytes(msg, d.bytes(), d.size());
     eager_bytes_ += static_cast<std::int64_t>(d.size());
     return;
   }
@@ -227,13 +252,19 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
     if (how == kControl) {
       handlers_.data(worker, cls, p, flow, Data{});
     } else if (how == kEager) {
-      Data d = Data::allocate(size);
-      if (size) std::memcpy(d.bytes(), msg.data() + at, size);
+      Data d = landing(cls, p, flow, size);
+      if (d.is_typed()) {
+        int pos = 0;
+        check_mpi(MPI_Unpack(msg.data() + at, static_cast<int>(size), &pos, d.bytes(), 1, d.type(), MPI_COMM_SELF),
+                  "MPI_Unpack");
+      } else if (size) {
+        std::memcpy(d.bytes(), msg.data() + at, size);
+      }
       at += words_for(size);
       handlers_.data(worker, cls, p, flow, d);
     } else {
       pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
-      waiting_.push_back(Recv{Data::allocate(size), &cls, p, flow, source, how, kActivate, {}});
+      waiting_.push_back(Recv{landing(cls, p, flow, size), &cls, p, flow, source, how, kActivate, {}});
       start_waiting();
     }
   }
@@ -243,9 +274,12 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
 // Posts the receive of a rendezvous transfer and asks its producer for the data.
 void Comm::start_transfer(Recv&& r) {
   MPI_Request req;
-  check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(r.data.size()), MPI_BYTE, r.source,
-                      data_tag(r.handle), comm_, &req),
-            "MPI_Irecv");
+  if (r.data.is_typed())
+    check_mpi(MPI_Irecv(r.data.bytes(), 1, r.data.type(), r.source, data_tag(r.handle), comm_, &req), "MPI_Irecv");
+  else
+    check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(r.data.size()), MPI_BYTE, r.source, data_tag(r.handle),
+                        comm_, &req),
+              "MPI_Irecv");
   const int source = r.source;
   const std::int64_t handle = r.handle;
   recv_reqs_.push_back(req);

@@ -85,7 +85,14 @@ Data Data::wrap(void* ptr, std::size_t bytes) {
   return d;
 }
 
+Data Data::typed(void* base, MPI_Datatype type, std::size_t bytes) {
+  Data d = wrap(base, bytes);
+  d.type_ = type;
+  return d;
+}
+
 void Data::set_size(std::size_t bytes) {
+  if (is_typed() && bytes != size_) detail::fail("Data::set_size: a typed view keeps the size of its type");
   if (bytes > capacity_)
     detail::fail("Data::set_size: ", bytes, " bytes exceeds the capacity ", capacity_,
                  "; use TaskContext::allocate for a larger output");

@@ -370,6 +370,9 @@ class Engine {
       for (const Dep& dep : c.flow_at(f).outs) {
         if (!guard_holds(dep, t.params)) continue;
         if (dep.end.collection) {
+          if (d.is_typed())
+            ::redist::detail::fail("output ", c.describe(t.params),
+                                   " is a typed view: it cannot be written to a collection");
           const Tile tile = dep.end.tile(t.params);
           if (const int owner = dep.end.collection->rank_of(tile); owner != rank_) {
             comm_.send_tile(owner, true, TileKey{dep.collection_index, tile}, d);  // a remote write

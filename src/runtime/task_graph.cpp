@@ -50,6 +50,10 @@ FlowBuilder& FlowBuilder::out(Endpoint target) {
   task_->flow_at(index_).outs.push_back(Dep{Guard{}, std::move(target)});
   return *this;
 }
+FlowBuilder& FlowBuilder::lands(ParamFn<Data> where) {
+  task_->flow_at(index_).landing = std::move(where);
+  return *this;
+}
 GuardedFlow FlowBuilder::out_if(Guard cond, Endpoint target) {
   task_->flow_at(index_).outs.push_back(Dep{cond, std::move(target)});
   return GuardedFlow(*this, std::move(cond), false);
@@ -94,7 +98,7 @@ TaskClass& TaskClass::priority(ParamFn<int> prio) {
 
 FlowBuilder TaskClass::flow(std::string name, Access access) {
   if (num_flows() == kMaxFlows) detail::fail("task class ", name_, ": at most ", kMaxFlows, " flows");
-  flows_.push_back(Flow{std::move(name), false, access, {}, {}});
+  flows_.push_back(Flow{std::move(name), false, access, {}, {}, {}});
   return FlowBuilder(*this, num_flows() - 1);
 }
 
@@ -151,6 +155,7 @@ std::string TaskClass::check_arity() const {
   first(too_many(priority_.arity(), n, "the priority of ", name_));
   first(too_many(body_arity_, n, "the body of ", name_));
   for (const Flow& f : flows_) {
+    first(too_many(f.landing.arity(), n, "the landing of ", name_, ".", f.name));
     for (const auto* deps : {&f.ins, &f.outs})
       for (const Dep& d : *deps) {
         const char* dir = deps == &f.ins ? "an input" : "an output";

@@ -1,9 +1,10 @@
 // The `taskgraph` strategy with each of its switches (TaskgraphOptions, paper 000
 // sec. 6.2): the conformance suite's random layouts of every kind and 1-4
 // dimensions, checked element by element against the serial oracle, under every
-// optimization on and off, with 1 and 2 worker threads, both communication
-// modes, with and without the communication thread, and grouped tasks (grain
-// 2-4), the graph's edges validated both ways by the runtime. Labelled
+// optimization on and off, segments as datatypes (the default) and packed, with
+// 1 and 2 worker threads, both communication modes, with and without the
+// communication thread, and grouped tasks (grain 2-4), the graph's edges
+// validated both ways by the runtime. Labelled
 // `runtime`: ThreadSanitizer runs it (scripts/check_sanitize.sh tsan).
 #include <gtest/gtest.h>
 
@@ -41,6 +42,9 @@ const Variant kVariants[] = {
     {"chained_threads2", with([](TaskgraphOptions& o) { o.isolate_segments = false, o.threads = 2; })},
     {"whole_tiles", with([](TaskgraphOptions& o) { o.dynamic_volume = false; })},
     {"no_eager", with([](TaskgraphOptions& o) { o.eager_limit = 0; })},
+    {"packed", with([](TaskgraphOptions& o) { o.datatypes = false; })},
+    {"packed_no_eager_threads2",
+     with([](TaskgraphOptions& o) { o.datatypes = false, o.eager_limit = 0, o.threads = 2; })},
     {"grain3", with([](TaskgraphOptions& o) { o.grain = 3; })},
     {"grain2_threads2_batch1", with([](TaskgraphOptions& o) { o.grain = 2, o.threads = 2, o.batch = 1; })},
     {"grain4_chained_whole_funneled", with([](TaskgraphOptions& o) {

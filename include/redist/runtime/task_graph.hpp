@@ -87,6 +87,10 @@ struct Flow {
   Access access = Access::read_write;
   std::vector<Dep> ins;
   std::vector<Dep> outs;
+  // An output flow's data arriving from another rank is received straight into the
+  // Data this returns on the receiving rank (typed() or wrap() of its own memory),
+  // not into a fresh buffer: the consumer finds it in place. Empty: a fresh buffer.
+  ParamFn<Data> landing;
 };
 
 class GuardedFlow;
@@ -108,6 +112,9 @@ class FlowBuilder {
   FlowBuilder& out(Endpoint target);
   // An output sent when `cond` holds; .otherwise() names the one sent when it does not.
   GuardedFlow out_if(Guard cond, Endpoint target);
+  // Where this output lands on a remote consumer's rank (Flow::landing), evaluated
+  // there with the producer's parameters; it must have the size the producer sends.
+  FlowBuilder& lands(ParamFn<Data> where);
 
  protected:
   TaskClass* task_;

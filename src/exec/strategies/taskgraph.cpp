@@ -21,12 +21,19 @@
 //   Receive(g, s, r)          on r: unpacks it, or (s == r) copies g's local
 //                             segments of r straight from the source.
 // so that a task moves up to a few hundred kilobytes, not one 800-byte segment.
+// With TaskgraphOptions::datatypes a remote segment's flow (grouped: a group's
+// pieces for one peer, when they lie in one storage block) is a typed view: it
+// leaves from the source storage as an MPI datatype and lands straight in the
+// target (the flow's landing), so Send and Receive copy nothing.
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <span>
 
+#include "exec/datatypes.hpp"
 #include "exec/pack.hpp"
 #include "cost/model.hpp"
 #include "kernels/copy.hpp"
@@ -78,6 +85,48 @@ double max_send_bytes(const PlanCore& p) {
 constexpr double kSmallSegment = 16384, kGroupBytes = 262144;
 constexpr index_t kManyTiles = 1024;
 
+// Committed box datatypes by (shape, strides): a plan's segments have a few
+// shapes (inner, first and last pieces per dimension), so a few types serve every
+// segment. Filled on first use by any thread (task bodies, landings); freed with
+// the strategy.
+class BoxTypes {
+ public:
+  BoxTypes() = default;
+  BoxTypes(const BoxTypes&) = delete;
+  BoxTypes& operator=(const BoxTypes&) = delete;
+  ~BoxTypes() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);  // unchecked: a destructor, nothing to do on failure
+    if (finalized) return;
+    for (auto& [key, t] : types_) MPI_Type_free(&t);  // unchecked: a destructor
+    for (MPI_Datatype& t : owned_) MPI_Type_free(&t);  // unchecked: a destructor
+  }
+  // Keeps a committed type of the caller's, freed with the others.
+  MPI_Datatype own(MPI_Datatype t) {
+    std::lock_guard lock(mutex_);
+    owned_.push_back(t);
+    return t;
+  }
+  MPI_Datatype get(const Coord& shape, const Coord& strides, index_t es) {
+    std::vector<index_t> key(shape.begin(), shape.end());
+    key.insert(key.end(), strides.begin(), strides.end());
+    key.push_back(es);
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = types_.try_emplace(std::move(key), MPI_DATATYPE_NULL);
+    if (fresh) {
+      MPI_Datatype t = box_type(shape, strides, es);
+      check_mpi(MPI_Type_commit(&t), "MPI_Type_commit");
+      it->second = t;
+    }
+    return it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::vector<index_t>, MPI_Datatype> types_;
+  std::vector<MPI_Datatype> owned_;
+};
+
 class TaskGraphStrategy final : public Strategy {
  public:
   // A flow carries at most INT_MAX bytes (one MPI message): plans with larger
@@ -116,6 +165,7 @@ class TaskGraphStrategy final : public Strategy {
     batch_ = opt_.batch == TaskgraphOptions::kBatchAuto ? auto_batch() : opt_.batch;
     grain_ = opt_.grain == TaskgraphOptions::kGrainAuto ? auto_grain() : opt_.grain;
     grain_ = std::clamp<index_t>(grain_, 1, std::max<index_t>(rows_, 1));
+    typed_ = opt_.datatypes && opt_.dynamic_volume && opt_.isolate_segments;
     if (grain_ == 1) {
       build();
     } else {
@@ -126,7 +176,11 @@ class TaskGraphStrategy final : public Strategy {
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     if (thread_level_ < 0) check_mpi(MPI_Query_thread(&thread_level_), "MPI_Query_thread");
-    if (grain_ > 1 && !pieces_) pieces_ = std::make_unique<Pieces>(collect_pieces());
+    if (grain_ > 1 && !pieces_) {
+      auto p = std::make_unique<Pieces>(collect_pieces());
+      if (typed_) typed_pieces(p->sends), typed_pieces(p->receives);
+      pieces_ = std::move(p);
+    }
     src_ = &src;
     dst_ = &dst;
     rt::Options o;
@@ -251,11 +305,22 @@ class TaskGraphStrategy final : public Strategy {
     Coord packed;      // strides in the shipped buffer
     index_t run = 0;   // contiguous elements on both sides
     index_t skip = 0;  // receives of whole tiles: bytes before the segment in the buffer
-    index_t bytes = 0; // shipped bytes
+    index_t bytes = 0; // shipped bytes (all `count` boxes)
+    // `count` boxes of this shape, each `step_at` / `step_to` elements after the
+    // last in the storage and packed one after another (merge_into: the pieces of
+    // a group's tiles down a column, one copy_run call instead of one per tile).
+    index_t count = 1, step_at = 0, step_to = 0;
   };
   struct PieceList {
     std::vector<index_t> keys;  // sorted
     std::vector<Piece> pieces;  // same order
+    // typed_: a key's pieces in one block as one committed type, relative to its
+    // first piece (typed_pieces); keys without one (pieces in several blocks) pack.
+    std::map<index_t, MPI_Datatype> types;
+    MPI_Datatype type_of(index_t key) const {
+      const auto it = types.find(key);
+      return it == types.end() ? MPI_DATATYPE_NULL : it->second;
+    }
     std::span<const Piece> of(index_t key) const {
       const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
       return {pieces.data() + (lo - keys.begin()), static_cast<std::size_t>(hi - lo)};
@@ -265,6 +330,12 @@ class TaskGraphStrategy final : public Strategy {
     PieceList sends, receives, locals;
   };
   Pieces collect_pieces() const;
+  // The types of PieceList::types, for sends and receives (typed_).
+  void typed_pieces(PieceList& l);
+  // A group's flow from the pieces of one key: where its bytes lie (typed) or a
+  // fresh buffer they are packed into.
+  rt::Data group_view(const PieceList& l, index_t key, bool source);
+  bool merge_into(Piece& p, const Piece& q) const;
   index_t key(index_t g, index_t peer) const { return g * plan_.size + peer; }
 
   // Whether Send(g, s, r) has bytes for another rank.
@@ -282,7 +353,7 @@ class TaskGraphStrategy final : public Strategy {
 
   void build();
   void build_grouped();
-  void send_body(TaskContext& c, index_t t, index_t k) const;
+  void send_body(TaskContext& c, index_t t, index_t k);
   void receive_body(TaskContext& c, index_t t, index_t k) const;
   // One segment's bytes as Send ships them (the segment, or its whole source tile).
   index_t shipped_bytes(const Seg& s) const;
@@ -291,6 +362,9 @@ class TaskGraphStrategy final : public Strategy {
   Piece send_piece(const Seg& s) const;
   Piece receive_piece(const Seg& s) const;
   Piece local_piece(const Seg& s) const;
+  // A piece of this rank's storage as a flow: a typed view, or a plain view when
+  // it is contiguous.
+  rt::Data view(const Piece& p, std::byte* at);
   void pack(const Piece& p, std::byte* out) const;
   void unpack(const Piece& p, const std::byte* in) const;
   void copy_local(const Piece& p) const;
@@ -300,6 +374,8 @@ class TaskGraphStrategy final : public Strategy {
   std::array<DimOverlap, kMaxDims> dims_;
   index_t tiles_ = 0, rows_ = 0, batch_ = 0;
   index_t grain_ = 1, per_column_ = 0;  // target tiles per task group; groups per tile column
+  bool typed_ = false;  // remote segments travel as typed views (TaskgraphOptions::datatypes)
+  BoxTypes types_;
   std::unique_ptr<const Pieces> pieces_;  // grain_ > 1, from the first run
   int thread_level_ = -1;  // MPI's, asked on the first run
   rt::TaskGraph graph_;
@@ -324,10 +400,15 @@ void TaskGraphStrategy::build() {
   fin.param("t", 0, last).affinity([this](auto t) { return target_owner(t); });
 
   // The segment's bytes: remote ones only; local segments are copied by Receive.
-  send.flow("seg")
-      .out_if([this](auto t, auto k) { return remote(t, k); }, rt::to(recv, "seg", [](auto t, auto k) {
-        return Targets{t, k};
-      }));
+  rt::FlowBuilder seg = send.flow("seg");
+  seg.out_if([this](auto t, auto k) { return remote(t, k); }, rt::to(recv, "seg", [](auto t, auto k) {
+    return Targets{t, k};
+  }));
+  if (typed_)  // the segment lands straight in the target tile
+    seg.lands([this](auto t, auto k) {
+      const Piece p = receive_piece(segment(t, k));
+      return view(p, dst_->at(p.at, plan_.rp.elem_size));
+    });
   recv.flow("seg", rt::Access::read)
       .in_if([this](auto t, auto k) { return remote(t, k); }, rt::from(send, "seg", [](auto t, auto k) {
         return Targets{t, k};
@@ -391,7 +472,10 @@ void TaskGraphStrategy::build_grouped() {
   // copies r's local segments of the group.
   auto remote = [this](auto g, auto s, auto r) { return group_remote(g, s, r); };
   auto same = [](auto g, auto s, auto r) { return Targets{g, s, r}; };
-  send.flow("seg").out_if(remote, rt::to(recv, "seg", same));
+  rt::FlowBuilder seg = send.flow("seg");
+  seg.out_if(remote, rt::to(recv, "seg", same));
+  if (typed_)  // r's pieces of the group land where they belong (or in a buffer to unpack)
+    seg.lands([this](auto g, auto s) { return group_view(pieces_->receives, key(g, s), false); });
   recv.flow("seg", rt::Access::read).in_if(remote, rt::from(send, "seg", same));
 
   if (opt_.isolate_segments) {
@@ -425,14 +509,14 @@ void TaskGraphStrategy::build_grouped() {
   fin.body([](TaskContext&, auto /*g*/) {});
   send.body([this](TaskContext& c, auto g, auto s, auto r) {
     if (s == r) return;  // local segments: Receive(g, r, r) copies them
-    const std::span<const Piece> ps = pieces_->sends.of(key(g, r));
-    index_t bytes = 0;
-    for (const Piece& p : ps) bytes += p.bytes;
-    if (bytes == 0) return;
-    std::byte* out = c.allocate("seg", static_cast<std::size_t>(bytes)).bytes();
-    for (const Piece& p : ps) {
-      pack(p, out);
-      out += p.bytes;
+    if (!group_remote(g, s, r)) return;
+    rt::Data& out = c.data("seg");
+    out = group_view(pieces_->sends, key(g, r), true);
+    if (out.is_typed()) return;  // MPI reads the pieces where they lie
+    std::byte* at = out.bytes();
+    for (const Piece& p : pieces_->sends.of(key(g, r))) {
+      pack(p, at);
+      at += p.bytes;
     }
   });
   recv.body([this](TaskContext& c, auto g, auto s, auto r) {
@@ -441,13 +525,51 @@ void TaskGraphStrategy::build_grouped() {
       return;
     }
     const rt::Data& d = c.data("seg");
-    if (d.empty()) return;  // nothing from s in this group
+    if (d.empty() || d.is_typed()) return;  // nothing from s in this group, or it has landed
     const std::byte* in = d.bytes();
     for (const Piece& p : pieces_->receives.of(key(g, s))) {
       unpack(p, in);
       in += p.bytes;
     }
   });
+}
+
+void TaskGraphStrategy::typed_pieces(PieceList& l) {
+  const index_t es = plan_.rp.elem_size;
+  for (std::size_t i = 0, j = 0; i < l.keys.size(); i = j) {
+    const Piece& first = l.pieces[i];
+    bool one_block = true;
+    for (j = i; j < l.keys.size() && l.keys[j] == l.keys[i]; ++j)
+      one_block = one_block && l.pieces[j].at.block == first.at.block;
+    if (!one_block) continue;
+    std::vector<MPI_Datatype> types;
+    std::vector<MPI_Aint> at;
+    for (std::size_t k = i; k < j; ++k) {
+      const Piece& p = l.pieces[k];
+      MPI_Datatype t = box_type(p.shape, p.at.strides, es);
+      if (p.count > 1) {
+        MPI_Datatype rep;
+        check_mpi(MPI_Type_create_hvector(static_cast<int>(p.count), 1, static_cast<MPI_Aint>(p.step_at * es), t, &rep),
+                  "MPI_Type_create_hvector");
+        check_mpi(MPI_Type_free(&t), "MPI_Type_free");
+        t = rep;
+      }
+      types.push_back(t);
+      at.push_back(static_cast<MPI_Aint>((p.at.offset - first.at.offset) * es));
+    }
+    l.types.emplace(l.keys[i], types_.own(struct_of(types, at)));
+  }
+}
+
+rt::Data TaskGraphStrategy::group_view(const PieceList& l, index_t key, bool source) {
+  const std::span<const Piece> ps = l.of(key);
+  index_t bytes = 0;
+  for (const Piece& p : ps) bytes += p.bytes;
+  const MPI_Datatype t = l.type_of(key);
+  if (!typed_ || t == MPI_DATATYPE_NULL) return rt::Data::allocate(static_cast<std::size_t>(bytes));
+  const index_t es = plan_.rp.elem_size;
+  std::byte* at = source ? const_cast<std::byte*>(src_->at(ps.front().at, es)) : dst_->at(ps.front().at, es);
+  return rt::Data::typed(at, t, static_cast<std::size_t>(bytes));
 }
 
 TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
@@ -469,10 +591,12 @@ TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
       }
     }
   }
-  auto list = [](std::vector<std::pair<index_t, Piece>>& v) {
+  auto list = [this](std::vector<std::pair<index_t, Piece>>& v) {
     std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     PieceList l;
-    for (auto& [k, p] : v) l.keys.push_back(k), l.pieces.push_back(std::move(p));
+    for (auto& [k, p] : v)
+      if (l.keys.empty() || l.keys.back() != k || !merge_into(l.pieces.back(), p))
+        l.keys.push_back(k), l.pieces.push_back(std::move(p));
     return l;
   };
   return {list(sends), list(receives), list(locals)};
@@ -481,6 +605,24 @@ TaskGraphStrategy::Pieces TaskGraphStrategy::collect_pieces() const {
 index_t TaskGraphStrategy::shipped_bytes(const Seg& s) const {
   const Coord& size = opt_.dynamic_volume ? s.box.size : plan_.src.tile_box(s.stile).size;
   return size.volume() * plan_.rp.elem_size;
+}
+
+// Appends q to p as one more repetition when both have the same shape, strides
+// and block and q lies one step after p's last box on every side (sends and
+// receives: packed right after it, so segment bytes only, no whole tiles).
+bool TaskGraphStrategy::merge_into(Piece& p, const Piece& q) const {
+  const index_t packed = q.shape.volume() * plan_.rp.elem_size;  // q's bytes when only its box is shipped
+  if (p.skip || q.skip || q.count != 1 || q.bytes != p.bytes / p.count || (q.bytes != 0 && q.bytes != packed) ||
+      p.shape != q.shape || p.run != q.run || p.at.block != q.at.block || p.to.block != q.to.block ||
+      p.at.strides != q.at.strides || p.to.strides != q.to.strides)
+    return false;
+  const index_t da = q.at.offset - (p.at.offset + (p.count - 1) * p.step_at);
+  const index_t dt = q.to.offset - (p.to.offset + (p.count - 1) * p.step_to);
+  if (p.count > 1 ? (da != p.step_at || dt != p.step_to) : da == 0) return false;
+  p.step_at = da, p.step_to = dt;
+  ++p.count;
+  p.bytes += q.bytes;
+  return true;
 }
 
 TaskGraphStrategy::Piece TaskGraphStrategy::send_piece(const Seg& s) const {
@@ -523,31 +665,42 @@ TaskGraphStrategy::Piece TaskGraphStrategy::local_piece(const Seg& s) const {  /
 
 void TaskGraphStrategy::pack(const Piece& p, std::byte* out) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, out, p.packed, {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, src_->at(p.at, es), p.at.strides, {p.step_at, 0}, out, p.packed,
+           {p.shape.volume(), 0});
 }
 
 void TaskGraphStrategy::unpack(const Piece& p, const std::byte* in) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, in + p.skip, p.packed, {0, 0}, dst_->at(p.at, es), p.at.strides, {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, in + p.skip, p.packed, {p.shape.volume(), 0}, dst_->at(p.at, es),
+           p.at.strides, {p.step_at, 0});
 }
 
 void TaskGraphStrategy::copy_local(const Piece& p) const {
   const index_t es = plan_.rp.elem_size;
-  copy_run(p.shape, p.run, es, {1, 1}, src_->at(p.at, es), p.at.strides, {0, 0}, dst_->at(p.to, es), p.to.strides,
-           {0, 0});
+  copy_run(p.shape, p.run, es, {p.count, 1}, src_->at(p.at, es), p.at.strides, {p.step_at, 0}, dst_->at(p.to, es),
+           p.to.strides, {p.step_to, 0});
 }
 
-void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) const {
+rt::Data TaskGraphStrategy::view(const Piece& p, std::byte* at) {
+  const index_t es = plan_.rp.elem_size;
+  if (p.run == p.shape.volume()) return rt::Data::wrap(at, static_cast<std::size_t>(p.bytes));
+  return rt::Data::typed(at, types_.get(p.shape, p.at.strides, es), static_cast<std::size_t>(p.bytes));
+}
+
+void TaskGraphStrategy::send_body(TaskContext& c, index_t t, index_t k) {
   if (!remote(t, k)) return;  // a local segment: its Receive copies it
   const Piece p = send_piece(segment(t, k));
-  pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
+  if (typed_)  // straight from the source storage; MPI reads it through the type
+    c.data("seg") = view(p, const_cast<std::byte*>(src_->at(p.at, plan_.rp.elem_size)));
+  else
+    pack(p, c.allocate("seg", static_cast<std::size_t>(p.bytes)).bytes());
 }
 
 void TaskGraphStrategy::receive_body(TaskContext& c, index_t t, index_t k) const {
   const Seg s = segment(t, k);
   if (plan_.src.owner(s.stile) == plan_.dst.owner(s.tile))
     copy_local(local_piece(s));
-  else
+  else if (!typed_)  // typed: the segment has landed in place (the flow's landing)
     unpack(receive_piece(s), c.data("seg").bytes());
 }
 
