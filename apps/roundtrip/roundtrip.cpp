@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -162,7 +163,12 @@ void in_parts(std::size_t bytes, int parts, Fn fn) {
   std::vector<std::thread> helpers;
   for (int i = 1; i < parts; ++i) {
     const std::size_t lo = std::min(bytes, per * static_cast<std::size_t>(i)), hi = std::min(bytes, lo + per);
-    if (lo < hi) helpers.emplace_back(fn, lo, hi);
+    if (lo >= hi) continue;
+    try {
+      helpers.emplace_back(fn, lo, hi);
+    } catch (const std::system_error&) {
+      fn(lo, hi);  // no thread to be had: the caller does that piece (never an error on one rank)
+    }
   }
   fn(std::size_t{0}, std::min(bytes, per));
   for (std::thread& t : helpers) t.join();
