@@ -29,9 +29,9 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
   Report r;
   r.work = wc.spec();
   // A and B are only read: const_cast is safe, neither is stored back.
-  detail::WorkMatrix A(a_layout, const_cast<void*>(a), wa, comm, o, true, r.to_seconds);
-  detail::WorkMatrix B(b_layout, const_cast<void*>(b), wb, comm, o, true, r.to_seconds);
-  detail::WorkMatrix C(c_layout, c, wc, comm, o, beta != 0.0, r.to_seconds);
+  detail::WorkMatrix A(a_layout, const_cast<void*>(a), wa, comm, o, true, 0, r.to_seconds);
+  detail::WorkMatrix B(b_layout, const_cast<void*>(b), wb, comm, o, true, 1, r.to_seconds);
+  detail::WorkMatrix C(c_layout, c, wc, comm, o, beta != 0.0, 2, r.to_seconds);
   r.moved = A.moved() || B.moved() || C.moved();
   runtime::TaskGraph g = gemm::task_graph(alpha, A.collection(), B.collection(), beta, C.collection());
   detail::run_and_store(g, C, comm, o, r);

@@ -21,7 +21,7 @@ QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& 
   r.work = f.work.spec();
   const index_t tile = std::min(f.work.partition(0).tile(), f.work.partition(1).tile());
   f.inner = options.inner > 0 ? std::min(options.inner, tile) : std::min<index_t>(32, tile);
-  detail::WorkMatrix a(layout, data, f.work, comm, options, true, r.to_seconds);
+  detail::WorkMatrix a(layout, data, f.work, comm, options, true, 0, r.to_seconds);
   r.moved = a.moved();
   f.t = std::make_unique<runtime::LayoutCollection>(qr::t_layout(f.work, f.inner), comm);
   runtime::TaskGraph g = qr::task_graph(a.collection(), *f.t, f.inner);

@@ -29,13 +29,14 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
 runtime::Options runtime_options(const Options& options);
 
 // The caller's matrix on the working layout: the caller's own storage when the
-// layouts are the same, else a copy moved there by a plan (timed into `seconds`).
+// layouts are the same, else a copy moved there by a plan (timed into `seconds`),
+// in options.workspace's buffer `slot` when there is one, else in fresh memory.
 class WorkMatrix {
  public:
-  // Collective. With `load` false, the working copy is allocated (zeroed) but
-  // nothing is moved into it.
+  // Collective. With `load` false, the working copy is zeroed but nothing is moved
+  // into it.
   WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
-             bool load, double& seconds);
+             bool load, int slot, double& seconds);
   runtime::LayoutCollection& collection() { return *collection_; }
   bool moved() const { return user_ != work_; }
   // Collective: moves the working copy back into the caller's storage (nothing
@@ -50,7 +51,7 @@ class WorkMatrix {
   struct Free {
     void operator()(std::byte* p) const;
   };
-  std::unique_ptr<std::byte, Free> storage_;  // the working copy (null: the caller's storage)
+  std::unique_ptr<std::byte, Free> owned_;  // the working copy when there is no workspace
   std::optional<runtime::LayoutCollection> collection_;
 };
 

@@ -6,6 +6,8 @@
 //              distribution (tile storage, same tiles and grid)
 //   good       the tiled algorithm alone on the working layout (tile, grid)
 //   roundtrip  redist::apps::<alg> from the source: to, compute, back
+//   repeat     (--repeat) the round trip again with the first one's Workspace
+//              (apps::Options::workspace): a repeated call, no fresh working copy
 // Prints GFLOP/s (total time of each method), the round trip's overhead (to + back)
 // in % of its compute time, and roundtrip / pd; --csv FILE appends the rows.
 #include <cblas.h>
@@ -45,6 +47,7 @@ const char* kUsage =
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
     "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
+    "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
 
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
     const int reps = static_cast<int>(args.get("--reps", 1));
     const index_t src_tile = args.get("--src-tile", 1280);
     const std::string csv = args.str("--csv", "");
+    const bool repeat = args.flag("--repeat");
     std::vector<std::string> algs;
     for (std::string s = args.str("--alg", "potrf,geqrf,gemm"), item; !s.empty();) {
       const auto comma = s.find(',');
@@ -156,9 +160,9 @@ int main(int argc, char** argv) {
     rb::report_cpus(threads);
     if (rank == 0)
       std::printf("# ranks=%d threads/rank=%d source: tile=%lld grid=1x%d storage=local_array\n"
-                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n",
+                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
                   ranks, threads, static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF",
-                  "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd");
+                  "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
     for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);
@@ -174,30 +178,41 @@ int main(int argc, char** argv) {
         poor.tile = std::min<index_t>(src_tile, n);
         poor.grid = redist::Coord{1, ranks};
         const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
-        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back;
+        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0};
+        if (repeat) rep_t.clear(), rep_to.clear();
         for (int r = 0; r < reps; ++r) {
           pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
                               ranks, threads * 1));
           poor_t.push_back(run_app(alg, poor_layout, n, rank, poor).compute_seconds);
           good_t.push_back(run_app(alg, work, n, rank, good).compute_seconds);
-          const redist::apps::Report rt = run_app(alg, src, n, rank, good);
+          redist::apps::Workspace workspace;  // empty: the first call allocates as without one
+          redist::apps::Options first = good;
+          if (repeat) first.workspace = &workspace;
+          const redist::apps::Report rt = run_app(alg, src, n, rank, first);
           rt_t.push_back(rt.seconds()), to.push_back(rt.to_seconds), comp.push_back(rt.compute_seconds),
               back.push_back(rt.back_seconds);
+          if (repeat) {
+            const redist::apps::Report again = run_app(alg, src, n, rank, first);
+            rep_t.push_back(again.seconds()), rep_to.push_back(again.to_seconds);
+          }
         }
+        const double rep_gf = repeat ? flops_of(alg, static_cast<double>(n)) / 1e9 / rb::median(rep_t) : 0;
         const double f = flops_of(alg, static_cast<double>(n)) / 1e9;
         const double pdm = rb::median(pd), rtm = rb::median(rt_t), over = rb::median(to) + rb::median(back);
         if (rank == 0) {
-          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f\n", alg.c_str(),
-                      static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()), f / pdm,
-                      f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp),
-                      rb::median(back), 100 * over / rb::median(comp), pdm / rtm);
+          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %9.2f %8.3f\n",
+                      alg.c_str(), static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()),
+                      f / pdm, f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to),
+                      rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_gf,
+                      rb::median(rep_to));
           std::fflush(stdout);
           if (!csv.empty())
             if (FILE* out = std::fopen(csv.c_str(), "a")) {
-              std::fprintf(out, "%d,%d,%s,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", ranks, threads,
-                           alg.c_str(), static_cast<long long>(n), static_cast<long long>(src_tile),
+              std::fprintf(out, "%d,%d,%s,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", ranks,
+                           threads, alg.c_str(), static_cast<long long>(n), static_cast<long long>(src_tile),
                            static_cast<long long>(work.partition(0).tile()), f / pdm, f / rb::median(poor_t),
-                           f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp), rb::median(back));
+                           f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp), rb::median(back),
+                           rep_gf, rb::median(rep_to));
               std::fclose(out);
             }
         }

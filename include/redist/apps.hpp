@@ -15,11 +15,41 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "redist/layout.hpp"
 #include "redist/runtime/collection.hpp"
 
 namespace redist::apps {
+
+// Working storage a caller keeps across calls (LAPACK's work arrays): a call given
+// a workspace (Options::workspace) takes its working copies from it and leaves them
+// there, so a repeated call of the same size or smaller pays no page faults for
+// them (the move in of a fresh N = 8000 working copy was mostly first-touch page
+// faults here, docs/apps.md). Holds up to one buffer per matrix of a call (gemm:
+// A, B, C) until release() or destruction. One call at a time per workspace.
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() { release(); }
+  // Bytes held on this rank.
+  std::size_t bytes() const;
+  // Frees the buffers (the next call allocates fresh ones).
+  void release();
+  // 64-byte aligned storage of at least `bytes` for matrix `slot` of a call; keeps
+  // the buffer when it is large enough, else replaces it. Null when allocation fails.
+  // `fresh` is set when the memory was newly allocated (never written).
+  std::byte* take(int slot, std::size_t bytes, bool& fresh);
+
+ private:
+  struct Buffer {
+    std::byte* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::vector<Buffer> buffers_;
+};
 
 struct Options {
   // Tile size (rows and columns) of the working layout; 0: model_tile().
@@ -35,6 +65,10 @@ struct Options {
   // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's
   // 0.16 s + 0.08 s (docs/apps.md).
   std::string strategy = "direct";
+  // Where the working copies live: null, fresh memory each call (freed at its end);
+  // else the caller's Workspace, reused across calls (see Workspace). Ranks may
+  // differ (one with a workspace, one without); results are the same either way.
+  Workspace* workspace = nullptr;
 };
 
 // What a call did, on this rank. Times are this rank's wall clock; the time of a

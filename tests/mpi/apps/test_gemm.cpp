@@ -63,20 +63,26 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
   struct Users {
     redist::Layout a, b, c;
   };
+  apps::Workspace ws;
   for (const Users& u : {Users{sl(kM, kK, "10x10"), sl(kK, kN, "12x9"), sl(kM, kN, "10x9")},
-                         Users{rnd(kM, kK, 1), rnd(kK, kN, 2), rnd(kM, kN, 3)}, Users{wa, wb, wc}}) {
-    SCOPED_TRACE(u.c.spec());
-    const std::vector<double> a = make_local(u.a, ea), b = make_local(u.b, eb);
-    std::vector<double> c = make_local(u.c, ec);
-    const apps::Report r = apps::gemm(1.5, u.a, a.data(), u.b, b.data(), -0.5, u.c, c.data(), MPI_COMM_WORLD, o);
-    EXPECT_EQ(r.moved, !(u.c == wc));
-    EXPECT_TRUE(a == make_local(u.a, ea) && b == make_local(u.b, eb)) << "A and B must not change";
-    const std::vector<double> got = gather_root(u.c, c.data());
-    bool same = true;
-    if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0;
-    EXPECT_TRUE(same) << "the round trip differs from the tiled GEMM on the working layouts";
-    ASSERT_TRUE(all_ranks(same));
-  }
+                         Users{rnd(kM, kK, 1), rnd(kK, kN, 2), rnd(kM, kN, 3)}, Users{wa, wb, wc}})
+    // Fresh working memory, then a Workspace kept across the calls (even ranks only).
+    for (apps::Workspace* w : {static_cast<apps::Workspace*>(nullptr), world_rank() % 2 == 0 ? &ws : nullptr}) {
+      SCOPED_TRACE(u.c.spec() + (w ? " with a workspace" : ""));
+      const std::vector<double> a = make_local(u.a, ea), b = make_local(u.b, eb);
+      std::vector<double> c = make_local(u.c, ec);
+      apps::Options ow = o;
+      ow.workspace = w;
+      const apps::Report r =
+          apps::gemm(1.5, u.a, a.data(), u.b, b.data(), -0.5, u.c, c.data(), MPI_COMM_WORLD, ow);
+      EXPECT_EQ(r.moved, !(u.c == wc));
+      EXPECT_TRUE(a == make_local(u.a, ea) && b == make_local(u.b, eb)) << "A and B must not change";
+      const std::vector<double> got = gather_root(u.c, c.data());
+      bool same = true;
+      if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0;
+      EXPECT_TRUE(same) << "the round trip differs from the tiled GEMM on the working layouts";
+      ASSERT_TRUE(all_ranks(same));
+    }
   if (world_rank() == 0) {  // the independent oracle: one cblas_dgemm
     std::vector<double> a(kM * kK), b(kK * kN), c(kM * kN);
     for (int j = 0; j < kK; ++j)
@@ -105,16 +111,22 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
   const redist::Layout lb = redist::Layout::parse("10x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
   const redist::Layout lc = redist::Layout::parse("20x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
   const std::vector<double> a = make_local(la, ea), b = make_local(lb, eb);
-  std::vector<double> c = make_local(lc, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
-  apps::gemm(1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
-  const std::vector<double> got = gather_root(lc, c.data());
-  if (world_rank() == 0)
-    for (int j = 0; j < 12; ++j)
-      for (int i = 0; i < 20; ++i) {
-        double s = 0;
-        for (int k = 0; k < 10; ++k) s += ea(i, k) * eb(k, j);
-        ASSERT_NEAR(got[i + j * 20], s, 1e-13) << i << "," << j;
-      }
+  // Twice with one workspace: the second call's C buffer holds the first one's product.
+  apps::Workspace ws;
+  o.workspace = &ws;
+  for (int call = 0; call < 2; ++call) {
+    std::vector<double> c = make_local(lc, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
+    apps::gemm(1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
+    const std::vector<double> got = gather_root(lc, c.data());
+    if (world_rank() == 0)
+      for (int j = 0; j < 12; ++j)
+        for (int i = 0; i < 20; ++i) {
+          double s = 0;
+          for (int k = 0; k < 10; ++k) s += ea(i, k) * eb(k, j);
+          ASSERT_NEAR(got[i + j * 20], s, 1e-13) << "call " << call << ": " << i << "," << j;
+        }
+  }
+  std::vector<double> c = make_local(lc, [](auto, auto) { return 0.0; });
   expect_collective_error([&] { apps::gemm(1.0, la, a.data(), la, a.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o); },
                           "gemm: the shapes must be A m x k, B k x n, C m x n");
 }

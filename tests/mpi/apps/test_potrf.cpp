@@ -60,24 +60,33 @@ TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
   const apps::Options o = options(GetParam());
   const redist::Layout work = apps::work_layout(kN, kN, world_size(), o);
   const std::vector<double> ref = direct(work, o.threads);
-  for (const redist::Layout& user : user_layouts(work)) {
-    SCOPED_TRACE(user.spec());
-    std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
-    const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, o);
-    EXPECT_EQ(r.work, work.spec());
-    EXPECT_EQ(r.moved, !(user == work));
-    if (!r.moved) {
-      EXPECT_EQ(r.to_seconds + r.back_seconds, 0.0);
+  // Each layout twice: fresh working memory, then a Workspace kept across the calls
+  // (on even ranks only: ranks may differ), which holds the previous call's L.
+  apps::Workspace ws;
+  for (const redist::Layout& user : user_layouts(work))
+    for (apps::Workspace* w : {static_cast<apps::Workspace*>(nullptr), world_rank() % 2 == 0 ? &ws : nullptr}) {
+      SCOPED_TRACE(user.spec() + (w ? " with a workspace" : ""));
+      std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
+      apps::Options ow = o;
+      ow.workspace = w;
+      const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, ow);
+      if (w && r.moved) {  // the working copy stays in the workspace after the call
+        EXPECT_GE(ws.bytes(), static_cast<std::size_t>(redist::LocalIndex(work, world_rank()).elements()) * 8);
+      }
+      EXPECT_EQ(r.work, work.spec());
+      EXPECT_EQ(r.moved, !(user == work));
+      if (!r.moved) {
+        EXPECT_EQ(r.to_seconds + r.back_seconds, 0.0);
+      }
+      const std::vector<double> got = gather_root(user, a.data());
+      bool same = true;
+      if (world_rank() == 0) {
+        ASSERT_EQ(got.size(), ref.size());
+        same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
+        EXPECT_TRUE(same) << "the round trip differs from the tiled Cholesky on " << work.spec();
+      }
+      ASSERT_TRUE(all_ranks(same));
     }
-    const std::vector<double> got = gather_root(user, a.data());
-    bool same = true;
-    if (world_rank() == 0) {
-      ASSERT_EQ(got.size(), ref.size());
-      same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
-      EXPECT_TRUE(same) << "the round trip differs from the tiled Cholesky on " << work.spec();
-    }
-    ASSERT_TRUE(all_ranks(same));
-  }
   // The independent oracle: LAPACK dpotrf of the same matrix, and the residual.
   if (world_rank() == 0) {
     const int n = kN;
