@@ -9,8 +9,11 @@ namespace redist::detail {
 // Fills `plan` (sends, receives, locals and their statistics) and returns true
 // when both layouts are block-cyclic over regular partitions; returns false,
 // leaving `plan` as it was, otherwise. Same preconditions as plan_rank.
+// `every_pair`: build the 1-D lists of every coordinate of the other side's grid,
+// as before the peers were found from this rank's own pieces (the tests check
+// that both give the same plan); the planner leaves it false.
 bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
-                     const Region& region, int rank, int nranks, RankPlan& plan);
+                     const Region& region, int rank, int nranks, RankPlan& plan, bool every_pair = false);
 
 // Orders a rank's peers by distance: (peer - rank) mod nranks on the send side,
 // (rank - peer) mod nranks on the receive side, so that in round k of an exchange
