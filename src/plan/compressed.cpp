@@ -27,6 +27,30 @@
 #include "plan/compressed.hpp"
 
 namespace redist::detail {
+
+namespace {
+// The least x >= 0 with lo <= (a x) mod m <= hi (0 < lo <= hi < m, 0 <= a < m),
+// or -1: Euclid's recursion on (a, m). Either a multiple of a falls in [lo, hi]
+// before the first wrap, or (hi - lo < a) the least wrap count y with a multiple
+// of a in [lo + m y, hi + m y] solves the same problem for (m mod a, a), and
+// x = ceil((lo + m y) / a). Depth O(log m).
+__int128 least_in_range(__int128 a, __int128 m, __int128 lo, __int128 hi) {
+  if (lo == 0) return 0;
+  a %= m;
+  if (a == 0) return -1;
+  const __int128 k = (lo + a - 1) / a;
+  if (a * k <= hi) return k;
+  const __int128 y = least_in_range(m % a, a, (a - hi % a) % a, (a - lo % a) % a);
+  return y < 0 ? -1 : (m * y + lo + a - 1) / a;
+}
+}  // namespace
+
+index_t first_in_window(index_t a, index_t b, index_t m, index_t h) {
+  a %= m, b %= m;
+  if (b <= h) return 0;
+  return static_cast<index_t>(least_in_range(a, m, m - b, m - b + h));
+}
+
 namespace {
 
 constexpr int kSrc = 0, kDst = 1;
@@ -273,7 +297,7 @@ class Compressor {
 // coordinate only); each of its units is split by the other side's units of its
 // coordinate in closed form: a first and a last partial piece and, between
 // them, whole units as one progression per block.
-void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<Entry>& out) {
+void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<Entry>& out, bool jump = true) {
   out.clear();
   if (n <= 0) return;
   const int o = ax[kDst].unit_size() >= ax[kSrc].unit_size() ? kDst : kSrc, i = 1 - o;
@@ -332,7 +356,25 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
   index_t c1s[3] = {0, 0, 0};
   int seen = 0;
   index_t walked = 0;
-  for (index_t blk = A.block_at_or_after(uo_first / A.B, co); blk * A.B <= uo_last; blk += A.G) {
+  // Jumps over the blocks of co that meet no unit of ci (most of them when the
+  // two grids are large and their cycles unlike: tile 1 on 4096 ranks -> tile 1
+  // on 4095, one block in 4095 meets). Nominally (whole tiles, not clipped by
+  // the region or the extent) a block of co starts at S(blk) = blk len_o - off
+  // - r, one of ci at I0 + j wi, and they meet when (S - I0 + len_o - 1) mod wi
+  // <= len_o + len_i - 2: first_in_window finds the next such block in closed
+  // form. A block passed over would push nothing; the walk still stops at every
+  // period boundary, so the periodic shortcut sees what it saw block by block.
+  const index_t len_o = wo > 0 ? wo / A.G : 0, len_i = wi > 0 ? wi / I.G : 0;
+  const bool jumping = jump && wo > 0 && wi > 0 && len_o + len_i - 1 < wi;
+  const index_t last_blk = uo_last / A.B;
+  auto steps_to_meeting = [&](index_t blk) {  // -1: none
+    const __int128 i0 = static_cast<__int128>(((ci - I.src) % I.G + I.G) % I.G) * len_i - I.off - I.r;
+    const __int128 s = static_cast<__int128>(blk) * len_o - A.off - A.r;
+    const index_t b = static_cast<index_t>(((s - i0 + len_o - 1) % wi + wi) % wi);
+    return first_in_window(wo % wi, b, wi, len_o + len_i - 2);
+  };
+  index_t blk = A.block_at_or_after(uo_first / A.B, co);
+  while (blk <= last_blk) {
     if (blocks_per_period > 0 && walked > 0 && walked % blocks_per_period == 0) {
       comp.flush();
       sizes[0] = sizes[1], sizes[1] = sizes[2], sizes[2] = comp.entries();
@@ -355,6 +397,21 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
           if (blk * A.B > uo_last) break;
         }
       }
+    }
+    if (jumping) {
+      const index_t left = (last_blk - blk) / A.G;  // blocks of co after blk
+      const index_t j = steps_to_meeting(blk);
+      if (blocks_per_period > 0) {
+        const index_t to_boundary = blocks_per_period - walked % blocks_per_period;
+        if (j < 0 || j >= to_boundary) {
+          if (to_boundary > left) break;
+          blk += to_boundary * A.G, walked += to_boundary;
+          continue;
+        }
+      } else if (j < 0 || j > left) {
+        break;
+      }
+      blk += j * A.G, walked += j;
     }
     ++walked;
     for (index_t uo = std::max(blk * A.B, uo_first); uo <= std::min(blk * A.B + A.B - 1, uo_last); ++uo) {
@@ -389,6 +446,7 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
       }
       if (ui_hi > ui_lo && I.unit_coord(ui_hi) == ci) clip(ui_hi);
     }
+    blk += A.G;
   }
   comp.flush();
 }
@@ -664,7 +722,7 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
       per_coord[d].resize(coords[d].size());
       for (size_t i = 0; i < coords[d].size(); ++i)
         pair_list(axes[d].data(), region.size[d], send_side ? me : coords[d][i], send_side ? coords[d][i] : me,
-                  per_coord[d][i]);
+                  per_coord[d][i], !every_pair);
     }
     std::vector<const std::vector<Entry>*> lists(n);
     do {

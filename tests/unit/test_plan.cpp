@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <span>
 
 #include "kernels/copy.hpp"
@@ -431,10 +432,42 @@ void expect_same_plan(const RankPlan& a, const RankPlan& b, const std::string& w
   for (size_t i = 0; i < std::size(xs); ++i) EXPECT_EQ(xs[i], ys[i]) << what << " statistic " << i;
 }
 
+TEST(Plan, FirstInWindowIsTheLeastSolution) {
+  // Against a search: every (a, b, m, h) with m <= 40, then random ones with m up
+  // to 2^40 whose answer a search finds within 10^5 steps, or that a search
+  // over a whole cycle (m / gcd(a, m) steps) shows has none.
+  for (index_t m = 1; m <= 40; ++m)
+    for (index_t a = 0; a < m; ++a)
+      for (index_t b = 0; b < m; ++b)
+        for (index_t h = 0; h < m; ++h) {
+          index_t want = -1;
+          for (index_t j = 0; j < m && want < 0; ++j)
+            if ((a * j + b) % m <= h) want = j;
+          ASSERT_EQ(detail::first_in_window(a, b, m, h), want) << a << " " << b << " " << m << " " << h;
+        }
+  Rng rng(7);
+  for (int c = 0; c < 300; ++c) {
+    const index_t m = uniform(rng, 1, index_t{1} << uniform(rng, 6, 40));
+    const index_t a = uniform(rng, 0, m - 1), b = uniform(rng, 0, m - 1), h = uniform(rng, 0, m / uniform(rng, 1, 1000));
+    const index_t got = detail::first_in_window(a, b, m, h);
+    const index_t cycle = m / std::gcd(a, m);
+    index_t want = -1;
+    for (index_t j = 0; j < std::min<index_t>(cycle, 100000) && want < 0; ++j)
+      if (static_cast<index_t>((static_cast<__int128>(a) * j + b) % m) <= h) want = j;
+    if (want >= 0 || cycle <= 100000) {
+      ASSERT_EQ(got, want) << a << " " << b << " " << m << " " << h;
+    } else if (got >= 0) {  // beyond the search: a solution, and none before it the search saw
+      ASSERT_LE(static_cast<index_t>((static_cast<__int128>(a) * got + b) % m), h) << a << " " << b << " " << m;
+      ASSERT_GE(got, 100000);
+    }
+  }
+}
+
 TEST(Plan, PeersFromOwnPiecesGiveTheSamePlan) {
   // The compressed planner builds 1-D lists only for the other side's grid
-  // coordinates that share a piece with this rank (peer_coords); before, for
-  // every coordinate. The plan must be the same entry for entry: 400 random
+  // coordinates that share a piece with this rank (peer_coords), and each list
+  // jumps over the blocks that meet nothing (first_in_window); before, every
+  // coordinate, every block. The plan must be the same entry for entry: 400 random
   // fine-grained cases on up to 48 ranks (grids larger than the data often,
   // 1-4 dimensions, odd extents, first-tile offsets, k-cyclic, every storage),
   // every rank planned both ways. Then one case at 4096 ranks on a few ranks.
