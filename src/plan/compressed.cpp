@@ -700,7 +700,10 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     std::vector<std::vector<index_t>> coords(n);
     std::vector<size_t> idx(n, 0);
     if (own.ranks_needed() > nranks) {  // name the first rank outside, in grid order
-      for (int d = 0; d < n; ++d) coords[d].resize(static_cast<size_t>(grid[d])), std::iota(coords[d].begin(), coords[d].end(), 0);
+      for (int d = 0; d < n; ++d) {
+        coords[d].resize(static_cast<size_t>(grid[d]));
+        std::iota(coords[d].begin(), coords[d].end(), 0);
+      }
       do {
         for (int d = 0; d < n; ++d) c[d] = coords[d][idx[d]];
         if (const int peer = own.rank_at(c); peer >= nranks)
