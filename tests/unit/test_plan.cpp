@@ -471,7 +471,10 @@ TEST(Plan, PeersFromOwnPiecesGiveTheSamePlan) {
   // fine-grained cases on up to 48 ranks (grids larger than the data often,
   // 1-4 dimensions, odd extents, first-tile offsets, k-cyclic, every storage),
   // every rank planned both ways. Then one case at 4096 ranks on a few ranks.
-  Rng rng(20261126);
+  // REDIST_PLAN_CASES=N and REDIST_PLAN_SEED as in CompressedPlansExpandToTheSegmentList.
+  const char* nc = std::getenv("REDIST_PLAN_CASES");
+  const char* seed = std::getenv("REDIST_PLAN_SEED");
+  Rng rng(seed ? std::strtoull(seed, nullptr, 10) : 20261126);
   auto both = [](const Layout& src, const Layout& dst, const Region& r, int rank, int nranks, const std::string& what) {
     const LocalIndex sl(src, rank), dl(dst, rank);
     RankPlan fast, every;
@@ -480,13 +483,31 @@ TEST(Plan, PeersFromOwnPiecesGiveTheSamePlan) {
     ASSERT_EQ(a, b) << what;
     expect_same_plan(fast, every, what + ", rank " + std::to_string(rank));
   };
-  for (int c = 0; c < 400; ++c) {
+  for (int c = 0, cases = nc ? std::atoi(nc) : 400; c < cases; ++c) {
     const int nranks = static_cast<int>(uniform(rng, 1, 48));
     const auto [src, dst, r] = random_case(rng, nranks, 4, 0, /*fine=*/true);
     if (r.empty()) continue;
     const std::string what = "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str();
     for (int rank = 0; rank < nranks; ++rank) {
       both(src, dst, r, rank, nranks, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Long vectors (many periods: the periodic shortcut with jumps between its
+  // boundaries) on grids of unlike sizes.
+  for (int c = 0; c < 30; ++c) {
+    const index_t n = uniform(rng, 5000, 30000);
+    auto side = [&](index_t extent) {
+      const index_t t = uniform(rng, 1, 5), g = uniform(rng, 2, 24);
+      return detail::cat(extent, " tile=", t, " offset=", uniform(rng, 0, t - 1), " block_cyclic grid=", g,
+                         " src=", uniform(rng, 0, g - 1), " super=", uniform(rng, 1, 2),
+                         std::vector<const char*>{"", " storage=local_array", " storage=tile_pointers"}[uniform(rng, 0, 2)]);
+    };
+    const Layout src = Layout::parse(side(n + uniform(rng, 0, 9))), dst = Layout::parse(side(n + uniform(rng, 0, 9)));
+    const Region r{Coord({n - uniform(rng, 0, 20)}), Coord({uniform(rng, 0, 9)}), Coord({uniform(rng, 0, 9)})};
+    const int nranks = static_cast<int>(std::max(src.ownership().ranks_needed(), dst.ownership().ranks_needed()));
+    for (int rank = 0; rank < nranks; ++rank) {
+      both(src, dst, r, rank, nranks, src.spec() + " -> " + dst.spec() + " region " + r.str());
       if (HasFatalFailure()) return;
     }
   }
