@@ -23,11 +23,34 @@
 // 4000x4000 local array moved between two grids of one rank is one segment.
 #include <algorithm>
 #include <numeric>
-#include <optional>
 
 #include "plan/compressed.hpp"
 
 namespace redist::detail {
+
+namespace {
+// The least x >= 0 with lo <= (a x) mod m <= hi (0 < lo <= hi < m, 0 <= a < m),
+// or -1: Euclid's recursion on (a, m). Either a multiple of a falls in [lo, hi]
+// before the first wrap, or (hi - lo < a) the least wrap count y with a multiple
+// of a in [lo + m y, hi + m y] solves the same problem for (m mod a, a), and
+// x = ceil((lo + m y) / a). Depth O(log m).
+__int128 least_in_range(__int128 a, __int128 m, __int128 lo, __int128 hi) {
+  if (lo == 0) return 0;
+  a %= m;
+  if (a == 0) return -1;
+  const __int128 k = (lo + a - 1) / a;
+  if (a * k <= hi) return k;
+  const __int128 y = least_in_range(m % a, a, (a - hi % a) % a, (a - lo % a) % a);
+  return y < 0 ? -1 : (m * y + lo + a - 1) / a;
+}
+}  // namespace
+
+index_t first_in_window(index_t a, index_t b, index_t m, index_t h) {
+  a %= m, b %= m;
+  if (b <= h) return 0;
+  return static_cast<index_t>(least_in_range(a, m, m - b, m - b + h));
+}
+
 namespace {
 
 constexpr int kSrc = 0, kDst = 1;
@@ -274,7 +297,7 @@ class Compressor {
 // coordinate only); each of its units is split by the other side's units of its
 // coordinate in closed form: a first and a last partial piece and, between
 // them, whole units as one progression per block.
-void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<Entry>& out) {
+void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<Entry>& out, bool jump = true) {
   out.clear();
   if (n <= 0) return;
   const int o = ax[kDst].unit_size() >= ax[kSrc].unit_size() ? kDst : kSrc, i = 1 - o;
@@ -333,7 +356,25 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
   index_t c1s[3] = {0, 0, 0};
   int seen = 0;
   index_t walked = 0;
-  for (index_t blk = A.block_at_or_after(uo_first / A.B, co); blk * A.B <= uo_last; blk += A.G) {
+  // Jumps over the blocks of co that meet no unit of ci (most of them when the
+  // two grids are large and their cycles unlike: tile 1 on 4096 ranks -> tile 1
+  // on 4095, one block in 4095 meets). Nominally (whole tiles, not clipped by
+  // the region or the extent) a block of co starts at S(blk) = blk len_o - off
+  // - r, one of ci at I0 + j wi, and they meet when (S - I0 + len_o - 1) mod wi
+  // <= len_o + len_i - 2: first_in_window finds the next such block in closed
+  // form. A block passed over would push nothing; the walk still stops at every
+  // period boundary, so the periodic shortcut sees what it saw block by block.
+  const index_t len_o = wo > 0 ? wo / A.G : 0, len_i = wi > 0 ? wi / I.G : 0;
+  const bool jumping = jump && wo > 0 && wi > 0 && len_o + len_i - 1 < wi;
+  const index_t last_blk = uo_last / A.B;
+  auto steps_to_meeting = [&](index_t blk) {  // -1: none
+    const __int128 i0 = static_cast<__int128>(((ci - I.src) % I.G + I.G) % I.G) * len_i - I.off - I.r;
+    const __int128 s = static_cast<__int128>(blk) * len_o - A.off - A.r;
+    const index_t b = static_cast<index_t>(((s - i0 + len_o - 1) % wi + wi) % wi);
+    return first_in_window(wo % wi, b, wi, len_o + len_i - 2);
+  };
+  index_t blk = A.block_at_or_after(uo_first / A.B, co);
+  while (blk <= last_blk) {
     if (blocks_per_period > 0 && walked > 0 && walked % blocks_per_period == 0) {
       comp.flush();
       sizes[0] = sizes[1], sizes[1] = sizes[2], sizes[2] = comp.entries();
@@ -356,6 +397,21 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
           if (blk * A.B > uo_last) break;
         }
       }
+    }
+    if (jumping) {
+      const index_t left = (last_blk - blk) / A.G;  // blocks of co after blk
+      const index_t j = steps_to_meeting(blk);
+      if (blocks_per_period > 0) {
+        const index_t to_boundary = blocks_per_period - walked % blocks_per_period;
+        if (j < 0 || j >= to_boundary) {
+          if (to_boundary > left) break;
+          blk += to_boundary * A.G, walked += to_boundary;
+          continue;
+        }
+      } else if (j < 0 || j > left) {
+        break;
+      }
+      blk += j * A.G, walked += j;
     }
     ++walked;
     for (index_t uo = std::max(blk * A.B, uo_first); uo <= std::min(blk * A.B + A.B - 1, uo_last); ++uo) {
@@ -390,8 +446,57 @@ void pair_list(const Axis* ax, index_t n, index_t cs, index_t ct, std::vector<En
       }
       if (ui_hi > ui_lo && I.unit_coord(ui_hi) == ci) clip(ui_hi);
     }
+    blk += A.G;
   }
   comp.flush();
+}
+
+// The other side's grid coordinates along one dimension that share a piece with
+// coordinate `me` of side `s` in the region [0, n): those whose pair_list is not
+// empty, ascending. A rank plans with these only, not with every coordinate of
+// the other grid (4096 pair lists per rank and side of which 8 had pieces, in
+// the 1-D tile 4 -> tile 5 move on 4096 ranks).
+//
+// Pieces repeat every L = lcm(G k T of each side) positions: a piece at x >= L
+// has a copy at x - L between tiles of the same coordinates (L is whole cycles
+// of both grids, and the copy stays inside the region, the extent and the first
+// tile). So the blocks of `me` (k consecutive tiles) that meet [0, min(n, L))
+// meet every coordinate there is; each block's other-side tiles give their
+// coordinates in closed form (whole blocks of the other side, at most one cycle
+// of them). Cost O(blocks of `me` in one period, or in the region when shorter),
+// and it stops once every coordinate is found.
+std::vector<index_t> peer_coords(const Axis* ax, index_t n, int s, index_t me) {
+  const Axis &M = ax[s], &O = ax[1 - s];
+  std::vector<index_t> found;
+  if (n <= 0) return found;
+  // One cycle of a side's grid in positions, or -1 when longer than the region.
+  auto cycle = [n](const Axis& a) -> __int128 {
+    const __int128 kt = static_cast<__int128>(a.k) * a.T;  // k, T < 2^63: fits
+    return kt > n ? -1 : kt * a.G;
+  };
+  const __int128 wm = cycle(M), wo = cycle(O);
+  index_t lim = n;
+  if (wm > 0 && wo > 0 && wm <= n && wo <= n) {
+    const auto a = static_cast<index_t>(wm), b = static_cast<index_t>(wo);
+    lim = static_cast<index_t>(std::min<__int128>(n, static_cast<__int128>(a / std::gcd(a, b)) * b));
+  }
+  std::vector<char> seen(static_cast<size_t>(O.G), 0);
+  const index_t t_first = M.tile_of(M.r), t_last = M.tile_of(M.r + lim - 1);
+  for (index_t blk = M.block_at_or_after(t_first / M.k, me); blk <= t_last / M.k; blk += M.G) {
+    const index_t t0 = std::max(blk * M.k, t_first), t1 = t_last - blk * M.k < M.k ? t_last : blk * M.k + M.k - 1;
+    const index_t a = std::max(M.tile_lo(t0), M.r) - M.r, b = std::min(M.tile_hi(t1), M.r + n) - M.r;
+    if (a >= b) continue;
+    const index_t b0 = O.tile_of(O.r + a) / O.k, b1 = O.tile_of(O.r + b - 1) / O.k;
+    for (index_t ob = b0; ob <= b1 && ob - b0 < O.G; ++ob) {
+      const index_t c = (ob + O.src) % O.G;
+      if (seen[static_cast<size_t>(c)]) continue;
+      seen[static_cast<size_t>(c)] = 1;
+      found.push_back(c);
+    }
+    if (static_cast<index_t>(found.size()) == O.G) break;
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 bool compressible(const Layout& l) {
@@ -454,7 +559,7 @@ TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d
 }  // namespace
 
 bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
-                     const Region& region, int rank, int nranks, RankPlan& plan) {
+                     const Region& region, int rank, int nranks, RankPlan& plan, bool every_pair) {
   // A permuting region (Region::axes) takes the segment list (not yet in closed form here).
   if (!compressible(src) || !compressible(dst) || region.permutes()) return false;
   const int n = src.ndim();
@@ -575,35 +680,58 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     }
   };
 
-  // f(peer, 1-D lists per dimension) for every rank of the other side's grid
+  // f(peer, 1-D lists per dimension) for the ranks of the other side's grid
   // (`other`: the target layout when this rank sends, the source when it
-  // receives). A dimension's list depends only on the other side's coordinate
-  // along it, so each is built once.
+  // receives) that exchange data with this rank: along each dimension the
+  // coordinates peer_coords finds (every coordinate with `every_pair`), so the
+  // cost follows this rank's pieces, not the other grid's size. A dimension's
+  // list depends only on the other side's coordinate along it: built once.
   auto for_each_pair = [&](const Layout& other, bool send_side, auto&& f) {
-    const Coord& grid = other.ownership().bc().grid;
-    std::vector<std::vector<std::optional<std::vector<Entry>>>> cache(n);
-    for (int d = 0; d < n; ++d) cache[d].resize(static_cast<size_t>(grid[d]));
-    std::vector<const std::vector<Entry>*> lists(n);
+    const Ownership& own = other.ownership();
+    const Coord& grid = own.bc().grid;
     Coord c(n);  // the other side's grid coordinate (odometer)
-    while (true) {
-      const int peer = other.ownership().rank_at(c);
-      if (peer >= nranks)
-        fail(send_side ? "target" : "source", " ownership gives tiles to rank ", peer,
-             ", outside the communicator of ", nranks, " ranks");
+    auto next = [&](const std::vector<std::vector<index_t>>& coords, std::vector<size_t>& idx) {
       for (int d = 0; d < n; ++d) {
-        auto& slot = cache[d][static_cast<size_t>(c[d])];
-        if (!slot) pair_list(axes[d].data(), region.size[d], send_side ? my_s[d] : c[d], send_side ? c[d] : my_t[d],
-                             slot.emplace());
-        lists[d] = &*slot;
+        if (++idx[d] < coords[d].size()) return true;
+        idx[d] = 0;
       }
-      f(peer, lists);
-      int d = 0;
-      for (; d < n; ++d) {
-        if (++c[d] < grid[d]) break;
-        c[d] = 0;
+      return false;
+    };
+    std::vector<std::vector<index_t>> coords(n);
+    std::vector<size_t> idx(n, 0);
+    if (own.ranks_needed() > nranks) {  // name the first rank outside, in grid order
+      for (int d = 0; d < n; ++d) {
+        coords[d].resize(static_cast<size_t>(grid[d]));
+        std::iota(coords[d].begin(), coords[d].end(), 0);
       }
-      if (d == n) return;
+      do {
+        for (int d = 0; d < n; ++d) c[d] = coords[d][idx[d]];
+        if (const int peer = own.rank_at(c); peer >= nranks)
+          fail(send_side ? "target" : "source", " ownership gives tiles to rank ", peer,
+               ", outside the communicator of ", nranks, " ranks");
+      } while (next(coords, idx));
     }
+    std::vector<std::vector<std::vector<Entry>>> per_coord(n);
+    for (int d = 0; d < n; ++d) {
+      const int s = send_side ? kSrc : kDst;
+      const index_t me = send_side ? my_s[d] : my_t[d];
+      if (every_pair) {
+        coords[d].resize(static_cast<size_t>(grid[d]));
+        std::iota(coords[d].begin(), coords[d].end(), 0);
+      } else {
+        coords[d] = peer_coords(axes[d].data(), region.size[d], s, me);
+      }
+      if (coords[d].empty()) return;
+      per_coord[d].resize(coords[d].size());
+      for (size_t i = 0; i < coords[d].size(); ++i)
+        pair_list(axes[d].data(), region.size[d], send_side ? me : coords[d][i], send_side ? coords[d][i] : me,
+                  per_coord[d][i], !every_pair);
+    }
+    std::vector<const std::vector<Entry>*> lists(n);
+    do {
+      for (int d = 0; d < n; ++d) c[d] = coords[d][idx[d]], lists[d] = &per_coord[d][idx[d]];
+      f(own.rank_at(c), lists);
+    } while (next(coords, idx));
   };
 
   // Receive side and local copies.

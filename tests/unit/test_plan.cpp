@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <span>
 
 #include "kernels/copy.hpp"
@@ -392,6 +393,138 @@ TEST(Plan, AdjacentPiecesMergeInLocalArrays) {
   ASSERT_EQ(p0.sends[0].segments.size(), 1u);
   EXPECT_EQ(p0.sends[0].segments[0].shape, Coord({4000, 4000}));
   EXPECT_EQ(p0.sends[0].segments[0].run, 4000 * 4000);
+}
+
+// Two plans entry for entry: peers in order, every run's shape, addresses,
+// counts and steps, the local copies, the statistics.
+void expect_same_plan(const RankPlan& a, const RankPlan& b, const std::string& what) {
+  auto same_addr = [](const Address& x, const Address& y) {
+    return x.block == y.block && x.offset == y.offset && x.strides == y.strides;
+  };
+  auto same_peers = [&](const std::vector<PeerPlan>& x, const std::vector<PeerPlan>& y, const char* side) {
+    ASSERT_EQ(x.size(), y.size()) << what << " " << side;
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(x[i].peer, y[i].peer) << what << " " << side << " " << i;
+      ASSERT_EQ(x[i].bytes, y[i].bytes) << what << " " << side << " " << i;
+      ASSERT_EQ(x[i].segments.size(), y[i].segments.size()) << what << " " << side << " peer " << x[i].peer;
+      for (size_t k = 0; k < x[i].segments.size(); ++k) {
+        const Segment &s = x[i].segments[k], &t = y[i].segments[k];
+        ASSERT_TRUE(s.shape == t.shape && same_addr(s.at, t.at) && s.run == t.run && s.count == t.count &&
+                    s.step == t.step)
+            << what << " " << side << " peer " << x[i].peer << " run " << k;
+      }
+    }
+  };
+  same_peers(a.sends, b.sends, "sends");
+  same_peers(a.receives, b.receives, "receives");
+  ASSERT_EQ(a.locals.size(), b.locals.size()) << what;
+  for (size_t k = 0; k < a.locals.size(); ++k) {
+    const LocalCopy &s = a.locals[k], &t = b.locals[k];
+    ASSERT_TRUE(s.shape == t.shape && same_addr(s.from, t.from) && same_addr(s.to, t.to) && s.run == t.run &&
+                s.count == t.count && s.from_step == t.from_step && s.to_step == t.to_step)
+        << what << " local " << k;
+  }
+  const PlanStats &x = a.stats, &y = b.stats;
+  const index_t xs[] = {x.bytes_sent, x.bytes_received, x.bytes_local, x.segments_sent, x.segments_received,
+                        x.local_copies, x.target_tiles, x.max_segments_per_tile, x.segments_per_tile_total};
+  const index_t ys[] = {y.bytes_sent, y.bytes_received, y.bytes_local, y.segments_sent, y.segments_received,
+                        y.local_copies, y.target_tiles, y.max_segments_per_tile, y.segments_per_tile_total};
+  for (size_t i = 0; i < std::size(xs); ++i) EXPECT_EQ(xs[i], ys[i]) << what << " statistic " << i;
+}
+
+TEST(Plan, FirstInWindowIsTheLeastSolution) {
+  // Against a search: every (a, b, m, h) with m <= 40, then random ones with m up
+  // to 2^40 whose answer a search finds within 10^5 steps, or that a search
+  // over a whole cycle (m / gcd(a, m) steps) shows has none.
+  for (index_t m = 1; m <= 40; ++m)
+    for (index_t a = 0; a < m; ++a)
+      for (index_t b = 0; b < m; ++b)
+        for (index_t h = 0; h < m; ++h) {
+          index_t want = -1;
+          for (index_t j = 0; j < m && want < 0; ++j)
+            if ((a * j + b) % m <= h) want = j;
+          ASSERT_EQ(detail::first_in_window(a, b, m, h), want) << a << " " << b << " " << m << " " << h;
+        }
+  Rng rng(7);
+  for (int c = 0; c < 300; ++c) {
+    const index_t m = uniform(rng, 1, index_t{1} << uniform(rng, 6, 40));
+    const index_t a = uniform(rng, 0, m - 1), b = uniform(rng, 0, m - 1), h = uniform(rng, 0, m / uniform(rng, 1, 1000));
+    const index_t got = detail::first_in_window(a, b, m, h);
+    const index_t cycle = m / std::gcd(a, m);
+    index_t want = -1;
+    for (index_t j = 0; j < std::min<index_t>(cycle, 100000) && want < 0; ++j)
+      if (static_cast<index_t>((static_cast<__int128>(a) * j + b) % m) <= h) want = j;
+    if (want >= 0 || cycle <= 100000) {
+      ASSERT_EQ(got, want) << a << " " << b << " " << m << " " << h;
+    } else if (got >= 0) {  // beyond the search: a solution, and none before it the search saw
+      ASSERT_LE(static_cast<index_t>((static_cast<__int128>(a) * got + b) % m), h) << a << " " << b << " " << m;
+      ASSERT_GE(got, 100000);
+    }
+  }
+}
+
+TEST(Plan, PeersFromOwnPiecesGiveTheSamePlan) {
+  // The compressed planner builds 1-D lists only for the other side's grid
+  // coordinates that share a piece with this rank (peer_coords), and each list
+  // jumps over the blocks that meet nothing (first_in_window); before, every
+  // coordinate, every block. The plan must be the same entry for entry: 400 random
+  // fine-grained cases on up to 48 ranks (grids larger than the data often,
+  // 1-4 dimensions, odd extents, first-tile offsets, k-cyclic, every storage),
+  // every rank planned both ways. Then one case at 4096 ranks on a few ranks.
+  // REDIST_PLAN_CASES=N and REDIST_PLAN_SEED as in CompressedPlansExpandToTheSegmentList.
+  const char* nc = std::getenv("REDIST_PLAN_CASES");
+  const char* seed = std::getenv("REDIST_PLAN_SEED");
+  Rng rng(seed ? std::strtoull(seed, nullptr, 10) : 20261126);
+  auto both = [](const Layout& src, const Layout& dst, const Region& r, int rank, int nranks, const std::string& what) {
+    const LocalIndex sl(src, rank), dl(dst, rank);
+    RankPlan fast, every;
+    const bool a = detail::plan_compressed(src, dst, sl, dl, r, rank, nranks, fast, false);
+    const bool b = detail::plan_compressed(src, dst, sl, dl, r, rank, nranks, every, true);
+    ASSERT_EQ(a, b) << what;
+    expect_same_plan(fast, every, what + ", rank " + std::to_string(rank));
+  };
+  for (int c = 0, cases = nc ? std::atoi(nc) : 400; c < cases; ++c) {
+    const int nranks = static_cast<int>(uniform(rng, 1, 48));
+    const auto [src, dst, r] = random_case(rng, nranks, 4, 0, /*fine=*/true);
+    if (r.empty()) continue;
+    const std::string what = "case " + std::to_string(c) + " [" + src.spec() + "] -> [" + dst.spec() + "] region " + r.str();
+    for (int rank = 0; rank < nranks; ++rank) {
+      both(src, dst, r, rank, nranks, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Long vectors (many periods: the periodic shortcut with jumps between its
+  // boundaries) on grids of unlike sizes.
+  for (int c = 0; c < 30; ++c) {
+    const index_t n = uniform(rng, 5000, 30000);
+    auto side = [&](index_t extent) {
+      const index_t t = uniform(rng, 1, 5), g = uniform(rng, 2, 24);
+      return detail::cat(extent, " tile=", t, " offset=", uniform(rng, 0, t - 1), " block_cyclic grid=", g,
+                         " src=", uniform(rng, 0, g - 1), " super=", uniform(rng, 1, 2),
+                         std::vector<const char*>{"", " storage=local_array", " storage=tile_pointers"}[uniform(rng, 0, 2)]);
+    };
+    const Layout src = Layout::parse(side(n + uniform(rng, 0, 9))), dst = Layout::parse(side(n + uniform(rng, 0, 9)));
+    const Region r{Coord({n - uniform(rng, 0, 20)}), Coord({uniform(rng, 0, 9)}), Coord({uniform(rng, 0, 9)})};
+    const int nranks = static_cast<int>(std::max(src.ownership().ranks_needed(), dst.ownership().ranks_needed()));
+    for (int rank = 0; rank < nranks; ++rank) {
+      both(src, dst, r, rank, nranks, src.spec() + " -> " + dst.spec() + " region " + r.str());
+      if (HasFatalFailure()) return;
+    }
+  }
+  const Layout src = Layout::parse("655363 tile=4 offset=3 block_cyclic grid=4096 src=5");
+  const Layout dst = Layout::parse("655369 tile=5 block_cyclic grid=4096 super=2 storage=local_array");
+  const Region r{Coord({655350}), Coord({7}), Coord({2})};
+  for (int rank : {0, 1, 4095}) both(src, dst, r, rank, 4096, src.spec() + " -> " + dst.spec());
+  // Too few ranks: the same error as before, naming the first rank outside.
+  const Layout six = Layout::parse("60 tile=1 block_cyclic grid=6");
+  const LocalIndex sl(six, 0), dl(six, 0);
+  RankPlan p;
+  try {
+    detail::plan_compressed(six, six, sl, dl, Region::whole(six.shape()), 0, 4, p);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "source ownership gives tiles to rank 4, outside the communicator of 4 ranks");
+  }
 }
 
 TEST(Plan, ManySimulatedRanksIsCheap) {
