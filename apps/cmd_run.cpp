@@ -77,6 +77,10 @@ options:
                    shared (MPI-3 shared windows, redist::shared_allocate: the
                    shm strategy then copies once; docs/shm.md); also
                    $REDIST_STORAGE
+  --auto-trials K  auto times its two best-predicted strategies in turn on its
+                   first 2K executes, then keeps the faster (Options::auto_trials;
+                   default 0: the model alone); with --warmup 2K+1 the timed
+                   runs are all after the choice
   --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
                    try the on-node and off-node paths on one machine; also
                    $REDIST_NODE_SIZE; default: the shared-memory node)
@@ -182,7 +186,7 @@ int cmd_run(int argc, char** argv) {
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
                                "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type",
-                               "--alpha", "--beta", "--storage", "--node-size"},
+                               "--alpha", "--beta", "--storage", "--node-size", "--auto-trials"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
                                "--tg-comm-thread", "--tg-packed", "--overlap", "--conj"},
                               {"--test-ready-file"});
@@ -202,6 +206,7 @@ int cmd_run(int argc, char** argv) {
     Options opt;
     opt.max_message_bytes = a.get_int("--max-message", opt.max_message_bytes, 1);
     opt.max_buffer_bytes = a.get_int("--memory", 0, 1);
+    opt.auto_trials = static_cast<int>(a.get_int("--auto-trials", 0, 0, 1000));
     opt.arithmetic.type = parse_element_type(a.get("--type", "bytes"));
     opt.arithmetic.alpha = parse_scalar(a, "--alpha", 1.0);
     opt.arithmetic.beta = parse_scalar(a, "--beta", 0.0);

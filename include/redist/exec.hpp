@@ -148,6 +148,14 @@ struct Options {
   // `executions`-th execute the plan holds no buffers (Plan::held_bytes() == 0),
   // and a later execute builds them again. 1: a transfer made once keeps nothing.
   index_t executions = 0;
+  // `auto` measuring instead of trusting the model alone (0: the model alone). With
+  // k > 0 the first 2k executes under auto alternate between the two strategies the
+  // model predicts fastest (each run correct: a trial is a real execute), timing
+  // each; then auto keeps the one with the smaller median time, the slowest rank's
+  // (one MPI_Allreduce). Where the machine's speed moves between launches (two
+  // levels on this VM, docs/shm.md), the choice follows the level of the moment.
+  // Plan::auto_choice() is empty until the trials end.
+  int auto_trials = 0;
 };
 
 class PlanImpl;

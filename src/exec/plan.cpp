@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
@@ -20,6 +22,9 @@ class PlanImpl {
   detail::PlanCore core;
   std::shared_ptr<const Machine> machine;  // auto's model, fixed at make_plan (may be null)
   std::string auto_choice;                 // decided on the first execute with auto
+  // Options::auto_trials: the two candidates and each one's times so far.
+  std::vector<int> trial_candidates;
+  std::vector<double> trial_times[2];
   // Per registry entry: its state, made on first use, and the entry that runs in
   // its place (itself, or its fallback when not available here).
   std::vector<std::unique_ptr<detail::Strategy>> states;
@@ -32,6 +37,20 @@ class PlanImpl {
   std::string failed;
   // Executes since the strategies' state was last dropped (Options::executions).
   index_t executed = 0;
+  // An auto trial of candidate k took `seconds` here; after the last, auto keeps
+  // the candidate with the smaller median, the slowest rank's (collective).
+  void end_trial(int k, double seconds) {
+    trial_times[k].push_back(seconds);
+    if (trial_times[0].size() + trial_times[1].size() < 2 * static_cast<size_t>(core.options.auto_trials)) return;
+    double med[2];
+    for (int c = 0; c < 2; ++c) {
+      std::vector<double>& v = trial_times[c];
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      med[c] = v[v.size() / 2];
+    }
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, med, 2, MPI_DOUBLE, MPI_MAX, core.comm), "MPI_Allreduce", core.comm);
+    auto_choice = detail::registry()[static_cast<size_t>(trial_candidates[med[1] < med[0] ? 1 : 0])].name;
+  }
   // Options::executions reached: every strategy's state and the scratch buffers go.
   void drop_state() {
     for (auto& st : states) st.reset();
@@ -171,7 +190,8 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
                                    options.taskgraph.validate, ",", options.taskgraph.grain, ",",
                                    options.taskgraph.comm_thread, ",", options.taskgraph.datatypes,
-                                   " node_size=", options.node_size, " executions=", options.executions)}},
+                                   " node_size=", options.node_size, " executions=", options.executions,
+                                   " auto_trials=", options.auto_trials)}},
                      "every rank must pass the same");
 }
 
@@ -284,7 +304,7 @@ std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Re
   h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
   h.add_signed(t.eager_limit), h.add(static_cast<std::uint64_t>(t.validate)), h.add_signed(t.grain);
   h.add(static_cast<std::uint64_t>(t.comm_thread)), h.add(static_cast<std::uint64_t>(t.datatypes));
-  h.add_signed(o.node_size), h.add_signed(o.executions);
+  h.add_signed(o.node_size), h.add_signed(o.executions), h.add_signed(o.auto_trials);
   return h.h;
 }
 
@@ -561,6 +581,9 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
     err = detail::cat("options.max_message_bytes must be >= 1, got ", options.max_message_bytes);
   if (err.empty() && options.node_size < 0)
     err = detail::cat("options.node_size must be >= 0 (0: the whole node), got ", options.node_size);
+  if (err.empty() && options.auto_trials < 0)
+    err = detail::cat("options.auto_trials must be >= 0 (0: auto follows the model alone), got ",
+                      options.auto_trials);
   if (err.empty() && options.executions < 0)
     err = detail::cat("options.executions must be >= 0 (0: unknown, keep every strategy's state), got ",
                       options.executions);
@@ -751,21 +774,33 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
           "options.strategy = \"auto\", options.machine or options.calibration";
   try {
     agree_execute(p, err, index);  // nothing has moved yet: the target is untouched on error
+    int trial = -1;  // which candidate an auto trial runs
     if (strategy == kAuto) {
       // Collective once per plan (every rank asked for auto, checked above): the same
       // machine figures everywhere, predictions reduced with MPI_MAX.
-      if (auto_choice.empty()) {
+      if (auto_choice.empty() && trial_candidates.empty()) {
         std::vector<double> t = predictions(src_blocks);
         for (size_t i = 0; i < extra_max.size(); ++i)  // the memory budget first (some strategy fits: make_plan)
           if (extra_max[i] > p.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
         if (!p.options.arithmetic.identity())  // only the strategies that apply it
           for (size_t i = 0; i < reg.size(); ++i)
             if (!reg[i].arithmetic) t[i] = std::numeric_limits<double>::infinity();
-        auto_choice = reg[static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin())].name;
+        std::vector<int> order(reg.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return t[a] < t[b]; });
+        if (p.options.auto_trials > 0 && order.size() > 1 && std::isfinite(t[static_cast<size_t>(order[1])]))
+          trial_candidates = {order[0], order[1]};
+        else
+          auto_choice = reg[static_cast<size_t>(order[0])].name;
       }
-      index = detail::find_strategy(auto_choice);
+      if (auto_choice.empty())  // a trial (Options::auto_trials): the two candidates in turn
+        index = trial_candidates[trial = (trial_times[0].size() + trial_times[1].size()) % 2];
+      else
+        index = detail::find_strategy(auto_choice);
     }
+    const double t0 = trial >= 0 ? MPI_Wtime() : 0;
     state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
+    if (trial >= 0) end_trial(trial, MPI_Wtime() - t0);
     if (p.options.executions > 0 && ++executed == p.options.executions) executed = 0, drop_state();
   } catch (const MpiError& e) {
     failed = e.what();

@@ -118,6 +118,44 @@ TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
   }
 }
 
+// Options::auto_trials = 2: the first 4 executes under auto alternate between the
+// two strategies with the smallest predictions (every one of them correct), then
+// auto keeps one of those two, the same on every rank; a negative count is refused.
+TEST_F(Auto, TrialsTimeTheTwoBestAndKeepOne) {
+  const int p = world_size(), rank = world_rank();
+  Layout src = block_cyclic_layout({203, 91}, {7, 5}, {p, 1});
+  Layout dst = block_cyclic_layout({203, 91}, {4, 9}, {1, p});
+  const Region r = Region::parse("200x88 from=2x3 to=1x0");
+  Options opt;
+  opt.strategy = "auto";
+  opt.auto_trials = 2;
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), 1);
+  std::vector<double> t = plan.predictions(s.const_blocks());
+  const std::vector<std::string> all = strategy_names();
+  std::vector<size_t> order(all.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t[a] < t[b]; });
+  for (int rep = 0; rep < 6; ++rep) {
+    fill_pattern(dst, rank, d.blocks(), 2);
+    plan.execute(s.const_blocks(), d.blocks());
+    const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 1, 2);
+    EXPECT_TRUE(all_ok(k.ok())) << "execute " << rep << ": " << k.first_error;
+    EXPECT_EQ(plan.auto_choice().empty(), rep < 3) << "execute " << rep;  // decided by the 4th
+  }
+  const std::string chose = plan.auto_choice();
+  EXPECT_TRUE(chose == all[order[0]] || chose == all[order[1]]) << chose;
+  EXPECT_TRUE(same_everywhere(chose));
+  opt.auto_trials = -1;
+  try {
+    make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+    ADD_FAILURE() << "a negative auto_trials was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("options.auto_trials must be >= 0"), std::string::npos) << e.what();
+  }
+}
+
 // Options::calibration names a file: the plan keeps its figures; a file that
 // cannot be read is an error on every rank, never replaced by a measurement.
 TEST_F(Auto, CalibrationFileOption) {
