@@ -45,20 +45,23 @@ MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
   return t;
 }
 
-MPI_Datatype run_type(const Segment& s, index_t es) {
-  MPI_Datatype t = box_type(s.shape, s.at.strides, es);
+MPI_Datatype run_type(const Coord& shape, const Coord& st, const std::array<index_t, 2>& count,
+                      const std::array<index_t, 2>& step, index_t es) {
+  MPI_Datatype t = box_type(shape, st, es);
   for (int k = 0; k < 2; ++k) {
-    if (s.count[k] == 1) continue;
-    if (s.count[k] > INT_MAX)
-      fail("alltoallw: a run repeats a segment ", s.count[k], " times, more than an MPI count holds; use the p2p strategy");
+    if (count[k] == 1) continue;
+    if (count[k] > INT_MAX)
+      fail("alltoallw: a run repeats a segment ", count[k], " times, more than an MPI count holds; use the p2p strategy");
     MPI_Datatype next;
-    check_mpi(MPI_Type_create_hvector(static_cast<int>(s.count[k]), 1, static_cast<MPI_Aint>(s.step[k] * es), t, &next),
+    check_mpi(MPI_Type_create_hvector(static_cast<int>(count[k]), 1, static_cast<MPI_Aint>(step[k] * es), t, &next),
               "MPI_Type_create_hvector");
     check_mpi(MPI_Type_free(&t), "MPI_Type_free");
     t = next;
   }
   return t;
 }
+
+MPI_Datatype run_type(const Segment& s, index_t es) { return run_type(s.shape, s.at.strides, s.count, s.step, es); }
 
 MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& addr) {
   std::vector<int> ones(types.size(), 1);

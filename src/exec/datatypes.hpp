@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <vector>
 
 #include "exec/strategy.hpp"
@@ -16,7 +17,11 @@ namespace redist::detail {
 MPI_Datatype byte_run(index_t bytes);
 // An N-D box of elements with element strides `st` (dimension 0 contiguous).
 MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es);
-// A run of segments (Segment): the box type repeated by hvectors. Not committed.
+// A box of `shape` with element strides `st` repeated count[k] times at element
+// steps step[k] (hvectors over box_type). Not committed.
+MPI_Datatype run_type(const Coord& shape, const Coord& st, const std::array<index_t, 2>& count,
+                      const std::array<index_t, 2>& step, index_t es);
+// A run of segments (Segment): its box repeated as the run says. Not committed.
 MPI_Datatype run_type(const Segment& s, index_t es);
 // One committed datatype for pieces at absolute addresses (used with
 // MPI_BOTTOM); frees `types`.

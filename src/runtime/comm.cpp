@@ -38,6 +38,16 @@ void append_typed(std::vector<std::int64_t>& msg, const Data& d) {
             "MPI_Pack");
 }
 
+// How `d` travels in one MPI call: a typed view as one element of its type, else
+// `bytes` bytes.
+struct Wire {
+  int count;
+  MPI_Datatype type;
+};
+Wire wire(const Data& d, std::size_t bytes) {
+  return d.is_typed() ? Wire{1, d.type()} : Wire{static_cast<int>(bytes), MPI_BYTE};
+}
+
 // Where a remote producer's flow lands here: its Flow::landing, else a fresh buffer.
 Data landing(const TaskClass& cls, const Params& p, int flow, std::size_t size) {
   const Flow& f = cls.flow_at(flow);
@@ -98,10 +108,8 @@ int Comm::data_tag(std::int64_t handle) const {
 void Comm::isend(int dest, const void* buf, std::size_t bytes, int tag,
                  std::vector<std::int64_t>&& msg, Data keep) {
   MPI_Request req;
-  if (keep.is_typed())  // straight from where the data lies (Data::typed)
-    check_mpi(MPI_Isend(buf, 1, keep.type(), dest, tag, comm_, &req), "MPI_Isend");
-  else
-    check_mpi(MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm_, &req), "MPI_Isend");
+  const Wire w = wire(keep, bytes);  // a typed view: straight from where the data lies
+  check_mpi(MPI_Isend(buf, w.count, w.type, dest, tag, comm_, &req), "MPI_Isend");
   std::lock_guard lock(send_mutex_);
   send_reqs_.push_back(req);
   send_keep_.push_back(SendKeep{std::move(msg), std::move(keep)});
@@ -178,9 +186,7 @@ void Comm::send_tile(int dest, bool write, const TileKey& key, const Data& d) {
 }
 
 void Comm::landed(const TileKey& key, const Data& d) {
-  const Data home = graph_.collection(key.coll).data_of(key.tile);
-  if (home.bytes() != d.bytes() && d.size() > 0)
-    std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
+  store_tile(graph_.collection(key.coll).data_of(key.tile), d);
   pending_.fetch_sub(1, std::memory_order_acq_rel);  // the write expect_writes counted
 }
 
@@ -274,12 +280,8 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
 // Posts the receive of a rendezvous transfer and asks its producer for the data.
 void Comm::start_transfer(Recv&& r) {
   MPI_Request req;
-  if (r.data.is_typed())
-    check_mpi(MPI_Irecv(r.data.bytes(), 1, r.data.type(), r.source, data_tag(r.handle), comm_, &req), "MPI_Irecv");
-  else
-    check_mpi(MPI_Irecv(r.data.bytes(), static_cast<int>(r.data.size()), MPI_BYTE, r.source, data_tag(r.handle),
-                        comm_, &req),
-              "MPI_Irecv");
+  const Wire w = wire(r.data, r.data.size());
+  check_mpi(MPI_Irecv(r.data.bytes(), w.count, w.type, r.source, data_tag(r.handle), comm_, &req), "MPI_Irecv");
   const int source = r.source;
   const std::int64_t handle = r.handle;
   recv_reqs_.push_back(req);

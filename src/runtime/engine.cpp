@@ -378,9 +378,7 @@ class Engine {
             comm_.send_tile(owner, true, TileKey{dep.collection_index, tile}, d);  // a remote write
             continue;
           }
-          Data home = dep.end.collection->data_of(tile);
-          if (home.bytes() != d.bytes() && !d.empty())
-            std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
+          store_tile(dep.end.collection->data_of(tile), d);
           continue;
         }
         const TaskClass& dst = *dep.end.task;

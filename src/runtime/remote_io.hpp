@@ -14,7 +14,9 @@
 // the owner) is copied before any task runs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -33,6 +35,13 @@ struct TileKey {
 struct TileKeyHash {
   std::size_t operator()(const TileKey& k) const;
 };
+
+// Writes a task's output `d` into its collection tile `home` on the owner (the
+// local write of the engine, a remote write landing): nothing when `d` is the tile
+// itself (written in place) or empty.
+inline void store_tile(const Data& home, const Data& d) {
+  if (home.bytes() != d.bytes() && d.size() > 0) std::memcpy(home.bytes(), d.bytes(), std::min(home.size(), d.size()));
+}
 
 // A flow of a local task that reads a remote tile.
 struct Reader {

@@ -546,15 +546,7 @@ void TaskGraphStrategy::typed_pieces(PieceList& l) {
     std::vector<MPI_Aint> at;
     for (std::size_t k = i; k < j; ++k) {
       const Piece& p = l.pieces[k];
-      MPI_Datatype t = box_type(p.shape, p.at.strides, es);
-      if (p.count > 1) {
-        MPI_Datatype rep;
-        check_mpi(MPI_Type_create_hvector(static_cast<int>(p.count), 1, static_cast<MPI_Aint>(p.step_at * es), t, &rep),
-                  "MPI_Type_create_hvector");
-        check_mpi(MPI_Type_free(&t), "MPI_Type_free");
-        t = rep;
-      }
-      types.push_back(t);
+      types.push_back(run_type(p.shape, p.at.strides, {p.count, 1}, {p.step_at, 0}, es));
       at.push_back(static_cast<MPI_Aint>((p.at.offset - first.at.offset) * es));
     }
     l.types.emplace(l.keys[i], types_.own(struct_of(types, at)));
