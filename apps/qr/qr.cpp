@@ -5,8 +5,10 @@
 // tiles (k, n), (m, n). Each class below reads as its JDF: execution space,
 // affinity, then one flow per line of arrows.
 //
-// Two departures from the JDF, both because a task reads and writes only the tiles
-// of its own rank here (no remote collection writes yet):
+// Two departures from the JDF, both from the time when a task read and wrote only
+// the tiles of its own rank. The runtime now has remote collection writes
+// (docs/runtime.md), but a remote write replaces a whole tile, and STORE(k, k)
+// writes R into the upper triangle only (STORE(k, n > k) could become remote writes):
 //  - R(k, k) and the tiles of row k travel down their column as copies and come
 //    back to their owner through STORE(k, n), which writes them into the matrix;
 //  - GEQRT sends fresh copies of R and of its reflectors V, so that nobody reads
