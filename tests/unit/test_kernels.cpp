@@ -25,3 +25,45 @@ TEST(Kernels, CopyRowAtEveryAlignment) {
     ASSERT_EQ(got, want) << "bytes " << n << " skew " << skew << " source skew " << fskew << " stream " << (c % 2 == 0);
   }
 }
+
+// copy_row_chained streams every byte of its row when the target and the length
+// are multiples of 8 (8-byte stores at the ends, 16-byte ones between), takes
+// copy_row otherwise, and writes nothing beside its row in either case.
+TEST(Kernels, CopyRowChainedAtEveryAlignment) {
+  std::mt19937_64 rng(11);
+  for (int c = 0; c < 4000; ++c) {
+    size_t n = c < 600 ? static_cast<size_t>(c) : std::uniform_int_distribution<size_t>(1, 20000)(rng);
+    size_t skew = rng() % 64;
+    if (c % 4 != 3) n &= ~size_t{7}, skew &= ~size_t{7};  // mostly the streamed case
+    const size_t fskew = rng() % 64, guard = 128;
+    std::vector<std::byte> from(n + 64);
+    for (std::byte& b : from) b = static_cast<std::byte>(rng());
+    std::vector<std::byte> got(n + 2 * guard + 64, std::byte{0x5a}), want = got;
+    for (size_t i = 0; i < n; ++i) want[guard + skew + i] = from[fskew + i];
+    detail::copy_row_chained(got.data() + guard + skew, from.data() + fskew, n);
+    detail::stream_fence();
+    ASSERT_EQ(got, want) << "bytes " << n << " skew " << skew << " source skew " << fskew;
+  }
+}
+
+// A chain as shm's push writes it (case d): rows of a few elements going to two
+// targets in turn, each continuing its target's last row, reassemble both targets.
+TEST(Kernels, ChainedRowsIntoTwoTargets) {
+  std::mt19937_64 rng(12);
+  const size_t n = 1 << 16;
+  std::vector<std::byte> from(2 * n);
+  for (std::byte& b : from) b = static_cast<std::byte>(rng());
+  std::vector<std::byte> got[2] = {std::vector<std::byte>(n + 16, std::byte{0}), std::vector<std::byte>(n + 16, std::byte{0})};
+  std::vector<std::byte> want[2] = {got[0], got[1]};
+  size_t at[2] = {8, 8}, f = 0;  // targets from byte 8: the first row starts mid-line
+  for (int t = 0; f < from.size(); t ^= 1) {
+    const size_t row = std::min<size_t>(8 * (1 + rng() % 20), std::min(from.size() - f, n + 8 - at[t]));
+    if (row == 0) break;
+    std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(f), row, want[t].begin() + static_cast<std::ptrdiff_t>(at[t]));
+    detail::copy_row_chained(got[t].data() + at[t], from.data() + f, row);
+    at[t] += row, f += row;
+  }
+  detail::stream_fence();
+  EXPECT_EQ(got[0], want[0]);
+  EXPECT_EQ(got[1], want[1]);
+}

@@ -23,6 +23,7 @@
 // is applied by whoever copies; push then goes segment by segment.
 #include <algorithm>
 #include <atomic>
+#include <unordered_map>
 
 #include "cost/model.hpp"
 #include "exec/pack.hpp"
@@ -50,7 +51,16 @@ struct Row {
   std::int64_t src_off, dst_off, bytes;  // byte offsets in their blocks
   std::int32_t src_block, dst_block;
   std::int32_t target;  // -1: this rank's own target, else an index into rp.sends
+  std::uint16_t flags;  // kChainedBefore | kChainedAfter
 };
+// A row is chained to the previous row of the walk that writes the same target
+// block when that one ends where it starts and fewer than kChainGap bytes are
+// written between the two (to other targets): the partial cache line where they
+// meet is still in a write-combining buffer when the second completes it, so both
+// can stream it (copy_row_chained). Case d's rows of 80 bytes alternate between
+// two targets, each continuing the last one's row.
+constexpr std::uint16_t kChainedBefore = 1, kChainedAfter = 2;
+constexpr index_t kChainGap = 512;
 
 class Shm final : public Strategy {
  public:
@@ -69,6 +79,8 @@ class Shm final : public Strategy {
     return source_ok ? kPull : kMessage;
   }
   void build_rows();
+  void link_chains();
+  size_t chained_rows() const;
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
   std::string push(const SrcBlocks& src, const DstBlocks& dst);
   std::string pull(size_t i, const DstBlocks& dst);
@@ -204,7 +216,7 @@ void Shm::build_rows() {
       for (index_t j = 0; j < n1; ++j)
         for (index_t i = 0; i < n0; ++i)
           rows_.push_back({f - base + j * fs1 + i * fs0, t - base + j * ts1 + i * ts0, row, static_cast<std::int32_t>(sb),
-                           static_cast<std::int32_t>(db), target});
+                           static_cast<std::int32_t>(db), target, 0});
     };
   };
   for (const LocalCopy& c : p.rp.locals)
@@ -236,6 +248,33 @@ void Shm::build_rows() {
   }
   rows_.resize(m);
   rows_.shrink_to_fit();
+  link_chains();
+}
+
+// Marks the rows chained to their neighbours in the walk (kChainGap above).
+void Shm::link_chains() {
+  struct Tail {
+    size_t row;
+    std::int64_t end;  // dst_off + bytes of that row
+    index_t at;        // bytes the walk had written after it
+  };
+  std::unordered_map<std::uint64_t, Tail> tails;
+  index_t at = 0;
+  for (size_t k = 0; k < rows_.size(); ++k) {
+    Row& r = rows_[k];
+    const std::uint64_t key = (static_cast<std::uint64_t>(r.target + 1) << 32) | static_cast<std::uint32_t>(r.dst_block);
+    auto it = tails.find(key);
+    if (it != tails.end() && it->second.end == r.dst_off && at - it->second.at < kChainGap) {
+      r.flags |= kChainedBefore;
+      rows_[it->second.row].flags |= kChainedAfter;
+    }
+    at += r.bytes;
+    tails[key] = {k, r.dst_off + r.bytes, at};
+  }
+}
+
+size_t Shm::chained_rows() const {
+  return static_cast<size_t>(std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.flags != 0; }));
 }
 
 // This rank writes the targets of its push peers (and its own) from its source.
@@ -255,8 +294,16 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
       if (r.target < 0) to = static_cast<std::byte*>(dst.ptr[static_cast<size_t>(r.dst_block)]);
       else if (send_path_[static_cast<size_t>(r.target)] == kPush) to = push_base_[static_cast<size_t>(r.target)][static_cast<size_t>(r.dst_block)];
       else continue;
-      copy_row(to + r.dst_off, static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r.src_block)]) + r.src_off,
-               static_cast<size_t>(r.bytes), stream);
+      to += r.dst_off;
+      const auto* from = static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r.src_block)]) + r.src_off;
+      // A chained end completes its line with the neighbour's streaming stores; an
+      // end on a line boundary has no partial line.
+      const auto head = reinterpret_cast<std::uintptr_t>(to), tail = head + static_cast<std::uintptr_t>(r.bytes);
+      if (stream && ((r.flags & kChainedBefore) || (head & 63) == 0) &&
+          ((r.flags & kChainedAfter) || (tail & 63) == 0))
+        copy_row_chained(to, from, static_cast<size_t>(r.bytes));
+      else
+        copy_row(to, from, static_cast<size_t>(r.bytes), stream);
     }
   } else {  // segment by segment (short rows, or many)
     copy_locals(p, src, dst);
@@ -447,7 +494,8 @@ std::string Shm::describe() const {
              " written by their senders, ", pulled, " read by this rank), ", message,
              " bytes by messages from ranks on this node whose memory is not in windows they can map, ", off_node,
              " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
-             rows_.empty() ? "" : " (push walked the source in storage order)");
+             rows_.empty() ? std::string() : cat(" (push walked the source in storage order; ", chained_rows(), " of ",
+                                                 rows_.size(), " rows chained)"));
 }
 
 // Assumes every peer is on the node with its storage in windows (the model
