@@ -95,6 +95,8 @@ Comm::Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handle
     : graph_(graph), comm_(comm), options_(options), handlers_(std::move(handlers)) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
+  sent_to_ = std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(ranks_));
+  received_from_.assign(static_cast<std::size_t>(ranks_), 0);
   int* ub = nullptr;
   int flag = 0;
   MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag);
@@ -110,6 +112,7 @@ void Comm::isend(int dest, const void* buf, std::size_t bytes, int tag,
   MPI_Request req;
   const Wire w = wire(keep, bytes);  // a typed view: straight from where the data lies
   check_mpi(MPI_Isend(buf, w.count, w.type, dest, tag, comm_, &req), "MPI_Isend");
+  sent_to_[dest].fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(send_mutex_);
   send_reqs_.push_back(req);
   send_keep_.push_back(SendKeep{std::move(msg), std::move(keep)});
@@ -128,6 +131,7 @@ void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
     // Small enough for MPI's own eager protocol: a blocking send returns at once and
     // needs no request to complete later (8 B ping-pong latency, paper 004 Fig. 6).
     check_mpi(MPI_Send(buf, static_cast<int>(bytes), MPI_BYTE, dest, kControlTag, comm_), "MPI_Send");
+    sent_to_[dest].fetch_add(1, std::memory_order_relaxed);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
     return;
   }
@@ -336,6 +340,7 @@ bool Comm::progress(int worker, bool blocking) {
     MPI_Get_count(&st, MPI_BYTE, &bytes);
     if (rbuf_.size() < words_for(bytes)) rbuf_.resize(words_for(bytes));
     check_mpi(MPI_Mrecv(rbuf_.data(), bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    ++received_from_[static_cast<std::size_t>(st.MPI_SOURCE)];
     handle_message(worker, st.MPI_SOURCE, rbuf_, words_for(bytes));
     did = true;
   }
@@ -344,7 +349,10 @@ bool Comm::progress(int worker, bool blocking) {
     std::vector<Recv> finished;
     if (const int done = reap(recv_reqs_, recvs_, finished)) {
       start_waiting();  // before the handlers: the next transfers overlap their work
-      for (Recv& r : finished) completed(worker, r);
+      for (Recv& r : finished) {
+        ++received_from_[static_cast<std::size_t>(r.source)];
+        completed(worker, r);
+      }
       pending_.fetch_sub(done, std::memory_order_acq_rel);
       did = true;
     }
@@ -376,9 +384,13 @@ void Comm::abort_all(int origin, const std::string& message) {
 
 void Comm::abandon() {
   std::lock_guard lock(progress_mutex_);
-  for (MPI_Request& r : recv_reqs_) {
-    MPI_Cancel(&r);
-    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  for (std::size_t j = 0; j < recv_reqs_.size(); ++j) {
+    MPI_Cancel(&recv_reqs_[j]);
+    MPI_Status st;
+    MPI_Wait(&recv_reqs_[j], &st);
+    int cancelled = 0;
+    MPI_Test_cancelled(&st, &cancelled);
+    if (!cancelled) ++received_from_[static_cast<std::size_t>(recvs_[j].source)];  // it had arrived
   }
   recv_reqs_.clear();
   recvs_.clear();
@@ -397,6 +409,25 @@ void Comm::abandon() {
   }
   send_reqs_.clear();
   send_keep_.clear();
+}
+
+void Comm::drain() {
+  std::lock_guard lock(progress_mutex_);
+  const auto n = static_cast<std::size_t>(ranks_);
+  std::vector<std::int64_t> sent(n), expect(n);
+  for (std::size_t r = 0; r < n; ++r) sent[r] = sent_to_[r].load(std::memory_order_relaxed);
+  check_mpi(MPI_Alltoall(sent.data(), 1, MPI_INT64_T, expect.data(), 1, MPI_INT64_T, comm_), "MPI_Alltoall");
+  std::vector<std::byte> scratch;
+  for (std::size_t p = 0; p < n; ++p)
+    for (; received_from_[p] < expect[p]; ++received_from_[p]) {
+      MPI_Status st;
+      check_mpi(MPI_Probe(static_cast<int>(p), MPI_ANY_TAG, comm_, &st), "MPI_Probe");
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      scratch.resize(static_cast<std::size_t>(std::max(bytes, 1)));
+      check_mpi(MPI_Recv(scratch.data(), bytes, MPI_BYTE, static_cast<int>(p), st.MPI_TAG, comm_, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+    }
 }
 
 }  // namespace redist::runtime::detail

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -67,6 +68,12 @@ class Comm {
   // Error path: cancels receives and releases send requests (buffers are kept
   // alive, since the network may still read them).
   void abandon();
+  // Error path, collective over the run's communicator once every rank's threads
+  // have stopped (no send after it): receives and discards every message sent to
+  // this rank that it did not receive, so that none is left in MPI's unexpected
+  // queue when the communicator is freed (Open MPI never frees those: a leak per
+  // failed run). Ranks exchange how many messages they sent to each other.
+  void drain();
 
   std::int64_t activations_sent() const { return activations_; }
   std::int64_t eager_bytes() const { return eager_bytes_; }
@@ -111,6 +118,10 @@ class Comm {
   std::atomic<std::int64_t> pending_{0};  // commands + sends + receives + unserved handles
   std::atomic<std::int64_t> activations_{0}, eager_bytes_{0}, rendezvous_bytes_{0};
   std::atomic<std::int64_t> tiles_read_{0}, tiles_written_{0};
+  // Messages sent to each rank (any thread), and received from each (under
+  // progress_mutex_), on comm_: what drain() settles.
+  std::unique_ptr<std::atomic<std::int64_t>[]> sent_to_;
+  std::vector<std::int64_t> received_from_;
 
   std::mutex progress_mutex_;  // receiving stays single-threaded (paper 000, sec. 6.2.3)
   std::vector<std::int64_t> rbuf_;

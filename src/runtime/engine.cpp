@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -95,6 +96,8 @@ class Engine {
 
   int error_origin() const { return error_origin_; }
   const std::string& error_message() const { return error_message_; }
+  // After a failed run, on every rank (Comm::drain).
+  void drain() { comm_.drain(); }
 
  private:
   struct alignas(64) Worker {
@@ -511,7 +514,16 @@ Stats run(TaskGraph& graph, MPI_Comm user_comm, const Options& options) {
     std::string mine;
     if (engine.error_origin() == rank)
       mine = engine.error_message().empty() ? "task graph run failed" : engine.error_message();
-    agree(mine);
+    try {
+      ::redist::detail::agree(comm, mine);
+    } catch (...) {
+      // Every rank is here: receive what the run's messages left unreceived (a
+      // failed run stops mid-flight) before the communicator goes.
+      const std::exception_ptr failed = std::current_exception();
+      engine.drain();
+      MPI_Comm_free(&comm);
+      std::rethrow_exception(failed);
+    }
   }
   MPI_Comm_free(&comm);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
