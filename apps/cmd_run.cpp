@@ -79,8 +79,8 @@ options:
                    $REDIST_STORAGE
   --auto-trials K  auto times its two best-predicted strategies in turn on its
                    first 2K executes, then keeps the faster (Options::auto_trials;
-                   default 0: the model alone); with --warmup 2K+1 the timed
-                   runs are all after the choice
+                   default 0: the model alone); the trials run before the
+                   warm-up, so the timed runs are all the kept strategy's
   --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
                    try the on-node and off-node paths on one machine; also
                    $REDIST_NODE_SIZE; default: the shared-memory node)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +31,7 @@ namespace {
 
 const char* kUsage =
     "redist bench SUITE [--out DIR] [--reps N] [--scale S] [--smoke] [--no-plots] [--launches-note]\n"
+    "                   [--auto-trials K]\n"
     "redist bench compare SRC DST [REGION] [--out DIR] [--reps N]\n"
     "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
@@ -71,6 +73,11 @@ const char* kUsage =
     "  --threads N      worker threads per rank of the taskgraph strategy (default 1;\n"
     "                   with one rank and N > 1 launch with --bind-to none)\n"
     "  --launches-note  print how the ranks are placed (ranks per node vs cores)\n"
+    "  --auto-trials K  auto times its two best-predicted strategies in turn, 2K\n"
+    "                   executes before its verified warm-up, then keeps the faster\n"
+    "                   (Options::auto_trials; 0..1000, default 0: the model alone);\n"
+    "                   its timed runs are the kept strategy's, results.json lists\n"
+    "                   the trials under auto's `trials`\n"
     "  --inject-error   testing only: corrupt one target element after the first\n"
     "                   warm-up, to show that a wrong result fails the run\n"
     "Exit code 1 when any verification fails, 2 on bad arguments.\n";
@@ -206,7 +213,7 @@ void print_budgets(const harness::CaseResult& r, const std::vector<BudgetRow>& r
 
 // Runs one case on every rank; the result is the same on every rank.
 harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>& machine, int reps,
-                             bool inject_error) {
+                             bool inject_error, int auto_trials) {
   Layout src, dst;
   Region region;
   std::unique_ptr<harness::CaseRun> run;
@@ -217,6 +224,7 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     Options opt;
     opt.machine = machine;  // one model for the whole run: auto and the predictions
     opt.taskgraph = c.base;
+    opt.auto_trials = auto_trials;  // the harness runs the trials before auto's verified warm-up
     // Where CaseRun allocates (harness::shared_storage_requested).
     if (c.shared_storage) setenv("REDIST_STORAGE", *c.shared_storage ? "shared" : "heap", 1);
     run = c.senders > 0 ? harness::group_case_run(src, dst, region, MPI_COMM_WORLD, c.senders, c.overlap, opt)
@@ -404,7 +412,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
   std::string suite, out;
   std::vector<std::string> positional;
-  int reps = 5, threads = 1;
+  int reps = 5, threads = 1, auto_trials = 0;
   double scale = 0;
   bool smoke = false, launches_note = false, inject_error = false, plots = true;
   for (int i = 1; i < argc; ++i) {
@@ -424,6 +432,14 @@ int main(int argc, char** argv) {
     } else if (a == "--threads" && has_value) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) fail("--threads needs a number >= 1");
+    } else if (a == "--auto-trials" && has_value) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      errno = 0;
+      const long k = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || errno != 0 || k < 0 || k > 1000)
+        fail("--auto-trials needs a whole number from 0 to 1000, got '" + v + "'");
+      auto_trials = static_cast<int>(k);
     } else if (a == "--smoke") {
       smoke = true;
     } else if (a == "--no-plots") {
@@ -475,7 +491,7 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (rank_ == 0) progress(stderr, i + 1, cases.size(), cases[i].name, MPI_Wtime() - t0);
-    harness::CaseResult r = run_case(cases[i], machine, reps, inject_error);
+    harness::CaseResult r = run_case(cases[i], machine, reps, inject_error, auto_trials);
     all_ok = all_ok && r.ok();
     if (rank_ == 0 && cases[i].senders > 0) route_figures(cases[i], r);
     if (rank_ == 0) {

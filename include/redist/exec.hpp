@@ -189,6 +189,14 @@ class Plan {
   const Machine* machine() const;
   // What auto chose; empty until an execute with auto decided.
   const std::string& auto_choice() const;
+  // Options::auto_trials: the trial executes so far, in the order they ran, each
+  // with the strategy it ran and its seconds on this rank (auto compares the
+  // slowest rank's medians). Empty without trials. Local.
+  struct AutoTrial {
+    std::string strategy;
+    double seconds = 0;
+  };
+  std::vector<AutoTrial> auto_trial_runs() const;
   // What `strategy` did on this rank in its last execute, in words, when that
   // depends on more than the plan (shm: the bytes that went through shared
   // windows, by messages, from other nodes); empty otherwise or before a run.

@@ -111,6 +111,14 @@ typedef struct redist_options {
   /* A calibration file of `redist calibrate` for "auto" (Options::calibration).
      NULL or "": the default file, or a quick measurement, when the strategy is auto. */
   const char* calibration;
+  /* auto measuring instead of trusting the model alone (Options::auto_trials,
+     `redist run --auto-trials`): with k > 0 the first 2k executes under "auto"
+     alternate between the two strategies the model predicts fastest, timing each,
+     then auto keeps the one with the smaller median time (the slowest rank's).
+     0: the model alone. Negative: REDIST_ERR_INVALID_ARGUMENT from make_plan.
+     (Added after the first fields: a program compiled against an older header
+     passes a shorter struct; rebuild it.) */
+  int auto_trials;
 } redist_options;
 
 /* Collective over `comm` (every rank calls it, with the same arguments). Plans
@@ -149,6 +157,22 @@ void redist_plan_free(redist_plan* plan);
 /* The plan's own duplicate of the communicator given to make_plan (Plan::comm());
    MPI_COMM_NULL for NULL. Freed by redist_plan_free. */
 MPI_Comm redist_plan_comm(const redist_plan* plan);
+
+/* The strategy "auto" runs for this plan (Plan::auto_choice()), owned by the
+   plan: "" until auto has decided (its first execute, or after the
+   2 * options.auto_trials trial executes), then a name of redist_strategy_name,
+   the same on every rank. NULL for NULL. Local; valid until the plan is freed. */
+const char* redist_plan_auto_choice(const redist_plan* plan);
+
+/* Collective over the plan's communicator: each strategy's predicted seconds
+   (Plan::predictions(), the cost model of docs/strategies.md; max over ranks, the
+   same on every rank), seconds[i] for redist_strategy_name(i), i <
+   redist_strategy_count(). INFINITY where the strategy cannot run this plan.
+   `count` is the length of `seconds`, at least redist_strategy_count(); entries
+   past it are left alone. Needs the plan's machine model (options.strategy
+   "auto" or options.calibration). A NULL or short array on any rank, or a plan
+   without a model: the same status and message on every rank. */
+redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count);
 
 /* This rank's plan figures (C++ PlanStats), without data or MPI. */
 typedef struct redist_plan_stats {

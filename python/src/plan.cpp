@@ -252,7 +252,10 @@ void bind_plan(nb::module_& m) {
       .def_prop_ro("target", [](PyPlan& p) { return p.get().target(); })
       .def_prop_ro("region", [](PyPlan& p) { return p.get().region(); })
       .def_prop_ro("strategy", [](PyPlan& p) { return p.get().options().strategy; })
-      .def_prop_ro("auto_choice", [](PyPlan& p) { return p.get().auto_choice(); })
+      .def_prop_ro("auto_choice", [](PyPlan& p) { return p.get().auto_choice(); },
+                   "The strategy auto runs for this plan: '' until auto decides (its first execute, or after the "
+                   "2 * auto_trials trial executes), then a name of strategy_names(), the same on every rank.")
+      .def_prop_ro("auto_trials", [](PyPlan& p) { return p.get().options().auto_trials; })
       .def_prop_ro("buffer_bytes", [](PyPlan& p) { return p.get().buffer_bytes(); })
       .def_prop_ro("rank", [](const PyPlan& p) { return p.rank; })
       .def_prop_ro("size", [](const PyPlan& p) { return p.size; })
@@ -280,7 +283,7 @@ void bind_plan(nb::module_& m) {
   m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, const std::string& strategy,
                         index_t max_message_bytes, index_t max_buffer_bytes, const std::string& calibration,
                         std::optional<Machine> machine, const std::string& element_type, std::complex<double> alpha,
-                        std::complex<double> beta, bool conjugate) {
+                        std::complex<double> beta, bool conjugate, int auto_trials) {
     MPI_Comm c = comm_of(comm);
     // A spec or region string that does not parse on some rank is agreed on like any bad argument.
     Layout s, d;
@@ -306,6 +309,7 @@ void bind_plan(nb::module_& m) {
     o.max_message_bytes = max_message_bytes;
     o.max_buffer_bytes = max_buffer_bytes;
     o.calibration = calibration;
+    o.auto_trials = auto_trials;  // checked (>= 0) by the core's make_plan, agreed
     if (machine) o.machine = std::make_shared<const Machine>(std::move(*machine));
     std::optional<Plan> plan;
     {
@@ -318,16 +322,20 @@ void bind_plan(nb::module_& m) {
      nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
      nb::arg("calibration") = "", nb::arg("machine") = nb::none(), nb::arg("element_type") = "bytes",
      nb::arg("alpha") = std::complex<double>(1.0), nb::arg("beta") = std::complex<double>(0.0),
-     nb::arg("conjugate") = false,
+     nb::arg("conjugate") = false, nb::arg("auto_trials") = 0,
      nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
              "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
              "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None, "
-             "element_type: str = 'bytes', alpha: complex = 1, beta: complex = 0, conjugate: bool = False) -> Plan"),
+             "element_type: str = 'bytes', alpha: complex = 1, beta: complex = 0, conjugate: bool = False, "
+             "auto_trials: int = 0) -> Plan"),
      "Collective over comm (an mpi4py communicator; None: COMM_WORLD): checks the arguments on every rank (the same "
      "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
      "string or None (the whole source shape; 'axes=1,0' in it transposes). element_type ('f32', 'f64', 'c64', "
      "'c128', 'i32', 'i64', 'bytes'), alpha, beta, conjugate: target = alpha * op(source) + beta * target while "
-     "copying (docs/transforms.md); a strategy that cannot apply it is refused with an error naming those that can.");
+     "copying (docs/transforms.md); a strategy that cannot apply it is refused with an error naming those that can. "
+     "auto_trials=k > 0: the first 2k executes under 'auto' alternate between the two strategies the model predicts "
+     "fastest, timing each, then auto keeps the one with the smaller median time (Plan.auto_choice; 0: the model "
+     "alone).");
 }
 
 }  // namespace redist::python

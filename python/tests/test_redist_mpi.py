@@ -254,6 +254,36 @@ def test_auto_and_predictions():
     check_tiles(b, value)
 
 
+@pytest.mark.parametrize("trials", [0, 2])
+def test_auto_trials(trials):
+    """auto_trials=k: auto_choice stays '' for the first 2k - 1 executes (each one
+    moves the data right: a trial is a real execute), then names a strategy with a
+    finite prediction, the same on every rank; k = 0 decides on the first execute."""
+    src = f"24x20 tile=5x3 block_cyclic grid=1x{P}"
+    dst = f"24x20 tile=4x7 random seed=9 ranks={P}"
+    a = redist.fromfunction(value, src)
+    with redist.make_plan(src, dst, strategy="auto", auto_trials=trials) as plan:
+        assert plan.auto_trials == trials
+        pred = plan.predictions()
+        assert plan.auto_choice == ""
+        decide = 2 * trials if trials else 1
+        for e in range(1, decide + 2):
+            b = redist.zeros(dst)
+            plan.execute(a, b)
+            check_tiles(b, value)
+            if e < decide:
+                assert plan.auto_choice == "", (e, plan.auto_choice)
+            else:
+                assert plan.auto_choice in redist.strategy_names()
+                assert math.isfinite(pred[plan.auto_choice])
+                assert same_everywhere(MPI.COMM_WORLD, plan.auto_choice)
+
+
+def test_error_auto_trials_negative():
+    msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy="auto", auto_trials=-3))
+    assert "auto_trials must be >= 0" in msg and "-3" in msg
+
+
 def test_sub_communicator():
     sub = MPI.COMM_WORLD.Split(R % 2, R)
     q = sub.Get_size()

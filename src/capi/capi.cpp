@@ -3,11 +3,13 @@
 // No logic of its own: layouts, regions, validation and plans are the core's.
 #include "redist/redist.h"
 
+#include <algorithm>
 #include <climits>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mpi/agree.hpp"
 #include "redist/exec.hpp"
@@ -138,6 +140,7 @@ redist_status make_plan(std::optional<redist::Layout> src, std::optional<redist:
     if (options->strategy && *options->strategy) o.strategy = options->strategy;
     if (options->max_message_bytes != 0) o.max_message_bytes = options->max_message_bytes;
     if (options->calibration) o.calibration = options->calibration;
+    o.auto_trials = options->auto_trials;  // checked (>= 0) by the core's make_plan, agreed
     if (options->elem_size < 0)
       local.set(REDIST_ERR_INVALID_ARGUMENT, cat("options.elem_size must be >= 0 (0: the layouts' esize), got ",
                                                  options->elem_size));
@@ -282,6 +285,26 @@ redist_status redist_execute_buffers(redist_plan* plan, const void* src, void* d
 void redist_plan_free(redist_plan* plan) { delete plan; }
 
 MPI_Comm redist_plan_comm(const redist_plan* plan) { return plan ? plan->plan.comm() : MPI_COMM_NULL; }
+
+const char* redist_plan_auto_choice(const redist_plan* plan) {
+  return plan ? plan->plan.auto_choice().c_str() : nullptr;
+}
+
+redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count) {
+  if (!plan) return null_argument("redist_plan_predictions", "plan");
+  Local local;
+  const int64_t n = redist_strategy_count();
+  if (!seconds)
+    local.set(REDIST_ERR_INVALID_ARGUMENT, "redist_plan_predictions: seconds is NULL");
+  else if (count < n)
+    local.set(REDIST_ERR_INVALID_ARGUMENT, cat("redist_plan_predictions: seconds holds ", count,
+                                               " values; redist_strategy_count() is ", n));
+  if (redist_status s = agree_local(plan->plan.comm(), local); s != REDIST_SUCCESS) return s;
+  return guard([&] {
+    const std::vector<double> t = plan->plan.predictions();  // collective, agrees on a missing model
+    std::copy(t.begin(), t.end(), seconds);
+  });
+}
 
 redist_status redist_plan_get_stats(const redist_plan* plan, redist_plan_stats* stats) {
   if (!plan) return null_argument("redist_plan_get_stats", "plan");

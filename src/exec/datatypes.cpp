@@ -27,15 +27,35 @@ MPI_Datatype byte_run(index_t bytes) {
   return t;
 }
 
-MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
+std::string type_count_error(std::string_view strategy, const Coord& shape, const Coord& st,
+                             const std::array<index_t, 2>& count) {
+  const bool contiguous0 = st[0] == 1 || shape[0] == 1;  // as box_type decides
+  for (int d = contiguous0 ? 1 : 0; d < shape.ndim(); ++d)
+    if (shape[d] > INT_MAX)
+      return cat(strategy, ": a segment spans ", shape[d], " indices in dimension ", d,
+                 ", more than an MPI count holds (", INT_MAX, "); use the p2p strategy");
+  for (int k = 0; k < 2; ++k)
+    if (count[k] > INT_MAX)
+      return cat(strategy, ": a run repeats a segment ", count[k], " times, more than an MPI count holds (", INT_MAX,
+                 "); use the p2p strategy");
+  return {};
+}
+
+std::string type_count_error(std::string_view strategy, const PlanCore& p) {
+  for (const auto* peers : {&p.rp.sends, &p.rp.receives})
+    for (const PeerPlan& pp : *peers)
+      for (const Segment& s : pp.segments)
+        if (std::string e = type_count_error(strategy, s.shape, s.at.strides, s.count); !e.empty()) return e;
+  return {};
+}
+
+MPI_Datatype box_type(std::string_view strategy, const Coord& shape, const Coord& st, index_t es) {
   // Dimension 0 is contiguous unless a permuting region (Region::axes) gave it
   // the stride of another source dimension: then one element per index.
   const bool contiguous0 = st[0] == 1 || shape[0] == 1;
+  if (std::string e = type_count_error(strategy, shape, st, {1, 1}); !e.empty()) fail(e);
   MPI_Datatype t = byte_run(contiguous0 ? shape[0] * es : es);
   for (int d = contiguous0 ? 1 : 0; d < shape.ndim(); ++d) {
-    if (shape[d] > INT_MAX)
-      fail("alltoallw: a segment spans ", shape[d], " indices in dimension ", d,
-           ", more than an MPI count holds; use the p2p strategy");
     MPI_Datatype next;
     check_mpi(MPI_Type_create_hvector(static_cast<int>(shape[d]), 1, static_cast<MPI_Aint>(st[d] * es), t, &next),
               "MPI_Type_create_hvector");
@@ -45,13 +65,12 @@ MPI_Datatype box_type(const Coord& shape, const Coord& st, index_t es) {
   return t;
 }
 
-MPI_Datatype run_type(const Coord& shape, const Coord& st, const std::array<index_t, 2>& count,
-                      const std::array<index_t, 2>& step, index_t es) {
-  MPI_Datatype t = box_type(shape, st, es);
+MPI_Datatype run_type(std::string_view strategy, const Coord& shape, const Coord& st,
+                      const std::array<index_t, 2>& count, const std::array<index_t, 2>& step, index_t es) {
+  if (std::string e = type_count_error(strategy, shape, st, count); !e.empty()) fail(e);
+  MPI_Datatype t = box_type(strategy, shape, st, es);
   for (int k = 0; k < 2; ++k) {
     if (count[k] == 1) continue;
-    if (count[k] > INT_MAX)
-      fail("alltoallw: a run repeats a segment ", count[k], " times, more than an MPI count holds; use the p2p strategy");
     MPI_Datatype next;
     check_mpi(MPI_Type_create_hvector(static_cast<int>(count[k]), 1, static_cast<MPI_Aint>(step[k] * es), t, &next),
               "MPI_Type_create_hvector");
@@ -61,7 +80,9 @@ MPI_Datatype run_type(const Coord& shape, const Coord& st, const std::array<inde
   return t;
 }
 
-MPI_Datatype run_type(const Segment& s, index_t es) { return run_type(s.shape, s.at.strides, s.count, s.step, es); }
+MPI_Datatype run_type(std::string_view strategy, const Segment& s, index_t es) {
+  return run_type(strategy, s.shape, s.at.strides, s.count, s.step, es);
+}
 
 MPI_Datatype struct_of(std::vector<MPI_Datatype>& types, std::vector<MPI_Aint>& addr) {
   std::vector<int> ones(types.size(), 1);
@@ -105,14 +126,18 @@ const PeerTypes& PeerTypesAt::get(const PlanCore& p, const SrcBlocks& src, const
                     std::equal(src_key_.begin(), src_key_.end(), src.ptr.begin(), src.ptr.end()) &&
                     std::equal(dst_key_.begin(), dst_key_.end(), dst.ptr.begin(), dst.ptr.end());
   if (same) return types_;
+  if (!checked_) {  // collective, once: every rank calls get() in the strategy's run
+    agree(p.comm, type_count_error(strategy_, p));
+    checked_ = true;
+  }
   types_.reset();
   const index_t es = p.rp.elem_size;
-  auto build = [es](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
+  auto build = [es, this](const std::vector<PeerPlan>& peers, auto&& at, std::vector<MPI_Datatype>& out) {
     for (const PeerPlan& pp : peers) {
       std::vector<MPI_Datatype> t;
       std::vector<MPI_Aint> a;
       for (const Segment& s : pp.segments) {
-        t.push_back(run_type(s, es));
+        t.push_back(run_type(strategy_, s, es));
         a.push_back(address_of(at(s.at)));
       }
       out.push_back(struct_of(t, a));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
@@ -25,6 +26,7 @@ class PlanImpl {
   // Options::auto_trials: the two candidates and each one's times so far.
   std::vector<int> trial_candidates;
   std::vector<double> trial_times[2];
+  std::vector<std::pair<int, double>> trial_log;  // (candidate 0/1, seconds) in the order run (Plan::auto_trial_runs)
   // Per registry entry: its state, made on first use, and the entry that runs in
   // its place (itself, or its fallback when not available here).
   std::vector<std::unique_ptr<detail::Strategy>> states;
@@ -41,6 +43,7 @@ class PlanImpl {
   // the candidate with the smaller median, the slowest rank's (collective).
   void end_trial(int k, double seconds) {
     trial_times[k].push_back(seconds);
+    trial_log.emplace_back(k, seconds);
     if (trial_times[0].size() + trial_times[1].size() < 2 * static_cast<size_t>(core.options.auto_trials)) return;
     double med[2];
     for (int c = 0; c < 2; ++c) {
@@ -666,6 +669,12 @@ const Options& Plan::options() const { return impl_->core.options; }
 MPI_Comm Plan::comm() const { return impl_ ? impl_->core.comm : MPI_COMM_NULL; }
 const Machine* Plan::machine() const { return impl_->machine.get(); }
 const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
+std::vector<Plan::AutoTrial> Plan::auto_trial_runs() const {
+  std::vector<AutoTrial> out;
+  for (auto [k, seconds] : impl_->trial_log)
+    out.push_back({std::string(detail::registry()[static_cast<size_t>(impl_->trial_candidates[k])].name), seconds});
+  return out;
+}
 std::string Plan::describe(const std::string& strategy) const {
   const int i = detail::find_strategy(strategy);
   if (i < 0 || impl_->runs_as[static_cast<size_t>(i)] < 0) return {};

@@ -240,12 +240,34 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
   check_mpi(MPI_Comm_size(plan_.comm(), &res.ranks), "MPI_Comm_size", plan_.comm());
   res.plan_seconds = plan_seconds_;
   res.stats = stats_;
+  // Options::auto_trials: auto's trial executes (the two candidates in turn, each
+  // a real execute) run before the warm-up, so that auto's verified run and its
+  // timed rounds run the strategy it keeps. auto_choice() is set on the same
+  // execute on every rank (collectively), so every rank runs as many.
+  std::vector<MethodResult::Trial> trials;
+  const int max_trials = 2 * plan_.options().auto_trials;
+  for (Entry& e : entries_) {
+    if (!e.strategy || e.method.name != kAuto) continue;
+    for (int t = 0; t < max_trials && plan_.auto_choice().empty(); ++t) {
+      Watchdog::Step s(wd, step("execute auto (trial ", t + 1, " of ", max_trials, ")"));
+      e.method.run();
+    }
+    const std::vector<Plan::AutoTrial> runs = plan_.auto_trial_runs();
+    std::vector<double> seconds;
+    for (const Plan::AutoTrial& a : runs) seconds.push_back(a.seconds);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                            plan_.comm()),
+              "MPI_Allreduce", plan_.comm());
+    for (size_t k = 0; k < runs.size(); ++k) trials.push_back({runs[k].strategy, seconds[k]});
+    break;
+  }
   // Warm-up (first touch, the plan's lazily made strategy states, auto's choice);
   // its first run is the verification, on a target refilled with its own pattern.
   bool first = true;
   for (Entry& e : entries_) {
     MethodResult r;
     r.name = e.method.name;
+    if (e.strategy && r.name == kAuto) r.trials = trials;
     int runs = o.warmup;
     if (o.verify && e.verify) {
       fill_pattern(plan_.target(), rank_, dst_.blocks(), kTargetPattern, plan_.options().arithmetic.type);

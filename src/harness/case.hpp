@@ -73,6 +73,13 @@ struct MethodResult {
   // messages and bytes sent by all ranks in one execute (detail::relay_counts,
   // auto: its choice's); -1 when not computed.
   index_t route_messages = -1, route_bytes = -1;
+  // auto with Options::auto_trials: its trial executes, run before the warm-up,
+  // in order: the strategy each ran and its seconds, the slowest rank's.
+  struct Trial {
+    std::string strategy;
+    double seconds = 0;
+  };
+  std::vector<Trial> trials;
 };
 
 struct CaseResult {
@@ -137,8 +144,10 @@ class CaseRun {
   // median as Limits::single_copy. Collective (the buffers: every rank, or none).
   void add_single_copy();
 
-  // Collective: warm-up (the first run of each method verified), then `reps`
-  // interleaved timed rounds; predictions and limits from the plan's machine.
+  // Collective: auto's trials first when the plan has Options::auto_trials (so
+  // that its verified run and timed rounds run the strategy it keeps), then the
+  // warm-up (the first run of each method verified), then `reps` interleaved
+  // timed rounds; predictions and limits from the plan's machine.
   CaseResult measure(const MeasureOptions& options);
 
  private:

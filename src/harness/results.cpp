@@ -88,6 +88,13 @@ std::string to_json(const CaseResult& c) {
        << ", \"verified\": " << (m.verified ? (*m.verified ? "true" : "false") : "null")
        << ", \"checked\": " << m.checked << ", \"wrong\": " << m.wrong;
     if (m.route_messages >= 0) js << ", \"route_messages\": " << m.route_messages << ", \"route_bytes\": " << m.route_bytes;
+    if (!m.trials.empty()) {
+      js << ", \"trials\": [";
+      for (size_t t = 0; t < m.trials.size(); ++t)
+        js << (t ? ", " : "") << "{\"strategy\": " << json_string(m.trials[t].strategy)
+           << ", \"seconds\": " << json_number(m.trials[t].seconds) << "}";
+      js << "]";
+    }
     js << ", \"times_s\": [";
     for (size_t t = 0; t < m.times.size(); ++t) js << (t ? ", " : "") << json_number(m.times[t]);
     js << "]}";

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 
 #include "../common/mpi_util.hpp"
@@ -368,6 +369,32 @@ TEST(Validation, SizeOverflow) {
   kind("a region whose offset + size overflows 64 bits", "Region::check in make_plan");
   expect_plan_error(wide, wide, Region{{2}, {INT64_MAX - 1}, {0}}, {"leaves the source array", "dimension 0"});
   expect_plan_error(wide, wide, Region{{2}, {0}, {INT64_MAX}}, {"leaves the target array", "dimension 0"});
+}
+
+// The strategies that build MPI datatypes (alltoallw, phased_dt) cannot describe a
+// segment that spans more than INT_MAX indices in a dimension built as a vector
+// (MPI counts are int): execute fails on every rank, before anything moves, with
+// a message that names the strategy. A 1 x (2^31 + 1) row of bytes from rank 0 to
+// the last rank; the buffers are allocated, never touched (nothing moves).
+TEST(Validation, DatatypeCountAboveIntMax) {
+  const int rank = world_rank(), last = world_size() - 1;
+  if (world_size() == 1) GTEST_SKIP() << "one rank copies locally: no datatype is built";
+  const index_t n = index_t{INT_MAX} + 2;
+  const Layout src = bc({1, n}, {1, n}, {1, 1}, 0, StorageKind::tile, 0, 1);
+  const Layout dst = bc({1, n}, {1, n}, {1, 1}, last, StorageKind::tile, 0, 1);
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  // new without () leaves the bytes uninitialised: virtual memory, not touched.
+  std::unique_ptr<std::byte[]> s(rank == 0 ? new std::byte[static_cast<size_t>(n)] : nullptr);
+  std::unique_ptr<std::byte[]> d(rank == last ? new std::byte[static_cast<size_t>(n)] : nullptr);
+  if (d) d[0] = d[static_cast<size_t>(n - 1)] = std::byte{0x5a};
+  kind("a segment longer than an MPI count (INT_MAX) for a datatype strategy", "Plan::execute, before anything moves");
+  for (const char* name : {"alltoallw", "phased_dt"}) {
+    SCOPED_TRACE(name);
+    expect_same_error(capture([&] { plan.execute(s.get(), d.get(), name); }),
+                      {std::string(name) + ": a segment spans " + S(n) + " indices in dimension 1",
+                       "more than an MPI count holds", "use the p2p strategy"});
+    if (d) EXPECT_TRUE(d[0] == std::byte{0x5a} && d[static_cast<size_t>(n - 1)] == std::byte{0x5a}) << name;
+  }
 }
 
 TEST(Validation, UnknownStrategyName) {

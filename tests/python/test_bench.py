@@ -154,6 +154,39 @@ def test_bench_compare_suite(tmp_path):
     assert bad.returncode == 2 and "block_cyclic" in bad.stderr, bad.stderr
 
 
+def test_bench_auto_trials(tmp_path):
+    """`--auto-trials 2`: auto's 4 trials run before its verified warm-up (here 1 warm-up + 2 timed runs,
+    fewer than the trials: without them first, auto would not have decided by the end), alternating between
+    two strategies; results.json lists them under auto's `trials`; auto's choice is one of the two.
+    Without the option there are no trials. Values outside 0..1000 are refused with exit code 2."""
+    from conftest import REDIST
+    case = ["compare", "120x100 tile=16x11 block_cyclic grid=1x2", "120x100 tile=9x20 block_cyclic grid=2x1"]
+    res = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + case +
+                         ["--reps", "2", "--auto-trials", "2", "--no-plots", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (c,) = json.loads((tmp_path / "results.json").read_text())["cases"]
+    auto = next(m for m in c["methods"] if m["name"] == "auto")
+    trials = auto["trials"]
+    assert [t["strategy"] for t in trials] == [trials[0]["strategy"], trials[1]["strategy"]] * 2, trials
+    assert trials[0]["strategy"] != trials[1]["strategy"] and all(t["seconds"] > 0 for t in trials)
+    assert set(t["strategy"] for t in trials) <= set(STRATEGIES)
+    assert auto["chose"] in (trials[0]["strategy"], trials[1]["strategy"]), auto
+    assert auto["verified"] is True and len(auto["times_s"]) == 2
+    assert all("trials" not in m for m in c["methods"] if m["name"] != "auto")
+    plain = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + case +
+                           ["--reps", "1", "--no-plots", "--out", str(tmp_path / "plain")],
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    (c,) = json.loads((tmp_path / "plain" / "results.json").read_text())["cases"]
+    assert all("trials" not in m for m in c["methods"])
+    for bad in ("1001", "-1", "two", ""):
+        res = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + case + ["--auto-trials", bad],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (bad, res.stdout, res.stderr)
+        assert f"--auto-trials needs a whole number from 0 to 1000, got '{bad}'" in res.stderr, res.stderr
+
+
 def test_repartition_suite(tmp_path):
     """Paper 003's suite: per patch (segment) and per rank (p2p) only, verified,
     with the summary table; greedy moves no more than balanced."""

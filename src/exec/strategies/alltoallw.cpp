@@ -22,7 +22,7 @@ class Alltoallw final : public Strategy {
   }
 
  private:
-  PeerTypesAt types_;  // one per peer and direction, for the block pointers last seen
+  PeerTypesAt types_{"alltoallw"};  // one per peer and direction, for the block pointers last seen
   AlltoallwCall call_;
 };
 

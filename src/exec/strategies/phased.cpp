@@ -280,7 +280,7 @@ class Phased final : public Strategy {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
-  PeerTypesAt types_;  // phased_dt: one per peer and direction, for the block pointers last seen
+  PeerTypesAt types_{"phased_dt"};  // phased_dt: one per peer and direction, for the block pointers last seen
 };
 
 // Messages of one side, largest first.

@@ -114,7 +114,7 @@ class BoxTypes {
     std::lock_guard lock(mutex_);
     auto [it, fresh] = types_.try_emplace(std::move(key), MPI_DATATYPE_NULL);
     if (fresh) {
-      MPI_Datatype t = box_type(shape, strides, es);
+      MPI_Datatype t = box_type("taskgraph", shape, strides, es);
       check_mpi(MPI_Type_commit(&t), "MPI_Type_commit");
       it->second = t;
     }
@@ -546,7 +546,7 @@ void TaskGraphStrategy::typed_pieces(PieceList& l) {
     std::vector<MPI_Aint> at;
     for (std::size_t k = i; k < j; ++k) {
       const Piece& p = l.pieces[k];
-      types.push_back(run_type(p.shape, p.at.strides, {p.count, 1}, {p.step_at, 0}, es));
+      types.push_back(run_type("taskgraph", p.shape, p.at.strides, {p.count, 1}, {p.step_at, 0}, es));
       at.push_back(static_cast<MPI_Aint>((p.at.offset - first.at.offset) * es));
     }
     l.types.emplace(l.keys[i], types_.own(struct_of(types, at)));

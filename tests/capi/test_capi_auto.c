@@ -1,0 +1,165 @@
+/* auto through the C API (C99): options.auto_trials, redist_plan_auto_choice and
+ * redist_plan_predictions. A 10x7 matrix of doubles on rank 0 is dealt out in
+ * blocks of 3 rows over the ranks (the example of docs/c_api.md); every execute,
+ * trials included, is checked element by element against the row formula. With
+ * auto_trials = K the choice stays "" for the first 2K - 1 executes and is a
+ * strategy name, the same on every rank, after the 2K-th; with 0 it is made on
+ * the first execute. The predictions are one value per strategy, the same on
+ * every rank, and leave the array past redist_strategy_count() alone. Bad
+ * arguments give the same status and message on every rank. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "capi_test.h"
+
+static const int64_t m = 10, n = 7, mb = 3;
+static int cases;
+
+static redist_plan* plan_with(const char* strategy, int auto_trials, redist_status* st) {
+  char dst_spec[128];
+  snprintf(dst_spec, sizeof dst_spec, "%lldx%lld tile=%lldx%lld storage=local_array block_cyclic grid=%dx1",
+           (long long)m, (long long)n, (long long)mb, (long long)n, test_ranks);
+  redist_options o = {0};
+  o.strategy = strategy;
+  o.auto_trials = auto_trials;
+  redist_plan* plan = NULL;
+  *st = redist_make_plan_spec("10x7", dst_spec, NULL, MPI_COMM_WORLD, &o, &plan);
+  return plan;
+}
+
+/* One execute with the plan's strategy, checked: 1 when every element is right. */
+static int execute_checked(redist_plan* plan, const char* what) {
+  int64_t rows = 0;
+  for (int64_t i = 0; i < m; ++i) rows += (i / mb) % test_ranks == test_rank;
+  const int64_t ld = rows > 0 ? rows : 1, src_n = test_rank == 0 ? m * n : 0;
+  double* a = malloc(sizeof(double) * (size_t)(src_n + 1));
+  double* b = malloc(sizeof(double) * (size_t)(ld * n + 1));
+  for (int64_t k = 0; k < src_n; ++k) a[k] = (double)(k % m) + 1000.0 * (double)(k / m);
+  for (int64_t k = 0; k < ld * n; ++k) b[k] = -1.0;
+  const redist_status st = redist_execute_buffers(plan, a, b, NULL);
+  CHECK(st == REDIST_SUCCESS, "%s: execute: %s", what, redist_last_error());
+  int64_t wrong = 0;
+  for (int64_t j = 0; st == REDIST_SUCCESS && j < n; ++j)
+    for (int64_t r = 0; r < rows; ++r)
+      wrong += b[r + j * ld] != (double)((r / mb) * mb * test_ranks + test_rank * mb + r % mb) + 1000.0 * (double)j;
+  CHECK(wrong == 0, "%s: %lld elements wrong", what, (long long)wrong);
+  free(a);
+  free(b);
+  return st == REDIST_SUCCESS && wrong == 0;
+}
+
+static int strategy_index(const char* name) {
+  for (int i = 0; i < redist_strategy_count(); ++i)
+    if (strcmp(redist_strategy_name(i), name) == 0) return i;
+  return -1;
+}
+
+/* Collective: 1 when `s` is the same text on every rank. */
+static int same_text(const char* s) {
+  uint64_t h = text_hash(s), lo, hi;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+/* The plan's predictions: one per strategy, >= 0, some finite, the same on every
+   rank; the two values past the strategies untouched. */
+static void check_predictions(redist_plan* plan, double* t) {
+  const int ns = redist_strategy_count();
+  t[ns] = t[ns + 1] = -7.0;
+  const redist_status st = redist_plan_predictions(plan, t, ns + 2);
+  CHECK(st == REDIST_SUCCESS, "predictions: %s", redist_last_error());
+  int finite = 0;
+  for (int i = 0; i < ns; ++i) {
+    CHECK(t[i] >= 0, "prediction of %s is %g", redist_strategy_name(i), t[i]);
+    finite += isfinite(t[i]) != 0;
+  }
+  CHECK(finite > 0, "no strategy has a finite prediction");
+  CHECK(t[ns] == -7.0 && t[ns + 1] == -7.0, "predictions wrote past redist_strategy_count()");
+  double* lo = malloc(sizeof(double) * (size_t)ns);
+  double* hi = malloc(sizeof(double) * (size_t)ns);
+  MPI_Allreduce(t, lo, ns, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(t, hi, ns, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < ns; ++i)
+    CHECK(lo[i] == hi[i], "prediction of %s differs between ranks: %g .. %g", redist_strategy_name(i), lo[i], hi[i]);
+  free(lo);
+  free(hi);
+  ++cases;
+}
+
+/* auto with `trials` trials: "" until the 2*trials-th execute (the first when 0),
+   then a strategy with a finite prediction, the same on every rank. */
+static void auto_case(int trials, double* t) {
+  redist_status st;
+  redist_plan* plan = plan_with("auto", trials, &st);
+  CHECK(st == REDIST_SUCCESS && plan, "auto_trials=%d: make_plan: %s", trials, redist_last_error());
+  if (!plan) return;
+  check_predictions(plan, t);
+  CHECK(strcmp(redist_plan_auto_choice(plan), "") == 0, "auto_trials=%d: a choice before any execute: '%s'", trials,
+        redist_plan_auto_choice(plan));
+  const int decide = trials > 0 ? 2 * trials : 1;
+  for (int e = 1; e <= decide + 1; ++e) {
+    char what[64];
+    snprintf(what, sizeof what, "auto_trials=%d, execute %d", trials, e);
+    execute_checked(plan, what);
+    const char* choice = redist_plan_auto_choice(plan);
+    if (e < decide) {
+      CHECK(strcmp(choice, "") == 0, "%s: decided '%s' before the trials ended", what, choice);
+    } else {
+      const int i = strategy_index(choice);
+      CHECK(i >= 0, "%s: the choice '%s' is no strategy name", what, choice);
+      CHECK(i < 0 || isfinite(t[i]), "%s: the choice '%s' predicts %g", what, choice, i >= 0 ? t[i] : 0.0);
+      CHECK(same_text(choice), "%s: the choice '%s' differs between ranks", what, choice);
+    }
+  }
+  redist_plan_free(plan);
+  ++cases;
+}
+
+/* A collective error: `st` is `want` on every rank, the message contains `words`. */
+static void expect_agreed(const char* kind, redist_status st, redist_status want, const char* words) {
+  ++cases;
+  CHECK(st == want, "%s: got %s (%s), expected %s", kind, redist_status_name(st), redist_last_error(),
+        redist_status_name(want));
+  CHECK(strstr(redist_last_error(), words) != NULL, "%s: message '%s' lacks '%s'", kind, redist_last_error(), words);
+  CHECK(same_everywhere(st), "%s: status or message differs between ranks: %s", kind, redist_last_error());
+}
+
+static void bad_arguments(double* t) {
+  const int last = test_ranks - 1, ns = redist_strategy_count();
+  redist_status st;
+  redist_plan* plan = plan_with("auto", -1, &st);
+  expect_agreed("options.auto_trials < 0", st, REDIST_ERR_INVALID_ARGUMENT, "auto_trials must be >= 0");
+  CHECK(plan == NULL, "a failed make_plan returned a plan");
+  plan = plan_with("auto", 1, &st);
+  CHECK(st == REDIST_SUCCESS, "make_plan: %s", redist_last_error());
+  expect_agreed("predictions into NULL on the last rank",
+                redist_plan_predictions(plan, test_rank == last ? NULL : t, ns), REDIST_ERR_INVALID_ARGUMENT,
+                "seconds is NULL");
+  char words[64];
+  snprintf(words, sizeof words, "rank %d:", last);
+  CHECK(strstr(redist_last_error(), words) != NULL, "message '%s' does not name %s", redist_last_error(), words);
+  snprintf(words, sizeof words, "seconds holds %d values; redist_strategy_count() is %d", ns - 1, ns);
+  expect_agreed("predictions into a short array", redist_plan_predictions(plan, t, ns - 1),
+                REDIST_ERR_INVALID_ARGUMENT, words);
+  redist_plan_free(plan);
+  plan = plan_with("p2p", 0, &st); /* no machine model */
+  CHECK(st == REDIST_SUCCESS, "make_plan: %s", redist_last_error());
+  expect_agreed("predictions without a machine model", redist_plan_predictions(plan, t, ns),
+                REDIST_ERR_INVALID_ARGUMENT, "no machine model");
+  CHECK(strcmp(redist_plan_auto_choice(plan), "") == 0, "a p2p plan has an auto choice");
+  redist_plan_free(plan);
+  CHECK(redist_plan_auto_choice(NULL) == NULL, "auto_choice(NULL) is not NULL");
+  ++cases;
+}
+
+int main(int argc, char** argv) {
+  test_init(&argc, &argv);
+  double* t = malloc(sizeof(double) * (size_t)(redist_strategy_count() + 2));
+  auto_case(0, t);
+  auto_case(1, t);
+  auto_case(3, t);
+  bad_arguments(t);
+  free(t);
+  return test_finish("test_capi_auto", cases);
+}
