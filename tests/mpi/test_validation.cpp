@@ -393,7 +393,9 @@ TEST(Validation, DatatypeCountAboveIntMax) {
     expect_same_error(capture([&] { plan.execute(s.get(), d.get(), name); }),
                       {std::string(name) + ": a segment spans " + S(n) + " indices in dimension 1",
                        "more than an MPI count holds", "use the p2p strategy"});
-    if (d) EXPECT_TRUE(d[0] == std::byte{0x5a} && d[static_cast<size_t>(n - 1)] == std::byte{0x5a}) << name;
+    if (d) {
+      EXPECT_TRUE(d[0] == std::byte{0x5a} && d[static_cast<size_t>(n - 1)] == std::byte{0x5a}) << name;
+    }
   }
 }
 
