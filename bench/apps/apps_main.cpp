@@ -171,8 +171,9 @@ int main(int argc, char** argv) {
     if (rank == 0)
       std::printf("# ranks=%d threads/rank=%d comm_mode=%s source: tile=%lld grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
-                  ranks, threads, mode.c_str(), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF",
-                  "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
+                  ranks, threads, mode.c_str(), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF",
+                  "poor_GF", "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF",
+                  "rep_to_s");
     for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);

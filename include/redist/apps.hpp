@@ -97,8 +97,10 @@ struct Report {
 // at N >= 8000 here, docs/runtime.md), at most n.
 index_t model_tile(index_t n, int cores);
 // The tile gemm chooses when Options::tile is 0 (n: the largest of m, n, k): as
-// model_tile with n / tile >= 2 x cores + 2 (GEMM has no critical path to shorten;
-// its bigger tiles ran faster at N = 4000 here, docs/apps.md).
+// model_tile with n / tile >= 2 x cores + 2, the choice before model_tile's (GEMM
+// has no panel chain to shorten; an earlier session measured the smaller tile at
+// 0.88 of pdgemm at N = 4000 on 1 rank x 2 threads, this one saw no difference:
+// docs/apps.md).
 index_t gemm_model_tile(index_t n, int cores);
 
 // The working layout for an m x n matrix of doubles on `ranks` ranks: tile size

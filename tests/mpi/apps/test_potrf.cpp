@@ -70,7 +70,8 @@ TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
       // The strict upper triangle holds a sentinel: potrf must neither read it (a
       // kernel that did would not match the direct run, whose upper triangle holds A)
       // nor write it (only the lower tiles travel back).
-      std::vector<double> a = make_local(user, [](auto i, auto j) { return i < j ? kSentinel : spd_element(i, j, kN); });
+      std::vector<double> a =
+          make_local(user, [](auto i, auto j) { return i < j ? kSentinel : spd_element(i, j, kN); });
       apps::Options ow = o;
       ow.workspace = w;
       const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, ow);
