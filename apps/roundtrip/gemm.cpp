@@ -24,7 +24,7 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
 
   const index_t m = c_layout.shape()[0], n = c_layout.shape()[1], k = a_layout.shape()[1];
   Options o = options;  // one tile size for the three working layouts
-  if (o.tile == 0) o.tile = model_tile(std::max({m, n, k}), ranks * o.threads);
+  if (o.tile == 0) o.tile = gemm_model_tile(std::max({m, n, k}), ranks * o.threads);
   const Layout wa = work_layout(m, k, ranks, o), wb = work_layout(k, n, ranks, o), wc = work_layout(m, n, ranks, o);
   Report r;
   r.work = wc.spec();

@@ -19,7 +19,9 @@ Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& opt
   const index_t n = layout.shape()[0];
   const Layout work = work_layout(n, n, ranks, options);
   r.work = work.spec();
-  detail::WorkMatrix a(layout, data, work, comm, options, true, 0, r.to_seconds);
+  // dpotrf 'L' reads and writes only the tiles on and below the diagonal: only they
+  // travel (half the bytes), and the caller's strict upper triangle is never touched.
+  detail::WorkMatrix a(layout, data, work, comm, options, true, 0, r.to_seconds, detail::Part::lower);
   r.moved = a.moved();
   runtime::TaskGraph g = cholesky::task_graph(a.collection());
   // Not positive definite: the runtime throws on every rank, before anything goes back.

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mpi/agree.hpp"
@@ -25,11 +26,17 @@ std::byte* allocate(std::size_t bytes) {
 
 }  // namespace
 
-index_t model_tile(index_t n, int cores) {
-  const index_t want = n / (2 * std::max(cores, 1) + 2);
+namespace {
+// n / (per_core x cores + 2) rounded down to a multiple of 32, within [128, 640], at most n.
+index_t tile_for(index_t n, int cores, int per_core) {
+  const index_t want = n / (per_core * std::max(cores, 1) + 2);
   const index_t tile = std::clamp<index_t>(want / 32 * 32, 128, 640);
   return std::max<index_t>(1, std::min(tile, n));
 }
+}  // namespace
+
+index_t model_tile(index_t n, int cores) { return tile_for(n, cores, 3); }
+index_t gemm_model_tile(index_t n, int cores) { return tile_for(n, cores, 2); }
 
 Layout work_layout(index_t m, index_t n, int ranks, const Options& options) {
   Coord grid = options.grid;
@@ -113,6 +120,10 @@ std::string check_options(const char* call, const Options& o, int ranks) {
   if (o.tile < 0) os << call << ": options.tile must be >= 0 (0: the model's choice), got " << o.tile;
   else if (o.inner < 0) os << call << ": options.inner must be >= 0 (0: min(32, tile)), got " << o.inner;
   else if (o.threads < 1) os << call << ": options.threads must be >= 1, got " << o.threads;
+  else if (o.comm_mode != runtime::CommMode::multiple && o.comm_mode != runtime::CommMode::funneled &&
+           o.comm_mode != runtime::CommMode::workers)
+    os << call << ": options.comm_mode must be runtime::CommMode::multiple, funneled or workers, got "
+       << static_cast<int>(o.comm_mode);
   else {
     try {
       check_strategy(o.strategy);
@@ -139,7 +150,8 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   for (const Layout* l : layouts) items.push_back({"layout differs", same_text(*l)});
   std::ostringstream o;
   o << options.tile << ' ' << options.inner << ' ' << options.threads << ' ' << options.strategy << ' '
-    << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1);
+    << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1) << ' '
+    << static_cast<int>(options.comm_mode);
   items.push_back({"options differ", o.str()});
   redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
 }
@@ -149,7 +161,12 @@ runtime::Options runtime_options(const Options& options) {
   o.threads = options.threads;
   int level = MPI_THREAD_SINGLE;
   redist::detail::check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
-  o.comm_mode = level >= MPI_THREAD_MULTIPLE ? runtime::CommMode::multiple : runtime::CommMode::funneled;
+  o.comm_mode = options.comm_mode;
+  // The runtime's requirement (runtime::run): multiple, and workers with more than one
+  // thread, need MPI_THREAD_MULTIPLE; funneled works at any level.
+  if (level < MPI_THREAD_MULTIPLE && (o.comm_mode == runtime::CommMode::multiple ||
+                                      (o.comm_mode == runtime::CommMode::workers && o.threads > 1)))
+    o.comm_mode = runtime::CommMode::funneled;
   return o;
 }
 
@@ -173,12 +190,49 @@ void in_parts(std::size_t bytes, int parts, Fn fn) {
   fn(std::size_t{0}, std::min(bytes, per));
   for (std::thread& t : helpers) t.join();
 }
+
+// The regions of the working layout's tiles on and below the diagonal of a square
+// matrix: one per tile column, from its diagonal tile down.
+std::vector<Region> lower_regions(const Layout& work) {
+  const index_t n = work.shape()[0], t = work.partition(1).tile();
+  std::vector<Region> out;
+  for (index_t j = 0; j < n; j += t) {
+    Region r;
+    r.size = Coord{n - j, std::min(t, n - j)};
+    r.src_offset = r.dst_offset = Coord{j, j};
+    out.push_back(r);
+  }
+  return out;
+}
+
+// This rank's byte ranges of the working layout's tiles on and below the diagonal
+// (tile storage), merged where they touch.
+std::vector<std::pair<std::size_t, std::size_t>> lower_bytes(const Layout& work, int rank) {
+  const LocalIndex local(work, rank);
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (index_t o = 0; o < local.ntiles(); ++o) {
+    const Coord t = local.tile(o);
+    if (t[0] < t[1]) continue;
+    const Box b = work.tile_box(t);
+    const auto lo = static_cast<std::size_t>(local.address(t, b.lo).offset) * sizeof(double);
+    const auto hi = lo + static_cast<std::size_t>(b.size.volume()) * sizeof(double);
+    if (!out.empty() && out.back().second == lo)
+      out.back().second = hi;
+    else
+      out.emplace_back(lo, hi);
+  }
+  return out;
+}
 }  // namespace
 
 WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
-                       bool load, int slot, double& seconds)
+                       bool load, int slot, double& seconds, Part part)
     : user_(user), work_(work), data_(data), comm_(comm) {
   exec_.strategy = options.strategy;
+  if (part == Part::lower)
+    regions_ = lower_regions(work);
+  else
+    regions_.push_back(Region::whole(user.shape()));
   const double t0 = MPI_Wtime();
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
   if (!moved()) {
@@ -205,13 +259,30 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   const int parts = std::max(1, options.threads);
   if (!load)
     in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) { std::memset(storage + lo, 0, hi - lo); });
-  else if (fresh && parts > 1)
+  else if (fresh && parts > 1 && part == Part::whole)
     in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) {
       for (std::size_t b = lo; b < hi; b += 4096) storage[b] = std::byte{0};
     });
+  else if (fresh && parts > 1) {
+    // Only the pages of the tiles that travel: [0, sum) numbers their bytes in order.
+    const auto ranges = lower_bytes(work, rank_of(comm));
+    std::size_t sum = 0;
+    for (const auto& r : ranges) sum += r.second - r.first;
+    in_parts(sum, parts, [storage, &ranges](std::size_t lo, std::size_t hi) {
+      std::size_t at = 0;  // bytes of the ranges before range i
+      for (const auto& [a, b] : ranges) {
+        const std::size_t from = std::max(lo, at), to = std::min(hi, at + (b - a));
+        if (from < to)  // one byte per page of [a + from - at, a + to - at)
+          for (std::size_t x = a + (from - at); x < a + (to - at); x = (x / 4096 + 1) * 4096)
+            storage[x] = std::byte{0};
+        at += b - a;
+        if (at >= hi) break;
+      }
+    });
+  }
   collection_.emplace(work, comm, storage, bytes);
   if (load) {
-    Plan to = make_plan(user_, work_, Region::whole(user_.shape()), comm_, exec_);
+    Plan to = make_plan(user_, work_, regions_, comm_, exec_);
     to.execute(data_, collection_->storage());
   }
   seconds += MPI_Wtime() - t0;
@@ -222,7 +293,7 @@ void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
 void WorkMatrix::store_back(double& seconds) {
   if (!moved()) return;
   const double t0 = MPI_Wtime();
-  Plan back = make_plan(work_, user_, Region::whole(user_.shape()), comm_, exec_);
+  Plan back = make_plan(work_, user_, regions_, comm_, exec_);
   back.execute(collection_->storage(), data_);
   seconds += MPI_Wtime() - t0;
 }

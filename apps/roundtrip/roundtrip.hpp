@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "redist/apps.hpp"
 #include "redist/exec.hpp"
@@ -28,15 +29,22 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
 
 runtime::Options runtime_options(const Options& options);
 
+// Which tiles of the working layout the algorithm reads and writes.
+enum class Part {
+  whole,  // every tile
+  lower,  // the tiles on and below the diagonal (potrf, dpotrf 'L'); the others are
+          // never moved in nor back, nor faulted in: their memory stays as it was
+};
+
 // The caller's matrix on the working layout: the caller's own storage when the
 // layouts are the same, else a copy moved there by a plan (timed into `seconds`),
 // in options.workspace's buffer `slot` when there is one, else in fresh memory.
 class WorkMatrix {
  public:
   // Collective. With `load` false, the working copy is zeroed but nothing is moved
-  // into it.
+  // into it. `part`: the tiles moved in and back (Part::lower needs a square matrix).
   WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
-             bool load, int slot, double& seconds);
+             bool load, int slot, double& seconds, Part part = Part::whole);
   runtime::LayoutCollection& collection() { return *collection_; }
   bool moved() const { return user_ != work_; }
   // Collective: moves the working copy back into the caller's storage (nothing
@@ -48,6 +56,7 @@ class WorkMatrix {
   void* data_;
   MPI_Comm comm_;
   redist::Options exec_;
+  std::vector<Region> regions_;  // what travels, in both directions
   struct Free {
     void operator()(std::byte* p) const;
   };

@@ -47,6 +47,8 @@ const char* kUsage =
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
     "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
+    "  --comm-mode M    multiple, funneled or workers: how the runtime's workers reach MPI\n"
+    "                   (apps::Options::comm_mode, default workers: no communication thread)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
@@ -157,12 +159,21 @@ int main(int argc, char** argv) {
       algs.push_back(s.substr(0, comma));
       s = comma == std::string::npos ? "" : s.substr(comma + 1);
     }
+    const std::string mode = args.str("--comm-mode", "workers");
+    redist::runtime::CommMode comm_mode = redist::runtime::CommMode::workers;
+    if (mode == "multiple")
+      comm_mode = redist::runtime::CommMode::multiple;
+    else if (mode == "funneled")
+      comm_mode = redist::runtime::CommMode::funneled;
+    else if (mode != "workers")
+      throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     rb::report_cpus(threads);
     if (rank == 0)
-      std::printf("# ranks=%d threads/rank=%d source: tile=%lld grid=1x%d storage=local_array\n"
+      std::printf("# ranks=%d threads/rank=%d comm_mode=%s source: tile=%lld grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
-                  ranks, threads, static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF",
-                  "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
+                  ranks, threads, mode.c_str(), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF",
+                  "poor_GF", "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF",
+                  "rep_to_s");
     for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);
@@ -172,7 +183,10 @@ int main(int argc, char** argv) {
         redist::apps::Options good;
         good.threads = threads;
         good.tile = args.get("--tile", 0);
+        // gemm chooses its tile as gemm_model_tile: `good` must run on its working layout
+        if (good.tile == 0 && alg == "gemm") good.tile = redist::apps::gemm_model_tile(n, ranks * threads);
         good.strategy = args.str("--strategy", "direct");
+        good.comm_mode = comm_mode;
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);

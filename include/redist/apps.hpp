@@ -19,6 +19,7 @@
 
 #include "redist/layout.hpp"
 #include "redist/runtime/collection.hpp"
+#include "redist/runtime/runtime.hpp"
 
 namespace redist::apps {
 
@@ -60,6 +61,11 @@ struct Options {
   Coord grid;
   // Task runtime worker threads per rank (OpenBLAS single-threaded per task).
   int threads = 1;
+  // How the runtime's workers reach MPI (runtime::CommMode). workers (default): no
+  // communication thread, so 2 ranks x 1 thread on 2 cores run 2 threads, not 4
+  // (docs/apps.md). Where MPI was initialized below MPI_THREAD_MULTIPLE and the
+  // mode needs it (multiple; workers with threads > 1), the call runs funneled.
+  runtime::CommMode comm_mode = runtime::CommMode::workers;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
   // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's
@@ -83,11 +89,19 @@ struct Report {
   double seconds() const { return to_seconds + compute_seconds + back_seconds; }
 };
 
-// The tile size the calls choose when Options::tile is 0, for an n x n problem on
-// `cores` cores (ranks x threads): enough tiles for every core (n / tile >= 2 x
-// cores + 2), within [128, 640] (DGEMM runs well on tiles from about 128; 640 was
-// the best tile for the Cholesky at N >= 8000 here, docs/runtime.md), at most n.
+// The tile size potrf and geqrf choose when Options::tile is 0, for an n x n
+// problem on `cores` cores (ranks x threads): enough tiles for every core (n / tile
+// >= 3 x cores + 2: more tiles per core kept 2 ranks x 1 thread closer to 1 rank x
+// 2 threads, docs/apps.md), rounded down to a multiple of 32, within [128, 640]
+// (DGEMM runs well on tiles from about 128; 640 was the best tile for the Cholesky
+// at N >= 8000 here, docs/runtime.md), at most n.
 index_t model_tile(index_t n, int cores);
+// The tile gemm chooses when Options::tile is 0 (n: the largest of m, n, k): as
+// model_tile with n / tile >= 2 x cores + 2, the choice before model_tile's (GEMM
+// has no panel chain to shorten; an earlier session measured the smaller tile at
+// 0.88 of pdgemm at N = 4000 on 1 rank x 2 threads, this one saw no difference:
+// docs/apps.md).
+index_t gemm_model_tile(index_t n, int cores);
 
 // The working layout for an m x n matrix of doubles on `ranks` ranks: tile size
 // options.tile (or model_tile), block-cyclic on options.grid (or the closest to
@@ -96,13 +110,15 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {})
 
 // Cholesky A = L L^T of the symmetric positive definite n x n matrix in `data`
 // (this rank's storage of `layout`, doubles): the lower triangle is overwritten by
-// L, the strict upper triangle is left as it was (LAPACK dpotrf 'L'). Collective
+// L, the strict upper triangle is left as it was (LAPACK dpotrf 'L'): neither read
+// nor written (only the working layout's tiles on and below the diagonal travel,
+// half the bytes of the whole matrix each way). Collective
 // over `comm`. The result is bit for bit the same whatever the caller's layout,
 // for the same working layout (options, ranks). Throws redist::Error, the same on
 // every rank and with `data` untouched, on bad input (not a square matrix of
 // doubles, an invalid layout or option, null data where this rank stores
-// elements) and when the matrix is not positive definite. The runtime needs
-// MPI_THREAD_MULTIPLE for its default mode; with less, it runs funneled.
+// elements) and when the matrix is not positive definite. Below
+// MPI_THREAD_MULTIPLE, a comm_mode that needs it runs funneled (Options::comm_mode).
 Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
 
 // The factors of a tile QR that the overwritten matrix does not hold: the

@@ -20,6 +20,7 @@ class Potrf : public ::testing::TestWithParam<int> {};
 
 namespace {
 constexpr int kN = 77;
+constexpr double kSentinel = -12345.678;  // the caller's strict upper triangle
 
 apps::Options options(int threads) {
   apps::Options o;
@@ -66,7 +67,11 @@ TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
   for (const redist::Layout& user : user_layouts(work))
     for (apps::Workspace* w : {static_cast<apps::Workspace*>(nullptr), world_rank() % 2 == 0 ? &ws : nullptr}) {
       SCOPED_TRACE(user.spec() + (w ? " with a workspace" : ""));
-      std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
+      // The strict upper triangle holds a sentinel: potrf must neither read it (a
+      // kernel that did would not match the direct run, whose upper triangle holds A)
+      // nor write it (only the lower tiles travel back).
+      std::vector<double> a =
+          make_local(user, [](auto i, auto j) { return i < j ? kSentinel : spd_element(i, j, kN); });
       apps::Options ow = o;
       ow.workspace = w;
       const apps::Report r = apps::potrf(user, a.data(), MPI_COMM_WORLD, ow);
@@ -82,8 +87,13 @@ TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
       bool same = true;
       if (world_rank() == 0) {
         ASSERT_EQ(got.size(), ref.size());
-        same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
-        EXPECT_TRUE(same) << "the round trip differs from the tiled Cholesky on " << work.spec();
+        for (int j = 0; j < kN; ++j) {
+          const auto col = static_cast<std::size_t>(j) * kN;
+          same = same && std::memcmp(&got[col + j], &ref[col + j], (kN - j) * sizeof(double)) == 0;
+          for (int i = 0; i < j; ++i) same = same && std::memcmp(&got[col + i], &kSentinel, sizeof(double)) == 0;
+        }
+        EXPECT_TRUE(same) << "the round trip differs from the tiled Cholesky on " << work.spec()
+                          << " (lower triangle) or changed the strict upper triangle";
       }
       ASSERT_TRUE(all_ranks(same));
     }
@@ -144,6 +154,27 @@ TEST_P(Potrf, ModelTileMatchesLapack) {
   }
 }
 
+// Every runtime::CommMode gives the same bits (the default, workers, among them).
+TEST_P(Potrf, EveryCommModeBitIdentical) {
+  const apps::Options o = options(GetParam());
+  EXPECT_EQ(apps::Options().comm_mode, rt::CommMode::workers);
+  const redist::Layout work = apps::work_layout(kN, kN, world_size(), o);
+  const std::vector<double> ref = direct(work, o.threads);
+  const redist::Layout user = redist::Layout::parse("77x77 tile=10x10 block_cyclic grid=1x" +
+                                                    std::to_string(world_size()) + " storage=local_array");
+  for (rt::CommMode mode : {rt::CommMode::workers, rt::CommMode::multiple, rt::CommMode::funneled}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
+    apps::Options om = o;
+    om.comm_mode = mode;
+    apps::potrf(user, a.data(), MPI_COMM_WORLD, om);
+    const std::vector<double> got = gather_root(user, a.data());
+    bool same = true;
+    if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
+    EXPECT_TRUE(all_ranks(same));
+  }
+}
+
 TEST_P(Potrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   const apps::Options o = options(GetParam());
@@ -162,6 +193,16 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
   bad_grid.grid = redist::Coord{world_size() + 1, 1};
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_grid),
                           "grid of the working layout must be PxQ");
+  apps::Options bad_mode = o;
+  bad_mode.comm_mode = static_cast<rt::CommMode>(7);
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_mode),
+                          "potrf: options.comm_mode must be runtime::CommMode::multiple, funneled or workers, got 7");
+  // Different comm modes on different ranks.
+  if (world_size() > 1) {
+    apps::Options mixed = o;
+    mixed.comm_mode = world_rank() == 0 ? rt::CommMode::multiple : rt::CommMode::workers;
+    expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), mixed), "options differ");
+  }
   apps::Options bad_strategy = o;
   bad_strategy.strategy = "carrier_pigeon";
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_strategy),
