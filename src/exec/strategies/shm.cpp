@@ -200,8 +200,10 @@ bool Shm::available() {
   check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
              status.data(), static_cast<int>(req.size()), nullptr, [&](int k) { return role[static_cast<size_t>(k)]; });
   std::vector<char> recv_with(nr), send_with(ns);
-  for (size_t i = 0; i < nr; ++i) recv_with[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)] && recv_cma_[i] == kCmaOk;
-  for (size_t i = 0; i < ns; ++i) send_with[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && send_cma_[i] == kCmaOk;
+  for (size_t i = 0; i < nr; ++i)
+    recv_with[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)] && recv_cma_[i] == kCmaOk;
+  for (size_t i = 0; i < ns; ++i)
+    send_with[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && send_cma_[i] == kCmaOk;
   pack_ = cma_packing(p, src_where_, recv_with, send_with, kTagPackFlags);
   index_t in = 0, out = 0;
   for (index_t b : pack_.recv_bytes) in += b;
@@ -435,7 +437,7 @@ std::string Shm::cma_read(size_t i, const DstBlocks& dst) {
   if (pack_.recv_bytes[i] == 0) return err;
   MPI_Status st;
   check_mpi(MPI_Wait(&packed_req_[i], &st), "MPI_Wait", p.comm, "receive from", pp.peer);
-  if (!err.empty()) return cat("shm: reading rank ", pp.peer, "'s source: ", err);
+  if (!err.empty()) return err;
   if (!rbuf_) rbuf_ = p.recv_scratch();
   std::byte* packed = rbuf_ + p.recv_offset[i];
   reader_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)]);
