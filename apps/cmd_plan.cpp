@@ -38,9 +38,10 @@ options:
   --top K           heaviest peer pairs to list (default 10)
   --predict         print the model's time per strategy and its pick
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
-  --storage S       heap (default) or shared: where the arrays would live; the
-                    pick leaves out strategies whose model needs shared windows
-                    (shm) unless shared, as auto does (docs/shm.md)
+  --storage S       heap (default) or shared: where the arrays would live; a
+                    strategy whose model depends on it predicts for that storage
+                    (shm: shared windows, or cross-memory attach as direct on the
+                    heap), as auto does (docs/shm.md)
   --dot FILE        write the taskgraph strategy's task graph on P ranks (Init, Send,
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE
                     (`dot -Tpng FILE -o graph.png`; docs/taskgraph.md); with --tg-chained,
@@ -250,7 +251,7 @@ int cmd_plan(int argc, char** argv) {
       const PlanStats& s = rp.stats;
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
-          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine).total());
+          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap").total());
       for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
@@ -360,13 +361,18 @@ int cmd_plan(int argc, char** argv) {
       std::vector<double> t = predicted;
       const auto& info = strategies();
       for (size_t e = 0; e < names.size(); ++e)
-        if ((budget > 0 && extra[e] > budget) || (storage == "heap" && !info[e].model_condition.empty()))
-          t[e] = std::numeric_limits<double>::infinity();
+        if (budget > 0 && extra[e] > budget) t[e] = std::numeric_limits<double>::infinity();
       const size_t pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
-      for (size_t e = 0; e < names.size(); ++e)
-        std::printf("  %-16s %12s%s%s\n", names[e].c_str(), human_time(predicted[e]).c_str(),
-                    e == pick && std::isfinite(t[e]) ? "  <- auto" : "",
-                    info[e].model_condition.empty() ? "" : ("  (for " + info[e].model_condition + ")").c_str());
+      for (size_t e = 0; e < names.size(); ++e) {
+        const std::string& cond = info[e].model_condition;
+        const std::string note = cond.empty()          ? ""
+                                 : storage != "heap"   ? "  (for " + cond + ")"
+                                 : info[e].heap_model.empty() ? "  (needs " + cond + ")"
+                                                             : "  (on the heap: " + info[e].heap_model + ")";
+        std::printf("  %-16s %12s%s%s\n", names[e].c_str(),
+                    std::isfinite(predicted[e]) ? human_time(predicted[e]).c_str() : "-",
+                    e == pick && std::isfinite(t[e]) ? "  <- auto" : "", note.c_str());
+      }
     }
     if (pb.dst.ownership().kind() == Ownership::Kind::placement) {
       // Paper 003's figures over all ranks (the placement is global: computed once).

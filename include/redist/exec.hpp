@@ -32,9 +32,12 @@ struct StrategyInfo {
   std::string name;         // as on the command line: "p2p"
   std::string summary;      // one line for --help
   bool arithmetic = false;  // applies Options::arithmetic (alpha, beta, conjugate)
-  // When its cost model holds (empty: always); auto and `redist plan` leave it
-  // out otherwise (shm: "arrays in shared windows").
+  // When its cost model holds (empty: always; shm: "arrays in shared windows").
   std::string model_condition;
+  // Its model for arrays on the heap, where model_condition fails, in words (shm:
+  // cross-memory attach, as direct); empty with a model_condition: none, and auto
+  // and `redist plan` leave it out for heap arrays.
+  std::string heap_model;
 };
 // The strategies that apply Options::arithmetic, ", "-joined (for messages).
 std::string arithmetic_strategies();
@@ -46,9 +49,11 @@ inline constexpr std::string_view kAuto = "auto";
 // Throws redist::Error naming the allowed names unless `name` is a strategy or "auto".
 void check_strategy(std::string_view name);
 // This rank's predicted time for one execute of `strategy` (paper 000 Eq. 1; no
-// MPI). The plan's time is the max over ranks (Eq. 2). Throws for an unknown name
+// MPI). The plan's time is the max over ranks (Eq. 2). `heap`: the arrays live on
+// the heap, not in shared windows (StrategyInfo::heap_model; infinity for a
+// strategy with a model_condition and no heap model). Throws for an unknown name
 // or "auto".
-Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m);
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap = false);
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, one message each

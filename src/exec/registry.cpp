@@ -48,7 +48,8 @@ const std::vector<StrategyInfo>& strategies() {
   static const std::vector<StrategyInfo> all = [] {
     std::vector<StrategyInfo> v;
     for (const detail::StrategyEntry& e : detail::registry())
-      v.push_back({std::string(e.name), std::string(e.summary), e.arithmetic, std::string(e.model_condition)});
+      v.push_back({std::string(e.name), std::string(e.summary), e.arithmetic, std::string(e.model_condition),
+                   std::string(e.heap_model)});
     return v;
   }();
   return all;
@@ -74,13 +75,20 @@ void check_strategy(std::string_view name) {
   detail::fail("unknown strategy '", name, "'; allowed: ", allowed, kAuto);
 }
 
-Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m) {
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap) {
   const int i = detail::find_strategy(strategy);
   if (i < 0) {
     check_strategy(strategy);  // throws for an unknown name
     detail::fail("predict: auto is not a strategy to predict; predict each strategy and take the smallest");
   }
-  return detail::registry()[static_cast<size_t>(i)].predict(rp, m);
+  const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
+  if (heap && e.suits) {
+    if (e.predict_heap) return e.predict_heap(rp, m);
+    Prediction never;
+    never.comm = std::numeric_limits<double>::infinity();
+    return never;
+  }
+  return e.predict(rp, m);
 }
 
 index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes) {

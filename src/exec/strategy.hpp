@@ -166,9 +166,14 @@ struct StrategyEntry {
   // in place of `predict` (which stays the model without MPI: `redist plan`).
   Prediction (*predict_plan)(PlanCore& plan, const Machine& m) = nullptr;
   // Optional, local: does its model hold for these buffers on this rank (shm: the
-  // source lies in shared windows)? auto leaves it out unless every rank says so.
+  // source lies in shared windows)? Where a rank says no, auto takes `predict_heap`
+  // for it, or leaves the strategy out when there is none.
   bool (*suits)(const PlanCore& plan, const SrcBlocks& src) = nullptr;
   std::string_view model_condition = {};  // what `suits` checks, in words (StrategyInfo)
+  // Optional: its model for arrays where `suits` fails (heap memory; shm: the
+  // cross-memory attach of `direct`), and that model in words (StrategyInfo).
+  Prediction (*predict_heap)(const RankPlan& rp, const Machine& m) = nullptr;
+  std::string_view heap_model = {};
   // Collective, optional: its buffers on this rank when they depend on more than
   // this rank's plan (the forwarding strategies' slots); a memory budget
   // (Options::max_buffer_bytes) uses it in place of `extra_bytes`.

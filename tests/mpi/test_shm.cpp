@@ -1,13 +1,26 @@
 // The node-aware strategy `shm` and shared storage (docs/shm.md): which path
-// each peer's data takes (shared window, message from the node, message from
-// another node), checked through Plan::describe and against the serial oracle;
+// each peer's data takes (shared window, cross-memory attach, message from the
+// node, message from another node) and why, checked through Plan::describe and
+// against the serial oracle;
 // redist::shared_allocate / shared_free and the node size's errors. The whole
 // conformance suite runs on shm with shared storage too (ctest
 // test_conformance_shm_*, REDIST_STORAGE=shared, node sizes 0 and 2).
 #include <gtest/gtest.h>
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+
 #include <cstdlib>
+#include <map>
 #include <regex>
+#include <sstream>
 
 #include "../common/mpi_util.hpp"
 #include "harness/pattern.hpp"
@@ -20,25 +33,63 @@ using namespace redist::testing;
 
 namespace {
 
-// Bytes a rank received through each path in its last shm run (describe()).
+// Bytes a rank received through each path in its last shm run (describe()), and
+// each receive peer's path and reason ("by peer: cma (...) from ranks 1, 2; ...").
 struct Paths {
-  long long window = 0, pushed = 0, node_message = 0, off_node = 0;
+  long long window = 0, pushed = 0, cma = 0, node_message = 0, off_node = 0;
+  std::map<int, std::string> peer;
 };
 Paths paths_of(const std::string& d) {
   std::smatch m;
-  const std::regex re(R"(received (\d+) bytes through shared windows \(one copy: (\d+) written by their senders.*, (\d+) bytes by messages from ranks on this node.*, (\d+) bytes by messages from other nodes)");
+  const std::regex re(R"(received (\d+) bytes through shared windows \(one copy: (\d+) written by their senders[^)]*\), (\d+) bytes by cross-memory attach[^)]*\), (\d+) bytes by messages from ranks on this node, (\d+) bytes by messages from other nodes)");
   EXPECT_TRUE(std::regex_search(d, m, re)) << d;
   if (m.empty()) return {};
-  return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4])};
+  Paths p{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), {}};
+  const size_t at = d.find("; by peer: ");
+  if (at == std::string::npos) return p;
+  const std::regex group(R"(([a-z]+ \([^)]*\)) from ranks? ([0-9, ]+))");
+  const std::string peers = d.substr(at);
+  for (auto it = std::sregex_iterator(peers.begin(), peers.end(), group); it != std::sregex_iterator(); ++it) {
+    std::stringstream ranks((*it)[2]);
+    for (std::string r; std::getline(ranks, r, ',');) p.peer[std::stoi(r)] = (*it)[1];
+  }
+  return p;
+}
+
+// An oracle for the probe: can this rank read its neighbour's memory with
+// process_vm_readv (same user, no ptrace restriction)? Agreed over the ranks.
+bool cma_works() {
+  static const bool works = [] {
+    static std::uint64_t word;
+    const int p = world_size(), rank = world_rank();
+    word = 1000 + static_cast<std::uint64_t>(rank);
+    struct { std::uint64_t addr; std::int64_t pid; } me{reinterpret_cast<std::uint64_t>(&word), getpid()};
+    std::vector<decltype(me)> all(static_cast<size_t>(p));
+    MPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+    const auto& q = all[static_cast<size_t>((rank + 1) % p)];
+    std::uint64_t got = 0;
+    iovec l{&got, sizeof got}, r{reinterpret_cast<void*>(q.addr), sizeof got};
+    int ok = process_vm_readv(static_cast<pid_t>(q.pid), &l, 1, &r, 1, 0) == sizeof got &&
+             got == 1000 + static_cast<std::uint64_t>((rank + 1) % p);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return ok == 1;
+  }();
+  return works;
 }
 
 // One case, each storage in a shared window or on the heap, several node sizes:
 // the oracle's bytes everywhere, and each peer's bytes on the path its storage
 // and node allow (a target in a window: its senders write it, push; else a
-// source in a window: the receiver reads it, pull; else messages).
+// source in a window: the receiver reads it, pull; else cross-memory attach
+// unless `no_cma` ($REDIST_CMA=0) or the machine forbids it; else messages),
+// each peer named with its path and reason.
 // `long_rows`: rows of 1-4 KB, which push walks in source order (one sorted list
-// of rows for all its targets); else rows of 40-64 bytes, copied segment by segment.
-void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false) {
+// of rows for all its targets) and cma reads row by row (rows of 2 KB and more)
+// or packed; else rows of 40-64 bytes, copied segment by segment or packed.
+// `blocked`: the rank whose process_vm_readv fails (EPERM, Shm.ProbeFailsOnOneRank).
+void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false, bool no_cma = false,
+         int blocked = -1) {
+  if (no_cma) setenv("REDIST_CMA", "0", 1);  // read when the plan first runs shm
   const int p = world_size(), rank = world_rank();
   const Layout src = long_rows ? block_cyclic_layout({1999, 37}, {500, 3}, {1, p}, 8, StorageKind::local_array)
                                : block_cyclic_layout({97, 61}, {8, 7}, {1, p});
@@ -59,30 +110,51 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
     fill_pattern(dst, rank, d.blocks(), 22);
     plan.execute(s.const_blocks(), d.blocks(), "shm");
     const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 11, 22);
-    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared_src << shared_dst << " node size " << node_size << ": "
-                                << k.first_error;
+    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared_src << shared_dst << " node size " << node_size << " no_cma "
+                                << no_cma << ": " << k.first_error;
   }
+  unsetenv("REDIST_CMA");
   const Paths got = paths_of(plan.describe("shm"));
-  long long want_push = 0, want_pull = 0, want_node = 0, want_off = 0;
+  long long want_push = 0, want_pull = 0, want_cma = 0, want_node = 0, want_off = 0;
   const int k = node_size > 0 ? node_size : p;
+  const bool cma = !no_cma && cma_works() && rank != blocked;
   for (const PeerPlan& pp : plan.rank_plan().receives) {
     const bool same_node = pp.peer / k == rank / k;
-    (!same_node ? want_off : shared_dst ? want_push : shared_src ? want_pull : want_node) += pp.bytes;
+    (!same_node ? want_off : shared_dst ? want_push : shared_src ? want_pull : cma ? want_cma : want_node) += pp.bytes;
+    const std::string why = !same_node   ? "message (another node)"
+                            : shared_dst ? "push (target in a shared window)"
+                            : shared_src ? "pull (source in a shared window)"
+                            : cma        ? "cma (not in windows: cross-memory attach)"
+                            : no_cma     ? "message (not in windows; REDIST_CMA=0)"
+                            : blocked == rank ? "message (not in windows; probe failed: Operation not permitted)"
+                                              : "message (not in windows; probe failed: ";
+    EXPECT_EQ(got.peer.count(pp.peer), 1u) << "rank " << pp.peer << ": " << plan.describe("shm");
+    if (got.peer.count(pp.peer)) {
+      EXPECT_EQ(got.peer.at(pp.peer).rfind(why, 0), 0u) << plan.describe("shm");
+    }
   }
+  EXPECT_EQ(got.peer.size(), plan.rank_plan().receives.size()) << plan.describe("shm");
   EXPECT_EQ(got.window, want_push + want_pull) << plan.describe("shm");
   EXPECT_EQ(got.pushed, want_push) << plan.describe("shm");
+  EXPECT_EQ(got.cma, want_cma) << plan.describe("shm");
   EXPECT_EQ(got.node_message, want_node) << plan.describe("shm");
   EXPECT_EQ(got.off_node, want_off) << plan.describe("shm");
   const bool walked = plan.describe("shm").find("in storage order") != std::string::npos;
   EXPECT_EQ(walked, long_rows && want_push > 0) << plan.describe("shm");
 }
 
-TEST(Shm, HeapStorageGoesByMessages) { run(false, false, 0); }
+// User memory on the node: cross-memory attach (rows of 40-64 bytes: all packed
+// by the senders); with REDIST_CMA=0 messages, the reason named.
+TEST(Shm, HeapStorageIsReadWithCrossMemoryAttach) { run(false, false, 0); }
+TEST(Shm, HeapStorageGoesByMessagesWithoutCma) {
+  run(false, false, 0, false, true);
+  run(false, false, 0, true, true);
+}
 TEST(Shm, SharedTargetsAreWrittenBySenders) { run(true, true, 0); run(false, true, 0); }
 TEST(Shm, SharedSourceOnlyIsReadByReceivers) { run(true, false, 0); }
 TEST(Shm, LongRowsArePushedInSourceOrder) {
   run(true, true, 0, true);
-  run(false, false, 0, true);
+  run(false, false, 0, true);  // cma: rows of 4000 bytes read one by one, of 1688 packed
   run(true, false, 0, true);
   setenv("REDIST_NODE_SIZE", "2", 1);
   run(true, true, 2, true);
@@ -90,14 +162,47 @@ TEST(Shm, LongRowsArePushedInSourceOrder) {
 }
 
 // Nodes of one rank: every peer is on another node, whatever the storage; nodes
-// of two ranks (3 and 4 ranks): both paths in one execute.
+// of two ranks (3 and 4 ranks): both paths in one execute (heap: cma on the node,
+// messages across).
 TEST(Shm, ForcedNodeSizes) {
   for (int k : {1, 2}) {
     setenv("REDIST_NODE_SIZE", std::to_string(k).c_str(), 1);  // the storage's node (shared_allocate)
     run(true, true, k);
     run(true, false, k);
+    run(false, false, k);
+    run(false, false, k, true);
+    run(false, false, k, false, true);
     unsetenv("REDIST_NODE_SIZE");
   }
+}
+
+// One rank cannot read the others' memory (a seccomp filter makes its
+// process_vm_readv fail with EPERM, as a ptrace/yama restriction would): its pairs
+// go by message in both directions of agreement (it tells its senders), the pairs
+// where it is read stay on cma; no hang, every element right. Irreversible for the
+// process, so only in its own ctest run (test_shm_probe_fails: REDIST_TEST_BLOCK_CMA
+// names the rank; Open MPI's own single copy off there, it would read too).
+TEST(Shm, ProbeFailsOnOneRank) {
+  const char* b = std::getenv("REDIST_TEST_BLOCK_CMA");
+  if (!b) GTEST_SKIP() << "run by ctest test_shm_probe_fails";
+  const int blocked = std::atoi(b);
+  ASSERT_TRUE(cma_works());  // before the filter, on every rank
+  if (world_rank() == blocked) {
+    sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+    ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+  }
+  run(false, false, 0, false, false, blocked);
+  run(false, false, 0, true, false, blocked);
+  setenv("REDIST_NODE_SIZE", "2", 1);
+  run(false, false, 2, true, false, blocked);
+  unsetenv("REDIST_NODE_SIZE");
 }
 
 // Case d's shape (issue 14), smaller and ragged: rows of 80 bytes going to two or

@@ -16,8 +16,18 @@
 //            1.6 KB row of a column ran at half the speed: the prefetchers fetch
 //            the gaps). Then a zero-byte "done" to the receiver.
 //   pull     the source only is in a window: the receiver reads it, then "done".
-//   message  neither (heap memory), or the peer is on another node (node size:
-//            Options::node_size, $REDIST_NODE_SIZE): packed and sent, as p2p.
+//   cma      neither (memory the user allocated), the peer on the node: the
+//            receiver reads the sender's source with cross-memory attach
+//            (process_vm_readv, exec/cma.hpp, as `direct`): the block addresses
+//            come with the header; rows shorter than kCmaPackBelow are packed by
+//            the sender, which then sends the packed run's address; "done".
+//   message  neither, and cross-memory attach refused for the pair (probed once
+//            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
+//            failed probe read, Options::arithmetic), or the peer is on another
+//            node (node size: Options::node_size, $REDIST_NODE_SIZE): packed and
+//            sent, as p2p.
+// Both sides of a pair know both headers and the pair's probe outcome, so they
+// decide the same path; describe() names each peer's path and why.
 // No two senders write one target element (the plan gives each exactly one
 // source), so writes need no locks. Options::arithmetic (beta reads the target)
 // is applied by whoever copies; push then goes segment by segment.
@@ -26,6 +36,7 @@
 #include <unordered_map>
 
 #include "cost/model.hpp"
+#include "exec/cma.hpp"
 #include "exec/pack.hpp"
 #include "exec/remote.hpp"
 #include "exec/shm_window.hpp"
@@ -36,11 +47,12 @@
 namespace redist::detail {
 namespace {
 
-constexpr int kTagSrcWhere = 21, kTagDstWhere = 22, kTagSource = 23, kTagTarget = 24, kTagDone = 25, kTagData = 26;
+constexpr int kTagSrcWhere = 21, kTagDstWhere = 22, kTagSource = 23, kTagTarget = 24, kTagDone = 25, kTagData = 26,
+              kTagCma = 27, kTagPackFlags = 28, kTagPacked = 29;
 // A header: 1 when every block is in a window the peer can map, then per block
-// (serial, member, offset, bytes).
-constexpr size_t kPerBlock = 4;
-enum Path : int { kPush, kPull, kMessage };
+// (serial, member, offset, bytes, address in the process: the cma path's base).
+constexpr size_t kPerBlock = 5;
+enum Path : int { kPush, kPull, kCma, kMessage };
 // The sorted row walk of push holds one 40-byte record per row (before merging):
 // built only when rows average at least this many bytes and there are at most
 // kMaxRows of them (40 MB); else push goes segment by segment.
@@ -74,9 +86,9 @@ class Shm final : public Strategy {
 
  private:
   bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
-  Path decide(std::int64_t source_ok, std::int64_t target_ok) const {
+  Path decide(std::int64_t source_ok, std::int64_t target_ok, int cma) const {
     if (target_ok && arithmetic_of(plan_) == nullptr) return kPush;
-    return source_ok ? kPull : kMessage;
+    return source_ok ? kPull : cma == kCmaOk ? kCma : kMessage;
   }
   void build_rows();
   void link_chains();
@@ -84,6 +96,8 @@ class Shm final : public Strategy {
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
   std::string push(const SrcBlocks& src, const DstBlocks& dst);
   std::string pull(size_t i, const DstBlocks& dst);
+  std::string cma_read(size_t i, const DstBlocks& dst);
+  void cma_send(size_t i, const SrcBlocks& src);
   // Posts a send or a receive into sq_ (headers and "done"), named for errors.
   void post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag);
   void send_message(size_t i, const SrcBlocks& src);
@@ -97,6 +111,17 @@ class Shm final : public Strategy {
   std::vector<std::vector<std::int64_t>> src_in_, dst_out_;  // as receiver: the sender's header, mine
   std::vector<std::vector<std::int64_t>> src_out_, dst_in_;  // as sender: mine, the receiver's header
   std::vector<Path> recv_path_, send_path_;
+  // Cross-memory attach per pair on the node: the receiver's probe outcome
+  // (kCmaOk or why not, exec/cma.hpp), known to both sides; which segments travel
+  // packed; the packed runs' addresses (sent per execute).
+  std::vector<int> recv_cma_, send_cma_;
+  CmaPeers cma_peers_;
+  CmaPacking pack_;
+  CmaReader reader_;
+  std::vector<std::vector<std::uint64_t>> cma_base_;  // per receive peer: its source blocks' addresses
+  std::vector<std::uint64_t> packed_in_, packed_out_;
+  std::vector<MPI_Request> packed_req_;  // per receive peer: the packed run's address
+  bool stream_packed_in_ = false, stream_packed_out_ = false;
   std::vector<std::vector<std::byte*>> push_base_;  // per send peer: its target blocks, mapped here
   std::vector<Row> rows_;
   bool rows_built_ = false;  // rows_ then holds the sorted walk (empty: segment by segment)
@@ -147,6 +172,46 @@ bool Shm::available() {
   recv_path_.assign(nr, kMessage), send_path_.assign(ns, kMessage);
   push_base_.resize(ns);
   pending_.assign(nr, 0);
+
+  // Cross-memory attach: each receiver probes each sender on its node once and
+  // tells it the outcome (so both sides of a pair decide alike), then which
+  // segments it wants packed.
+  const int refused = cma_disabled() ? kCmaOff : arithmetic_of(p) ? kCmaArithmetic : kCmaOk;
+  cma_peers_ = cma_peers(p.comm);
+  recv_cma_.assign(nr, kCmaOff), send_cma_.assign(ns, kCmaOff);
+  std::vector<MPI_Request> req;
+  std::vector<std::string> role;
+  for (size_t i = 0; i < nr; ++i) {
+    const int peer = p.rp.receives[i].peer;
+    if (!on_node_[static_cast<size_t>(peer)]) continue;
+    recv_cma_[i] = refused != kCmaOk ? refused : cma_probe(cma_peers_, peer);
+    req.emplace_back(), role.push_back(cat("send to rank ", peer));
+    check_mpi(MPI_Isend(&recv_cma_[i], 1, MPI_INT, peer, kTagCma, p.comm, &req.back()), "MPI_Isend", p.comm, "send to",
+              peer);
+  }
+  for (size_t i = 0; i < ns; ++i) {
+    const int peer = p.rp.sends[i].peer;
+    if (!on_node_[static_cast<size_t>(peer)]) continue;
+    req.emplace_back(), role.push_back(cat("receive from rank ", peer));
+    check_mpi(MPI_Irecv(&send_cma_[i], 1, MPI_INT, peer, kTagCma, p.comm, &req.back()), "MPI_Irecv", p.comm,
+              "receive from", peer);
+  }
+  std::vector<MPI_Status> status(req.size());
+  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
+             status.data(), static_cast<int>(req.size()), nullptr, [&](int k) { return role[static_cast<size_t>(k)]; });
+  std::vector<char> recv_with(nr), send_with(ns);
+  for (size_t i = 0; i < nr; ++i)
+    recv_with[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)] && recv_cma_[i] == kCmaOk;
+  for (size_t i = 0; i < ns; ++i)
+    send_with[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && send_cma_[i] == kCmaOk;
+  pack_ = cma_packing(p, src_where_, recv_with, send_with, kTagPackFlags);
+  index_t in = 0, out = 0;
+  for (index_t b : pack_.recv_bytes) in += b;
+  for (index_t b : pack_.send_bytes) out += b;
+  stream_packed_in_ = stream_for(in), stream_packed_out_ = stream_for(out);
+  cma_base_.resize(nr);
+  packed_in_.assign(nr, 0), packed_out_.assign(ns, 0);
+  packed_req_.assign(nr, MPI_REQUEST_NULL);
   return true;
 }
 
@@ -166,6 +231,7 @@ bool Shm::header(const void* const* ptr, const LocalIndex& map, std::int64_t nbl
     }
     std::int64_t* at = &h[1 + kPerBlock * static_cast<size_t>(b)];
     at[0] = static_cast<std::int64_t>(ref.serial), at[1] = ref.owner, at[2] = ref.offset, at[3] = bytes;
+    at[4] = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(ptr[b]));
   }
   return h[0] == 1;
 }
@@ -351,6 +417,63 @@ std::string Shm::pull(size_t i, const DstBlocks& dst) {
   return {};
 }
 
+// Reads receive peer i's segments from its process (cross-memory attach): the
+// long rows straight into the target, the short ones as the one run the sender
+// packed, then unpacked. Completes the packed run's address request whatever happens.
+std::string Shm::cma_read(size_t i, const DstBlocks& dst) {
+  PlanCore& p = plan_;
+  const PeerPlan& pp = p.rp.receives[i];
+  const index_t es = p.rp.elem_size;
+  const size_t per = record_size(p.rp.ndim);
+  std::vector<std::uint64_t>& base = cma_base_[i];
+  base.resize(static_cast<size_t>(recv_src_blocks_[i]));
+  for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(src_in_[i][1 + kPerBlock * b + 4]);
+  reader_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)]);
+  std::string err;
+  for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
+    if (!pack_.recv[i][k]) err = reader_.segment(p, pp.segments[k], &src_where_[i][k * per], base.data(), dst);
+  if (err.empty()) err = reader_.flush();
+  if (!err.empty()) err = cat("shm: reading rank ", pp.peer, "'s source: ", err);
+  if (pack_.recv_bytes[i] == 0) return err;
+  MPI_Status st;
+  check_mpi(MPI_Wait(&packed_req_[i], &st), "MPI_Wait", p.comm, "receive from", pp.peer);
+  if (!err.empty()) return err;
+  if (!rbuf_) rbuf_ = p.recv_scratch();
+  std::byte* packed = rbuf_ + p.recv_offset[i];
+  reader_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)]);
+  err = reader_.run(packed, packed_in_[i], pack_.recv_bytes[i]);
+  if (err.empty()) err = reader_.flush();
+  for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
+    if (!pack_.recv[i][k]) continue;
+    const Segment& g = pp.segments[k];
+    unpack_run(g, packed, dst.at(g.at, es), es, stream_packed_in_);
+    packed += g.elements() * es;
+  }
+  if (stream_packed_in_) stream_fence();
+  return err.empty() ? err : cat("shm: reading rank ", pp.peer, "'s packed rows: ", err);
+}
+
+// Send peer i reads this rank's source (cma path): its short rows packed here
+// first, and the packed run's address sent; then its "done" awaited.
+void Shm::cma_send(size_t i, const SrcBlocks& src) {
+  PlanCore& p = plan_;
+  const PeerPlan& pp = p.rp.sends[i];
+  if (pack_.send_bytes[i] > 0) {
+    if (!sbuf_) sbuf_ = p.send_scratch();
+    const index_t es = p.rp.elem_size;
+    std::byte* at = sbuf_ + p.send_offset[i];
+    for (size_t k = 0; k < pp.segments.size(); ++k) {
+      if (!pack_.send[i][k]) continue;
+      pack_run(pp.segments[k], src.at(pp.segments[k].at, es), at, es, stream_packed_out_);
+      at += pp.segments[k].elements() * es;
+    }
+    if (stream_packed_out_) stream_fence();
+    packed_out_[i] = reinterpret_cast<std::uint64_t>(sbuf_ + p.send_offset[i]);
+    post(true, &packed_out_[i], 1, MPI_UINT64_T, pp.peer, kTagPacked);
+  }
+  post(false, nullptr, 0, MPI_BYTE, pp.peer, kTagDone);
+}
+
 void Shm::post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag) {
   PlanCore& p = plan_;
   sq_.emplace_back();
@@ -432,20 +555,25 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   // the "done" each side waits for.
   for (size_t i = 0; i < nr; ++i) {
     if (!on_node(p.rp.receives[i].peer)) continue;
-    recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0]);
+    recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0], recv_cma_[i]);
     if (recv_path_[i] == kMessage) receive_message(i);
     if (recv_path_[i] == kPush) post(false, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
+    if (recv_path_[i] == kCma && pack_.recv_bytes[i] > 0)
+      check_mpi(MPI_Irecv(&packed_in_[i], 1, MPI_UINT64_T, p.rp.receives[i].peer, kTagPacked, p.comm, &packed_req_[i]),
+                "MPI_Irecv", p.comm, "receive from", p.rp.receives[i].peer);
   }
   bool any_push = false;
   for (size_t i = 0; i < ns; ++i) {
     if (!on_node(p.rp.sends[i].peer)) continue;
-    send_path_[i] = decide(src_out_[i][0], dst_in_[i][0]);
+    send_path_[i] = decide(src_out_[i][0], dst_in_[i][0], send_cma_[i]);
     any_push = any_push || send_path_[i] == kPush;
     if (send_path_[i] == kMessage) send_message(i, src);
+    if (send_path_[i] == kCma) cma_send(i, src);
     if (send_path_[i] == kPull) post(false, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   }
-  // 3. The copies: push (with the local pieces, in source order), pull; "done"
-  // after each. A failed mapping still sends "done" (no hang) and is agreed below.
+  // 3. The copies: push (with the local pieces, in source order), pull, cma;
+  // "done" after each. A failed mapping or read still sends "done" (no hang) and
+  // is agreed below.
   std::string err;
   if (any_push) err = push(src, dst);
   else copy_locals(p, src, dst);
@@ -454,6 +582,12 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < nr; ++i)
     if (recv_path_[i] == kPull) {
       if (err.empty()) err = pull(i, dst);
+      post(true, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
+    }
+  for (size_t i = 0; i < nr; ++i)
+    if (recv_path_[i] == kCma) {
+      std::string e = cma_read(i, dst);
+      if (err.empty()) err = std::move(e);
       post(true, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
     }
   // 4. Messages, unpacked as each peer's last chunk arrives; then every "done"
@@ -479,27 +613,44 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   agree(p.comm, err);  // a failed mapping is reported on every rank
 }
 
-// What each peer's data took in the last run (the paths are kept from it).
+// What each peer's data took in the last run (the paths are kept from it), and
+// each receive peer's path and why, peers with the same path and reason together.
 std::string Shm::describe() const {
   const PlanCore& p = plan_;
-  index_t pushed = 0, pulled = 0, message = 0, off_node = 0;
+  index_t pushed = 0, pulled = 0, attached = 0, message = 0, off_node = 0;
+  std::vector<std::pair<std::string, std::vector<int>>> why;  // in order of first appearance
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
     const index_t b = p.rp.receives[i].bytes;
-    if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b;
-    else if (recv_path_[i] == kPush) pushed += b;
-    else if (recv_path_[i] == kPull) pulled += b;
-    else message += b;
+    std::string w;
+    if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b, w = "message (another node)";
+    else if (recv_path_[i] == kPush) pushed += b, w = "push (target in a shared window)";
+    else if (recv_path_[i] == kPull) pulled += b, w = "pull (source in a shared window)";
+    else if (recv_path_[i] == kCma) attached += b, w = "cma (not in windows: cross-memory attach)";
+    else message += b, w = cat("message (not in windows; ", cma_reason(recv_cma_[i]), ")");
+    auto it = std::find_if(why.begin(), why.end(), [&](const auto& e) { return e.first == w; });
+    if (it == why.end()) it = why.insert(why.end(), {w, {}});
+    it->second.push_back(p.rp.receives[i].peer);
+  }
+  std::string peers;
+  for (const auto& [w, ranks] : why) {
+    peers += cat(peers.empty() ? "; by peer: " : "; ", w, " from rank", ranks.size() > 1 ? "s " : " ");
+    constexpr size_t kShown = 8;
+    for (size_t k = 0; k < ranks.size() && k < kShown; ++k) peers += cat(k ? ", " : "", ranks[k]);
+    if (ranks.size() > kShown) peers += cat(" and ", ranks.size() - kShown, " more");
   }
   return cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
-             " written by their senders, ", pulled, " read by this rank), ", message,
-             " bytes by messages from ranks on this node whose memory is not in windows they can map, ", off_node,
+             " written by their senders, ", pulled, " read by this rank), ", attached,
+             " bytes by cross-memory attach (one copy, read by this rank), ", message,
+             " bytes by messages from ranks on this node, ", off_node,
              " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
              rows_.empty() ? std::string() : cat(" (push walked the source in storage order; ", chained_rows(), " of ",
-                                                 rows_.size(), " rows chained)"));
+                                                 rows_.size(), " rows chained)"),
+             peers);
 }
 
 // Assumes every peer is on the node with its storage in windows (the model
-// cannot know where execute's buffers will live; `suits` checks them for auto):
+// cannot know where execute's buffers will live; `suits` checks them for auto,
+// which takes predict_heap below where they are not):
 // T_memcpy = local copies + each sent segment copied once into its target;
 // T_comm = 2 t_m per peer (headers, done).
 Prediction predict(const RankPlan& rp, const Machine& m) {
@@ -507,6 +658,24 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   Prediction pr;
   pr.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
   pr.memcpy = local_copy_time(rp, rt) + pack_time(rp.sends, rp.elem_size, rt);
+  return pr;
+}
+
+// Arrays on the heap: every peer on the node read through cross-memory attach,
+// the model of `direct` (p2p's without a vm_read curve: messages), plus one
+// startup per peer with packed rows (their run's address).
+Prediction predict_heap(const RankPlan& rp, const Machine& m) {
+  Prediction pr = cma_predict(rp, m);
+  if (m.vm_read.empty()) return pr;
+  index_t packed = 0;
+  for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives}) {
+    index_t n = 0;
+    for (const PeerPlan& pp : *side)
+      n += std::any_of(pp.segments.begin(), pp.segments.end(),
+                       [&](const Segment& g) { return g.run * rp.elem_size < kCmaPackBelow; });
+    packed = std::max(packed, n);
+  }
+  pr.comm += m.startup * static_cast<double>(packed);
   return pr;
 }
 
@@ -524,11 +693,15 @@ bool suits(const PlanCore& p, const SrcBlocks& src) {
 
 StrategyEntry shm_strategy() {
   StrategyEntry e = entry<Shm>(
-      "shm", "ranks on one node copy each remote byte once, through shared windows (push or pull); messages otherwise",
+      "shm",
+      "ranks on one node copy each remote byte once: through shared windows (push or pull), else cross-memory "
+      "attach (cma); messages between nodes or where neither works",
       predict);
   e.arithmetic = true;
   e.suits = suits;
   e.model_condition = "arrays in shared windows (redist::shared_allocate)";
+  e.predict_heap = predict_heap;
+  e.heap_model = "cross-memory attach, as direct";
   return e;
 }
 
