@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "redist/redist.h"
@@ -41,6 +42,17 @@ static inline int same_everywhere(redist_status status) {
   MPI_Allreduce(v, lo, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(v, hi, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   return lo[0] == hi[0] && lo[1] == hi[1];
+}
+
+/* Collective: a collective error, `st` is `want` on every rank with one message
+   containing `words` ($REDIST_SHOW_ERRORS: rank 0 prints it). */
+static inline void check_agreed(const char* kind, redist_status st, redist_status want, const char* words) {
+  CHECK(st == want, "%s: got %s (%s), expected %s", kind, redist_status_name(st), redist_last_error(),
+        redist_status_name(want));
+  CHECK(strstr(redist_last_error(), words) != NULL, "%s: message '%s' lacks '%s'", kind, redist_last_error(), words);
+  CHECK(same_everywhere(st), "%s: status or message differs between ranks: %s", kind, redist_last_error());
+  if (getenv("REDIST_SHOW_ERRORS") && test_rank == 0) printf("%s: %s: %s\n", kind, redist_status_name(st),
+                                                              redist_last_error());
 }
 
 /* Collective: prints the verdict of a test program on rank 0 and finalizes;

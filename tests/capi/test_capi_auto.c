@@ -119,10 +119,7 @@ static void auto_case(int trials, double* t) {
 /* A collective error: `st` is `want` on every rank, the message contains `words`. */
 static void expect_agreed(const char* kind, redist_status st, redist_status want, const char* words) {
   ++cases;
-  CHECK(st == want, "%s: got %s (%s), expected %s", kind, redist_status_name(st), redist_last_error(),
-        redist_status_name(want));
-  CHECK(strstr(redist_last_error(), words) != NULL, "%s: message '%s' lacks '%s'", kind, redist_last_error(), words);
-  CHECK(same_everywhere(st), "%s: status or message differs between ranks: %s", kind, redist_last_error());
+  check_agreed(kind, st, want, words);
 }
 
 static void bad_arguments(double* t) {

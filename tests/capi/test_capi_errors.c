@@ -14,12 +14,7 @@ static const char* kGood = "13x11 tile=3x4 block_cyclic grid=1x1";
 /* A collective error: `st` is `want` on every rank, with one message containing `words`. */
 static void expect_agreed(const char* kind, redist_status st, redist_status want, const char* words) {
   ++kinds;
-  CHECK(st == want, "%s: got %s (%s), expected %s", kind, redist_status_name(st), redist_last_error(),
-        redist_status_name(want));
-  CHECK(strstr(redist_last_error(), words) != NULL, "%s: message '%s' lacks '%s'", kind, redist_last_error(), words);
-  CHECK(same_everywhere(st), "%s: status or message differs between ranks: %s", kind, redist_last_error());
-  if (getenv("REDIST_SHOW_ERRORS") && test_rank == 0) printf("%s: %s: %s\n", kind, redist_status_name(st),
-                                                              redist_last_error());
+  check_agreed(kind, st, want, words);
 }
 
 /* A local error: `st` is REDIST_ERR_INVALID_ARGUMENT with a message naming `words`. */
