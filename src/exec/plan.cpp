@@ -708,8 +708,7 @@ std::vector<double> PlanImpl::predictions(std::span<const void* const> src_block
   if (src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
     for (size_t i = 0; i < reg.size(); ++i)
       if (reg[i].suits && !reg[i].suits(core, detail::SrcBlocks{src_blocks}))
-        t[i] = reg[i].predict_heap ? reg[i].predict_heap(core.rp, *machine).total()
-                                   : std::numeric_limits<double>::infinity();
+        t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true).total();  // its heap model, or infinity
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);

@@ -244,7 +244,7 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
   // a real execute) run before the warm-up, so that auto's verified run and its
   // timed rounds run the strategy it keeps. auto_choice() is set on the same
   // execute on every rank (collectively), so every rank runs as many.
-  std::vector<MethodResult::Trial> trials;
+  std::vector<Plan::AutoTrial> trials;
   const int max_trials = 2 * plan_.options().auto_trials;
   for (Entry& e : entries_) {
     if (!e.strategy || e.method.name != kAuto) continue;

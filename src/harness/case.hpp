@@ -75,11 +75,7 @@ struct MethodResult {
   index_t route_messages = -1, route_bytes = -1;
   // auto with Options::auto_trials: its trial executes, run before the warm-up,
   // in order: the strategy each ran and its seconds, the slowest rank's.
-  struct Trial {
-    std::string strategy;
-    double seconds = 0;
-  };
-  std::vector<Trial> trials;
+  std::vector<Plan::AutoTrial> trials;
 };
 
 struct CaseResult {
