@@ -1,14 +1,23 @@
-// Linux cross-memory attach (process_vm_readv) for the strategies that read a
-// peer's source straight from its memory into their target: `direct`, and
-// `shm`'s `cma` path for peers on the node whose arrays are not in shared windows
-// (docs/shm.md). One copy per byte, no packing, no message carrying data; short
-// rows are packed by the sender and read as one run (kCmaPackBelow).
+// Linux cross-memory attach for the strategies that copy a peer's rows straight
+// between two processes' memories: `direct` (the receiver reads the sender's
+// source, process_vm_readv), and `shm`'s `cma` path for peers on the node whose
+// arrays are not in shared windows (docs/shm.md), which also lets the sender
+// write the receiver's target (process_vm_writev) when that side has fewer runs.
+// One copy per byte, no message carrying data; short rows are packed by the
+// sender (kCmaPackBelow when read, kCmaWritePackBelow when written).
 //
-// Once per plan: every rank's process id and probe address (cma_peers), a probe
-// read per peer (cma_probe: ptrace/yama restrictions make it fail), the segment
-// records of each sender (exchange_records, exec/remote.hpp) and which segments
-// travel packed (cma_packing). Per execute: the sender's block base pointers, then
-// the reads, in batches of IOV_MAX rows (CmaReader).
+// Why the direction matters: the kernel pins the pages of every REMOTE iovec
+// separately (about 0.5 us each here), while a local iovec costs about 0.05 us.
+// Case a of issue 14 (source rows of 1.6 KB at gaps, target columns adjacent):
+// 128 MB read in 80,000 remote rows took 60-64 ms, written as 80,000 local rows
+// into one merged remote run per batch 22-24 ms (a copy program, 2 processes).
+//
+// Once per plan: every rank's process id, probe and landing addresses
+// (cma_peers), a probe read per peer and a probe write (cma_probe: ptrace/yama
+// restrictions or a seccomp filter make them fail), the segment records
+// (exchange_records, exec/remote.hpp), who moves each pair and which segments
+// travel packed (cma_packing). Per execute: block base pointers, then the reads
+// or writes, in batches of IOV_MAX iovecs per side (CmaMover).
 #pragma once
 
 #include <sys/types.h>
@@ -31,50 +40,76 @@ inline constexpr index_t kCmaPackBelow = 2048;
 // $REDIST_CMA=0 turns cross-memory attach off (to test the fallbacks).
 bool cma_disabled();
 
-// Collective over `comm`: every rank's process id and the address of its probe word.
+// Rows written by the sender shorter than this many bytes are packed by it first
+// and written as one local run: a local iovec per 80-byte row cost 36 ns, more
+// than copying it (case d: 8 MB in 80-byte rows written row by row 4.5-5.0 ms,
+// packed then written 2.6 ms; 1.6 KB rows: row by row 22-24 ms, packed 32 ms).
+inline constexpr index_t kCmaWritePackBelow = 512;
+
+// Collective over `comm`: every rank's process id, the address of its probe word
+// (read by probes) and of its landing word (written by probes).
 struct CmaPeers {
   std::vector<pid_t> pid;
-  std::vector<std::uint64_t> probe;
+  std::vector<std::uint64_t> probe, landing;
 };
 CmaPeers cma_peers(MPI_Comm comm);
 
 // Why a pair cannot use cross-memory attach (0: it can; > 0: the errno of the
 // probe read).
 inline constexpr int kCmaOk = 0, kCmaOff = -1, kCmaWrongValue = -2, kCmaArithmetic = -3;
-// Reads rank r's probe word: kCmaOk, the errno of the failed read (EPERM under a
-// ptrace/yama restriction), or kCmaWrongValue.
-int cma_probe(const CmaPeers& peers, int r);
+// Reads rank r's probe word (`write`: writes its landing word): kCmaOk, the errno
+// of the failed call (EPERM under a ptrace/yama restriction), or kCmaWrongValue.
+int cma_probe(const CmaPeers& peers, int r, bool write = false);
 // The reason in words: "REDIST_CMA=0", "probe failed: Operation not permitted", ...
 std::string cma_reason(int code);
 
-// Which of each peer's segments travel packed: decided by the reader (it knows
-// both sides' runs from `where`, the senders' records per receive peer) and told
-// to the sender with `tag`. Only the pairs with recv_with[i] (per receive peer) /
-// send_with[i] (per send peer) take part; both sides of a pair must agree.
+// Who moves each pair's bytes and which of its segments travel packed: decided by
+// the receiver (it knows both sides' runs from `where`, the senders' records per
+// receive peer) and told to the sender with `tag`. The sender writes (recv_write
+// / send_write) when recv_may_write[i] (its probe write succeeded) and the
+// target's side of the pair has fewer runs than the source's (cma_runs: the
+// remote side's iovecs); else the receiver reads. Only the pairs with
+// recv_with[i] (per receive peer) / send_with[i] (per send peer) take part; both
+// sides of a pair must agree.
 struct CmaPacking {
   std::vector<std::vector<char>> recv, send;  // per peer, per segment: packed
-  std::vector<index_t> recv_bytes, send_bytes;  // per peer: packed bytes
+  std::vector<index_t> recv_bytes, send_bytes;  // per peer: bytes packed (by the sender) and read as one run
+  std::vector<char> recv_write, send_write;     // per peer: the sender writes (its packed bytes: send_bytes)
 };
 CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>& where,
-                       const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag);
+                       const std::vector<char>& recv_with, const std::vector<char>& send_with,
+                       const std::vector<char>& recv_may_write, int tag);
 
-// Reads from one peer process in batches of IOV_MAX rows, resuming after
-// partial reads. Every call returns an empty string or the reason it failed.
-class CmaReader {
+// Runs of a receive peer's segments (their sender's records in `where_i`) in the
+// order CmaMover queues them, adjacent rows merged: on the source's side (the
+// remote iovecs of reading them) and on the target's (of writing them).
+struct CmaRuns {
+  index_t source = 0, target = 0;
+};
+CmaRuns cma_runs(const PlanCore& p, const std::vector<Segment>& segments, const std::int64_t* where_i);
+
+// Reads from (or writes to) one peer process in batches of IOV_MAX iovecs per
+// side, resuming after partial transfers. Rows adjacent on one side merge into
+// one iovec of that side (the two lists need not match, only their byte totals).
+// Every call returns an empty string or the reason it failed.
+class CmaMover {
  public:
-  void start(pid_t pid) { pid_ = pid, local_.clear(), remote_.clear(); }
-  // Queues `bytes` contiguous bytes at `remote` in the peer into `local`.
+  enum Direction { read, write };
+  void start(pid_t pid, Direction dir) { pid_ = pid, dir_ = dir, local_.clear(), remote_.clear(); }
+  // Queues `bytes` contiguous bytes between `local` here and `remote` in the peer.
   std::string run(std::byte* local, std::uint64_t remote, index_t bytes);
-  // Queues the rows of one receive segment: local rows in the target, remote rows
-  // in the sender's source (`w`: its record, `bases`: its block base pointers);
-  // dimensions contiguous on both sides are merged into one row.
+  // Queues the rows of one segment between this rank's side (`mine`: the
+  // segment's first element in its storage, or, `packed`, the packed run of the
+  // segment) and the peer's (`w`: its record, `bases`: its block base pointers):
+  // read, this rank's target; written, its source.
   std::string segment(const PlanCore& p, const Segment& s, const std::int64_t* w, const std::uint64_t* bases,
-                      const DstBlocks& dst);
-  // Reads what is queued.
+                      std::byte* mine, bool packed = false);
+  // Moves what is queued.
   std::string flush();
 
  private:
   pid_t pid_ = 0;
+  Direction dir_ = read;
   std::vector<iovec> local_, remote_;
 };
 

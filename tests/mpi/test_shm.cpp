@@ -124,7 +124,7 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
     const std::string why = !same_node   ? "message (another node)"
                             : shared_dst ? "push (target in a shared window)"
                             : shared_src ? "pull (source in a shared window)"
-                            : cma        ? "cma (not in windows: cross-memory attach)"
+                            : cma        ? "cma (not in windows: cross-memory attach, "
                             : no_cma     ? "message (not in windows; REDIST_CMA=0)"
                             : blocked == rank ? "message (not in windows; probe failed: Operation not permitted)"
                                               : "message (not in windows; probe failed: ";
@@ -190,7 +190,8 @@ TEST(Shm, ProbeFailsOnOneRank) {
   if (world_rank() == blocked) {
     sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -203,6 +204,42 @@ TEST(Shm, ProbeFailsOnOneRank) {
   setenv("REDIST_NODE_SIZE", "2", 1);
   run(false, false, 2, true, false, blocked);
   unsetenv("REDIST_NODE_SIZE");
+}
+
+// Memory the user allocated: a pair moves its bytes from the side with more runs,
+// the kernel pinning the other side's (remote) runs. Rows of 211 elements at gaps
+// down the sender's columns into whole columns of the receiver's target: the
+// sender writes them (process_vm_writev); the reverse: the receiver reads them
+// (process_vm_readv). Both with 8- and 4-byte elements (rows under
+// kCmaWritePackBelow packed first); every element checked against the oracle.
+TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
+  const int p = world_size(), rank = world_rank();
+  if (p == 1 || !cma_works()) GTEST_SKIP() << "needs two ranks that may read each other";
+  for (const index_t es : {index_t{8}, index_t{4}})
+    for (const bool forward : {true, false}) {
+      const index_t rows = es == 8 ? 211 : 37;  // 1688 bytes (written row by row) or 148 (packed first)
+      const Layout cols = block_cyclic_layout({1999, 37}, {rows, 3}, {1, p}, es, StorageKind::local_array);
+      const Layout runs = block_cyclic_layout({1999, 37}, {rows, 3}, {p, 1}, es, StorageKind::local_array);
+      const Layout& src = forward ? cols : runs;
+      const Layout& dst = forward ? runs : cols;
+      const Region r = Region::parse("1995x36 from=3x1 to=1x0");
+      harness::LocalStorage s(src, rank), d(dst, rank);
+      fill_pattern(src, rank, s.blocks(), 41);
+      Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+      for (int rep = 0; rep < 2; ++rep) {
+        fill_pattern(dst, rank, d.blocks(), 42 + rep);
+        plan.execute(s.const_blocks(), d.blocks(), "shm");
+        const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 41, 42 + rep);
+        EXPECT_TRUE(all_ok(k.ok())) << "forward " << forward << " element size " << es << ": " << k.first_error;
+      }
+      const std::string desc = plan.describe("shm");
+      const Paths got = paths_of(desc);
+      const std::string want = forward ? "written by the sender" : "read by this rank";
+      for (const PeerPlan& pp : plan.rank_plan().receives) {
+        ASSERT_EQ(got.peer.count(pp.peer), 1u) << desc;
+        EXPECT_NE(got.peer.at(pp.peer).find(want), std::string::npos) << "forward " << forward << ": " << desc;
+      }
+    }
 }
 
 // Case d's shape (issue 14), smaller and ragged: rows of 80 bytes going to two or

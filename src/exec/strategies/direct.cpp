@@ -35,7 +35,7 @@ struct DirectState {
   CmaPeers peers;                                     // per rank of the plan's communicator
   std::vector<std::vector<std::int64_t>> where;       // per receive peer: the sender's segment records
   std::vector<std::vector<std::uint64_t>> bases;      // per receive peer: its source block pointers (per execute)
-  CmaReader reader;
+  CmaMover reader;
   std::vector<MPI_Request> req;
   std::vector<int> index;
   std::vector<MPI_Status> status;  // of the requests one wait completed (errors name their peer)
@@ -62,8 +62,9 @@ bool probe(const PlanCore& p, DirectState& st) {
 // then readers tell senders which segments to pack.
 void exchange_where(PlanCore& p, DirectState& st) {
   st.where = exchange_records(p, std::vector<char>(static_cast<size_t>(p.size), 1), kTagWhere);
+  // Always read: the sender does not know the target's records here (shm writes).
   st.pack = cma_packing(p, st.where, std::vector<char>(p.rp.receives.size(), 1),
-                        std::vector<char>(p.rp.sends.size(), 1), kTagPack);
+                        std::vector<char>(p.rp.sends.size(), 1), std::vector<char>(p.rp.receives.size(), 0), kTagPack);
 }
 
 class Direct final : public Strategy {
@@ -154,10 +155,11 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
     for (int j = 0; j < count; ++j) {
       const size_t i = static_cast<size_t>(st.index[j]);
       const PeerPlan& pp = p.rp.receives[i];
-      st.reader.start(st.peers.pid[static_cast<size_t>(pp.peer)]);
+      st.reader.start(st.peers.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
       for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
         if (!st.pack.recv[i][k])
-          err = st.reader.segment(p, pp.segments[k], &st.where[i][k * per], st.bases[i].data(), dst);
+          err = st.reader.segment(p, pp.segments[k], &st.where[i][k * per], st.bases[i].data(),
+                                 dst.at(pp.segments[k].at, es));
       std::byte* packed = rbuf + p.recv_offset[i];
       if (err.empty()) err = st.reader.run(packed, st.bases[i].back(), st.pack.recv_bytes[i]);
       if (err.empty()) err = st.reader.flush();

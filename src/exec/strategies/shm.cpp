@@ -16,11 +16,15 @@
 //            1.6 KB row of a column ran at half the speed: the prefetchers fetch
 //            the gaps). Then a zero-byte "done" to the receiver.
 //   pull     the source only is in a window: the receiver reads it, then "done".
-//   cma      neither (memory the user allocated), the peer on the node: the
-//            receiver reads the sender's source with cross-memory attach
-//            (process_vm_readv, exec/cma.hpp, as `direct`): the block addresses
-//            come with the header; rows shorter than kCmaPackBelow are packed by
-//            the sender, which then sends the packed run's address; "done".
+//   cma      neither (memory the user allocated), the peer on the node:
+//            cross-memory attach (exec/cma.hpp); the block addresses come with
+//            the header. The side of the pair with fewer runs is the remote one
+//            (the kernel pins each remote iovec's pages apart): the receiver
+//            reads the sender's source (process_vm_readv, as `direct`; rows
+//            shorter than kCmaPackBelow packed by the sender, which then sends
+//            the packed run's address), or the sender writes the receiver's
+//            target (process_vm_writev; rows shorter than kCmaWritePackBelow
+//            packed first); "done" from whoever moved the bytes.
 //   message  neither, and cross-memory attach refused for the pair (probed once
 //            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
 //            failed probe read, Options::arithmetic), or the peer is on another
@@ -48,11 +52,11 @@ namespace redist::detail {
 namespace {
 
 constexpr int kTagSrcWhere = 21, kTagDstWhere = 22, kTagSource = 23, kTagTarget = 24, kTagDone = 25, kTagData = 26,
-              kTagCma = 27, kTagPackFlags = 28, kTagPacked = 29;
+              kTagCma = 27, kTagPackFlags = 28, kTagPacked = 29, kTagCmaWrite = 30;
 // A header: 1 when every block is in a window the peer can map, then per block
 // (serial, member, offset, bytes, address in the process: the cma path's base).
 constexpr size_t kPerBlock = 5;
-enum Path : int { kPush, kPull, kCma, kMessage };
+enum Path : int { kPush, kPull, kCma, kCmaWrite, kMessage };
 // The sorted row walk of push holds one 40-byte record per row (before merging):
 // built only when rows average at least this many bytes and there are at most
 // kMaxRows of them (40 MB); else push goes segment by segment.
@@ -98,6 +102,7 @@ class Shm final : public Strategy {
   std::string pull(size_t i, const DstBlocks& dst);
   std::string cma_read(size_t i, const DstBlocks& dst);
   void cma_send(size_t i, const SrcBlocks& src);
+  std::string cma_write(size_t i, const SrcBlocks& src);
   // Posts a send or a receive into sq_ (headers and "done"), named for errors.
   void post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag);
   void send_message(size_t i, const SrcBlocks& src);
@@ -111,14 +116,16 @@ class Shm final : public Strategy {
   std::vector<std::vector<std::int64_t>> src_in_, dst_out_;  // as receiver: the sender's header, mine
   std::vector<std::vector<std::int64_t>> src_out_, dst_in_;  // as sender: mine, the receiver's header
   std::vector<Path> recv_path_, send_path_;
-  // Cross-memory attach per pair on the node: the receiver's probe outcome
-  // (kCmaOk or why not, exec/cma.hpp), known to both sides; which segments travel
-  // packed; the packed runs' addresses (sent per execute).
-  std::vector<int> recv_cma_, send_cma_;
+  // Cross-memory attach per pair on the node: the receiver's probe read and the
+  // sender's probe write (kCmaOk or why not, exec/cma.hpp), known to both sides;
+  // who moves the bytes and which segments travel packed; the packed runs'
+  // addresses (sent per execute).
+  std::vector<int> recv_cma_, send_cma_, recv_cma_write_, send_cma_write_;
   CmaPeers cma_peers_;
   CmaPacking pack_;
-  CmaReader reader_;
-  std::vector<std::vector<std::uint64_t>> cma_base_;  // per receive peer: its source blocks' addresses
+  CmaMover mover_;
+  std::vector<std::vector<std::uint64_t>> cma_base_;      // per receive peer: its source blocks' addresses
+  std::vector<std::vector<std::uint64_t>> cma_base_out_;  // per send peer: its target blocks' addresses
   std::vector<std::uint64_t> packed_in_, packed_out_;
   std::vector<MPI_Request> packed_req_;  // per receive peer: the packed run's address
   bool stream_packed_in_ = false, stream_packed_out_ = false;
@@ -173,12 +180,14 @@ bool Shm::available() {
   push_base_.resize(ns);
   pending_.assign(nr, 0);
 
-  // Cross-memory attach: each receiver probes each sender on its node once and
-  // tells it the outcome (so both sides of a pair decide alike), then which
-  // segments it wants packed.
+  // Cross-memory attach: each receiver probes reading each sender on its node
+  // once and tells it the outcome (so both sides of a pair decide alike), each
+  // sender probes writing each receiver and tells it; then the receiver says who
+  // moves the bytes and which segments travel packed.
   const int refused = cma_disabled() ? kCmaOff : arithmetic_of(p) ? kCmaArithmetic : kCmaOk;
   cma_peers_ = cma_peers(p.comm);
   recv_cma_.assign(nr, kCmaOff), send_cma_.assign(ns, kCmaOff);
+  recv_cma_write_.assign(nr, kCmaOff), send_cma_write_.assign(ns, kCmaOff);
   std::vector<MPI_Request> req;
   std::vector<std::string> role;
   for (size_t i = 0; i < nr; ++i) {
@@ -188,6 +197,9 @@ bool Shm::available() {
     req.emplace_back(), role.push_back(cat("send to rank ", peer));
     check_mpi(MPI_Isend(&recv_cma_[i], 1, MPI_INT, peer, kTagCma, p.comm, &req.back()), "MPI_Isend", p.comm, "send to",
               peer);
+    req.emplace_back(), role.push_back(cat("receive from rank ", peer));
+    check_mpi(MPI_Irecv(&recv_cma_write_[i], 1, MPI_INT, peer, kTagCmaWrite, p.comm, &req.back()), "MPI_Irecv",
+              p.comm, "receive from", peer);
   }
   for (size_t i = 0; i < ns; ++i) {
     const int peer = p.rp.sends[i].peer;
@@ -195,21 +207,28 @@ bool Shm::available() {
     req.emplace_back(), role.push_back(cat("receive from rank ", peer));
     check_mpi(MPI_Irecv(&send_cma_[i], 1, MPI_INT, peer, kTagCma, p.comm, &req.back()), "MPI_Irecv", p.comm,
               "receive from", peer);
+    send_cma_write_[i] = refused != kCmaOk ? refused : cma_probe(cma_peers_, peer, /*write=*/true);
+    req.emplace_back(), role.push_back(cat("send to rank ", peer));
+    check_mpi(MPI_Isend(&send_cma_write_[i], 1, MPI_INT, peer, kTagCmaWrite, p.comm, &req.back()), "MPI_Isend",
+              p.comm, "send to", peer);
   }
   std::vector<MPI_Status> status(req.size());
   check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
              status.data(), static_cast<int>(req.size()), nullptr, [&](int k) { return role[static_cast<size_t>(k)]; });
-  std::vector<char> recv_with(nr), send_with(ns);
-  for (size_t i = 0; i < nr; ++i)
+  std::vector<char> recv_with(nr), send_with(ns), may_write(nr);
+  for (size_t i = 0; i < nr; ++i) {
     recv_with[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)] && recv_cma_[i] == kCmaOk;
+    may_write[i] = recv_cma_write_[i] == kCmaOk;
+  }
   for (size_t i = 0; i < ns; ++i)
     send_with[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && send_cma_[i] == kCmaOk;
-  pack_ = cma_packing(p, src_where_, recv_with, send_with, kTagPackFlags);
+  pack_ = cma_packing(p, src_where_, recv_with, send_with, may_write, kTagPackFlags);
   index_t in = 0, out = 0;
   for (index_t b : pack_.recv_bytes) in += b;
   for (index_t b : pack_.send_bytes) out += b;
   stream_packed_in_ = stream_for(in), stream_packed_out_ = stream_for(out);
   cma_base_.resize(nr);
+  cma_base_out_.resize(ns);
   packed_in_.assign(nr, 0), packed_out_.assign(ns, 0);
   packed_req_.assign(nr, MPI_REQUEST_NULL);
   return true;
@@ -428,11 +447,12 @@ std::string Shm::cma_read(size_t i, const DstBlocks& dst) {
   std::vector<std::uint64_t>& base = cma_base_[i];
   base.resize(static_cast<size_t>(recv_src_blocks_[i]));
   for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(src_in_[i][1 + kPerBlock * b + 4]);
-  reader_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)]);
+  mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
   std::string err;
   for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
-    if (!pack_.recv[i][k]) err = reader_.segment(p, pp.segments[k], &src_where_[i][k * per], base.data(), dst);
-  if (err.empty()) err = reader_.flush();
+    if (!pack_.recv[i][k])
+      err = mover_.segment(p, pp.segments[k], &src_where_[i][k * per], base.data(), dst.at(pp.segments[k].at, es));
+  if (err.empty()) err = mover_.flush();
   if (!err.empty()) err = cat("shm: reading rank ", pp.peer, "'s source: ", err);
   if (pack_.recv_bytes[i] == 0) return err;
   MPI_Status st;
@@ -440,9 +460,9 @@ std::string Shm::cma_read(size_t i, const DstBlocks& dst) {
   if (!err.empty()) return err;
   if (!rbuf_) rbuf_ = p.recv_scratch();
   std::byte* packed = rbuf_ + p.recv_offset[i];
-  reader_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)]);
-  err = reader_.run(packed, packed_in_[i], pack_.recv_bytes[i]);
-  if (err.empty()) err = reader_.flush();
+  mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
+  err = mover_.run(packed, packed_in_[i], pack_.recv_bytes[i]);
+  if (err.empty()) err = mover_.flush();
   for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
     if (!pack_.recv[i][k]) continue;
     const Segment& g = pp.segments[k];
@@ -472,6 +492,43 @@ void Shm::cma_send(size_t i, const SrcBlocks& src) {
     post(true, &packed_out_[i], 1, MPI_UINT64_T, pp.peer, kTagPacked);
   }
   post(false, nullptr, 0, MPI_BYTE, pp.peer, kTagDone);
+}
+
+// This rank writes send peer i's target (cma path, the pair's target has fewer
+// runs): its short rows packed first, then every row written, the packed ones
+// from the packed run.
+std::string Shm::cma_write(size_t i, const SrcBlocks& src) {
+  PlanCore& p = plan_;
+  const PeerPlan& pp = p.rp.sends[i];
+  const index_t es = p.rp.elem_size;
+  const size_t per = record_size(p.rp.ndim);
+  std::vector<std::uint64_t>& base = cma_base_out_[i];
+  base.resize(static_cast<size_t>(send_dst_blocks_[i]));
+  for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(dst_in_[i][1 + kPerBlock * b + 4]);
+  std::byte* packed = nullptr;
+  if (pack_.send_bytes[i] > 0) {
+    if (!sbuf_) sbuf_ = p.send_scratch();
+    packed = sbuf_ + p.send_offset[i];
+    std::byte* at = packed;
+    for (size_t k = 0; k < pp.segments.size(); ++k) {
+      if (!pack_.send[i][k]) continue;
+      pack_run(pp.segments[k], src.at(pp.segments[k].at, es), at, es, false);  // read back at once: cached stores
+      at += pp.segments[k].elements() * es;
+    }
+  }
+  mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::write);
+  std::string err;
+  for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
+    const Segment& s = pp.segments[k];
+    if (pack_.send[i][k]) {
+      err = mover_.segment(p, s, &dst_where_[i][k * per], base.data(), packed, /*packed=*/true);
+      packed += s.elements() * es;
+    } else {
+      err = mover_.segment(p, s, &dst_where_[i][k * per], base.data(), const_cast<std::byte*>(src.at(s.at, es)));
+    }
+  }
+  if (err.empty()) err = mover_.flush();
+  return err.empty() ? err : cat("shm: writing rank ", pp.peer, "'s target: ", err);
 }
 
 void Shm::post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag) {
@@ -556,8 +613,10 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < nr; ++i) {
     if (!on_node(p.rp.receives[i].peer)) continue;
     recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0], recv_cma_[i]);
+    if (recv_path_[i] == kCma && pack_.recv_write[i]) recv_path_[i] = kCmaWrite;
     if (recv_path_[i] == kMessage) receive_message(i);
-    if (recv_path_[i] == kPush) post(false, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
+    if (recv_path_[i] == kPush || recv_path_[i] == kCmaWrite)
+      post(false, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
     if (recv_path_[i] == kCma && pack_.recv_bytes[i] > 0)
       check_mpi(MPI_Irecv(&packed_in_[i], 1, MPI_UINT64_T, p.rp.receives[i].peer, kTagPacked, p.comm, &packed_req_[i]),
                 "MPI_Irecv", p.comm, "receive from", p.rp.receives[i].peer);
@@ -566,19 +625,26 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < ns; ++i) {
     if (!on_node(p.rp.sends[i].peer)) continue;
     send_path_[i] = decide(src_out_[i][0], dst_in_[i][0], send_cma_[i]);
+    if (send_path_[i] == kCma && pack_.send_write[i]) send_path_[i] = kCmaWrite;
     any_push = any_push || send_path_[i] == kPush;
     if (send_path_[i] == kMessage) send_message(i, src);
     if (send_path_[i] == kCma) cma_send(i, src);
     if (send_path_[i] == kPull) post(false, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   }
-  // 3. The copies: push (with the local pieces, in source order), pull, cma;
-  // "done" after each. A failed mapping or read still sends "done" (no hang) and
-  // is agreed below.
+  // 3. The copies: push (with the local pieces, in source order), cma writes,
+  // pull, cma reads; "done" after each. A failed mapping, read or write still
+  // sends "done" (no hang) and is agreed below.
   std::string err;
   if (any_push) err = push(src, dst);
   else copy_locals(p, src, dst);
   for (size_t i = 0; i < ns; ++i)
     if (send_path_[i] == kPush) post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
+  for (size_t i = 0; i < ns; ++i)
+    if (send_path_[i] == kCmaWrite) {
+      std::string e = cma_write(i, src);
+      if (err.empty()) err = std::move(e);
+      post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
+    }
   for (size_t i = 0; i < nr; ++i)
     if (recv_path_[i] == kPull) {
       if (err.empty()) err = pull(i, dst);
@@ -617,7 +683,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
 // each receive peer's path and why, peers with the same path and reason together.
 std::string Shm::describe() const {
   const PlanCore& p = plan_;
-  index_t pushed = 0, pulled = 0, attached = 0, message = 0, off_node = 0;
+  index_t pushed = 0, pulled = 0, attached = 0, written = 0, message = 0, off_node = 0;
   std::vector<std::pair<std::string, std::vector<int>>> why;  // in order of first appearance
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
     const index_t b = p.rp.receives[i].bytes;
@@ -625,7 +691,9 @@ std::string Shm::describe() const {
     if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b, w = "message (another node)";
     else if (recv_path_[i] == kPush) pushed += b, w = "push (target in a shared window)";
     else if (recv_path_[i] == kPull) pulled += b, w = "pull (source in a shared window)";
-    else if (recv_path_[i] == kCma) attached += b, w = "cma (not in windows: cross-memory attach)";
+    else if (recv_path_[i] == kCma) attached += b, w = "cma (not in windows: cross-memory attach, read by this rank)";
+    else if (recv_path_[i] == kCmaWrite)
+      attached += b, written += b, w = "cma (not in windows: cross-memory attach, written by the sender: fewer runs here)";
     else message += b, w = cat("message (not in windows; ", cma_reason(recv_cma_[i]), ")");
     auto it = std::find_if(why.begin(), why.end(), [&](const auto& e) { return e.first == w; });
     if (it == why.end()) it = why.insert(why.end(), {w, {}});
@@ -640,7 +708,8 @@ std::string Shm::describe() const {
   }
   return cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
              " written by their senders, ", pulled, " read by this rank), ", attached,
-             " bytes by cross-memory attach (one copy, read by this rank), ", message,
+             " bytes by cross-memory attach (one copy: ", attached - written, " read by this rank, ", written,
+             " written by their senders), ", message,
              " bytes by messages from ranks on this node, ", off_node,
              " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
              rows_.empty() ? std::string() : cat(" (push walked the source in storage order; ", chained_rows(), " of ",
