@@ -198,6 +198,7 @@ CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>
 std::string CmaMover::flush() {
   size_t li = 0, ri = 0;
   const char* call = dir_ == read ? "process_vm_readv" : "process_vm_writev";
+
   while (li < local_.size()) {
     const auto nl = static_cast<unsigned long>(local_.size() - li), nr = static_cast<unsigned long>(remote_.size() - ri);
     const ssize_t got = dir_ == read ? process_vm_readv(pid_, &local_[li], nl, &remote_[ri], nr, 0)
@@ -209,6 +210,7 @@ std::string CmaMover::flush() {
   }
   local_.clear();
   remote_.clear();
+  at_ = scratch_;
   return {};
 }
 
@@ -227,16 +229,21 @@ std::string CmaMover::run(std::byte* local, std::uint64_t remote, index_t bytes)
 }
 
 std::string CmaMover::segment(const PlanCore& p, const Segment& s, const std::int64_t* w, const std::uint64_t* bases,
-                              std::byte* mine, bool packed) {
-  const index_t es = p.rp.elem_size;
-  // Packed: this side is the segment's run in a packed buffer, contiguous throughout.
-  const index_t run = packed ? w[2] : run_both(s, w);
-  const Coord ms = packed ? packed_strides(s.shape) : s.at.strides;
-  const std::array<index_t, 2> mstep = packed ? packed_steps(s.shape, s.count) : s.step;
+                              std::byte* mine, bool pack) {
   std::string err;
-  walk_rows(s, p.rp.ndim, es, run, reinterpret_cast<std::uint64_t>(mine), ms, mstep, bases[w[0]], w,
-            [&](std::uint64_t here, std::uint64_t there, index_t bytes) {
-              if (err.empty()) err = this->run(reinterpret_cast<std::byte*>(here), there, bytes);
+  walk_rows(s, p.rp.ndim, p.rp.elem_size, run_both(s, w), reinterpret_cast<std::uint64_t>(mine), s.at.strides, s.step,
+            bases[w[0]], w, [&](std::uint64_t here, std::uint64_t there, index_t bytes) {
+              if (!err.empty()) return;
+              auto* row = reinterpret_cast<std::byte*>(here);
+              if (pack && bytes <= scratch_end_ - scratch_) {
+                if (bytes > scratch_end_ - at_) {
+                  err = flush();
+                  if (!err.empty()) return;
+                }
+                std::memcpy(at_, row, static_cast<size_t>(bytes));
+                row = at_, at_ += bytes;
+              }
+              err = this->run(row, there, bytes);
             });
   return err;
 }

@@ -95,15 +95,22 @@ CmaRuns cma_runs(const PlanCore& p, const std::vector<Segment>& segments, const 
 class CmaMover {
  public:
   enum Direction { read, write };
-  void start(pid_t pid, Direction dir) { pid_ = pid, dir_ = dir, local_.clear(), remote_.clear(); }
+  // `scratch`: where written rows are packed (segment's `pack`), reused after
+  // each batch (kCmaPackBatch bytes at most: the packed rows are still in cache
+  // when the kernel reads them).
+  void start(pid_t pid, Direction dir, std::byte* scratch = nullptr, index_t scratch_bytes = 0) {
+    pid_ = pid, dir_ = dir, local_.clear(), remote_.clear();
+    scratch_ = at_ = scratch, scratch_end_ = scratch + scratch_bytes;
+  }
   // Queues `bytes` contiguous bytes between `local` here and `remote` in the peer.
   std::string run(std::byte* local, std::uint64_t remote, index_t bytes);
   // Queues the rows of one segment between this rank's side (`mine`: the
-  // segment's first element in its storage, or, `packed`, the packed run of the
-  // segment) and the peer's (`w`: its record, `bases`: its block base pointers):
-  // read, this rank's target; written, its source.
+  // segment's first element in its storage: read, its target; written, its
+  // source) and the peer's (`w`: its record, `bases`: its block base pointers).
+  // `pack` (writes): each row is first copied to the scratch, one after the
+  // other in the order they are written, so the local side is one run.
   std::string segment(const PlanCore& p, const Segment& s, const std::int64_t* w, const std::uint64_t* bases,
-                      std::byte* mine, bool packed = false);
+                      std::byte* mine, bool pack = false);
   // Moves what is queued.
   std::string flush();
 
@@ -111,7 +118,10 @@ class CmaMover {
   pid_t pid_ = 0;
   Direction dir_ = read;
   std::vector<iovec> local_, remote_;
+  std::byte *scratch_ = nullptr, *at_ = nullptr, *scratch_end_ = nullptr;
 };
+// Bytes packed for writing between two flushes (rows under kCmaWritePackBelow).
+inline constexpr index_t kCmaPackBatch = index_t{256} << 10;
 
 // The model of a transfer through cross-memory attach (`direct`; `shm` on the
 // heap): T_comm = 2 t_m per peer (pointers, done); T_memcpy = local copies + the

@@ -495,8 +495,8 @@ void Shm::cma_send(size_t i, const SrcBlocks& src) {
 }
 
 // This rank writes send peer i's target (cma path, the pair's target has fewer
-// runs): its short rows packed first, then every row written, the packed ones
-// from the packed run.
+// runs): rows shorter than kCmaWritePackBelow packed into the scratch first, in
+// the order they are written, a batch at a time.
 std::string Shm::cma_write(size_t i, const SrcBlocks& src) {
   PlanCore& p = plan_;
   const PeerPlan& pp = p.rp.sends[i];
@@ -505,27 +505,18 @@ std::string Shm::cma_write(size_t i, const SrcBlocks& src) {
   std::vector<std::uint64_t>& base = cma_base_out_[i];
   base.resize(static_cast<size_t>(send_dst_blocks_[i]));
   for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(dst_in_[i][1 + kPerBlock * b + 4]);
-  std::byte* packed = nullptr;
+  std::byte* scratch = nullptr;
   if (pack_.send_bytes[i] > 0) {
     if (!sbuf_) sbuf_ = p.send_scratch();
-    packed = sbuf_ + p.send_offset[i];
-    std::byte* at = packed;
-    for (size_t k = 0; k < pp.segments.size(); ++k) {
-      if (!pack_.send[i][k]) continue;
-      pack_run(pp.segments[k], src.at(pp.segments[k].at, es), at, es, false);  // read back at once: cached stores
-      at += pp.segments[k].elements() * es;
-    }
+    scratch = sbuf_ + p.send_offset[i];
   }
-  mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::write);
+  mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::write, scratch,
+               std::min(pack_.send_bytes[i], kCmaPackBatch));
   std::string err;
   for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
     const Segment& s = pp.segments[k];
-    if (pack_.send[i][k]) {
-      err = mover_.segment(p, s, &dst_where_[i][k * per], base.data(), packed, /*packed=*/true);
-      packed += s.elements() * es;
-    } else {
-      err = mover_.segment(p, s, &dst_where_[i][k * per], base.data(), const_cast<std::byte*>(src.at(s.at, es)));
-    }
+    err = mover_.segment(p, s, &dst_where_[i][k * per], base.data(), const_cast<std::byte*>(src.at(s.at, es)),
+                         pack_.send[i][k] != 0);
   }
   if (err.empty()) err = mover_.flush();
   return err.empty() ? err : cat("shm: writing rank ", pp.peer, "'s target: ", err);
