@@ -15,7 +15,16 @@
 namespace redist::detail {
 namespace {
 
-constexpr size_t kBatch = 1024;  // IOV_MAX on Linux
+// Iovecs per side and call: IOV_MAX on Linux; $REDIST_CMA_IOV_BATCH (1..1024)
+// makes it smaller, for tests (batches end often, between any two rows).
+size_t iov_batch() {
+  static const size_t n = [] {
+    const char* v = std::getenv("REDIST_CMA_IOV_BATCH");
+    const long k = v ? std::strtol(v, nullptr, 10) : 0;
+    return k >= 1 && k <= 1024 ? static_cast<size_t>(k) : size_t{1024};
+  }();
+  return n;
+}
 constexpr std::uint64_t kProbeMagic = 0x5eedc0de00000000u;
 
 // The word every process offers its readers: lives as long as the process.
@@ -209,15 +218,14 @@ std::string CmaMover::flush() {
     advance(remote_, ri, static_cast<size_t>(got));
   }
   local_.clear();
-  remote_.clear();
-  at_ = scratch_;
+  remote_.clear();  // not the scratch: run() flushes full iovec lists while the rows packed last wait in it
   return {};
 }
 
 std::string CmaMover::run(std::byte* local, std::uint64_t remote, index_t bytes) {
   for (index_t off = 0; off < bytes;) {
     const index_t len = std::min<index_t>(bytes - off, index_t{1} << 30);
-    if (local_.size() == kBatch || remote_.size() == kBatch) {
+    if (local_.size() >= iov_batch() || remote_.size() >= iov_batch()) {
       std::string e = flush();
       if (!e.empty()) return e;
     }
@@ -236,9 +244,10 @@ std::string CmaMover::segment(const PlanCore& p, const Segment& s, const std::in
               if (!err.empty()) return;
               auto* row = reinterpret_cast<std::byte*>(here);
               if (pack && bytes <= scratch_end_ - scratch_) {
-                if (bytes > scratch_end_ - at_) {
+                if (bytes > scratch_end_ - at_) {  // the scratch is full: move it, then reuse it
                   err = flush();
                   if (!err.empty()) return;
+                  at_ = scratch_;
                 }
                 std::memcpy(at_, row, static_cast<size_t>(bytes));
                 row = at_, at_ += bytes;
