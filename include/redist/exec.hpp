@@ -54,6 +54,16 @@ void check_strategy(std::string_view name);
 // strategy with a model_condition and no heap model). Throws for an unknown name
 // or "auto".
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap = false);
+// The same with the ranks' nodes: node_of[r] names rank r's node (any id, the same
+// for every rank of one node), one entry per rank of the plan; empty: every rank
+// on this rank's node (what the overload above assumes). A strategy whose model
+// depends on nodes (shm: peers on other nodes by messages) uses it, the others
+// ignore it. Plan::predictions passes the plan's nodes (Options::node_size,
+// $REDIST_NODE_SIZE, else MPI_COMM_TYPE_SHARED), `redist plan --ranks-per-node K`
+// nodes of K consecutive ranks. Throws when node_of is neither empty nor one
+// entry per rank of the plan's peers.
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
+                   std::span<const int> node_of);
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, one message each

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <utility>
 
+#include "exec/shm_window.hpp"
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
 
@@ -500,6 +501,11 @@ std::byte* detail::PlanCore::recv_scratch() {
 // The one-message buffers are dropped when a whole-volume buffer is made (no
 // strategy keeps data in them between runs), so that the plan never holds both:
 // its peak is the larger, which a memory budget bounds.
+const std::vector<int>& detail::PlanCore::node_of() {
+  if (node_of_.empty()) node_of_ = node_leaders(comm, options.node_size);
+  return node_of_;
+}
+
 void detail::PlanCore::allocated(index_t bytes) {
   if (round_) {
     round_.reset();
@@ -702,13 +708,19 @@ std::vector<double> PlanImpl::predictions(std::span<const void* const> src_block
           "options.calibration";
   agree(core.comm, err);
   std::vector<double> t;
-  for (const detail::StrategyEntry& e : detail::registry())  // predict_plan is collective: same order everywhere
-    t.push_back((e.predict_plan ? e.predict_plan(core, *machine) : e.predict(core.rp, *machine)).total());
   const auto& reg = detail::registry();
+  // The plan's nodes (collective, found once) for the models that depend on them.
+  const bool nodes = std::any_of(reg.begin(), reg.end(), [](const auto& e) { return e.predict_nodes != nullptr; });
+  const std::span<const int> node_of = nodes ? std::span<const int>(core.node_of()) : std::span<const int>();
+  for (const detail::StrategyEntry& e : reg)  // predict_plan is collective: same order everywhere
+    t.push_back((e.predict_plan    ? e.predict_plan(core, *machine)
+                 : e.predict_nodes ? e.predict_nodes(core.rp, *machine, false, node_of)
+                                   : e.predict(core.rp, *machine))
+                    .total());
   if (src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
     for (size_t i = 0; i < reg.size(); ++i)
       if (reg[i].suits && !reg[i].suits(core, detail::SrcBlocks{src_blocks}))
-        t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true).total();  // its heap model, or infinity
+        t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true, node_of).total();  // its heap model, or infinity
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);
