@@ -221,8 +221,15 @@ class Plan {
   std::vector<double> predictions() const;
   // The same for these source buffers: a strategy whose model needs more than
   // the plan (shm: the source in shared windows) and does not hold for them on
-  // some rank predicts infinity. What auto compares.
+  // some rank predicts its heap model there (StrategyInfo::heap_model; infinity
+  // without one). What auto compares.
   std::vector<double> predictions(std::span<const void* const> src_blocks) const;
+  // The same for arrays in `storage`, without the buffers: "shared" (in shared
+  // windows: predictions()) or "heap" (memory the caller allocated: every such
+  // strategy its heap model, as auto for heap buffers; `redist plan --predict
+  // --storage`, the C API's and Python's predictions). Another name: the same
+  // redist::Error on every rank.
+  std::vector<double> predictions_for(std::string_view storage) const;
   // The most bytes this rank's plan has held at once for data buffers (packed
   // messages, whatever strategies it ran): the measured extra memory, which stays
   // within Options::max_buffer_bytes when one is set.

@@ -84,7 +84,8 @@ class PlanImpl {
   // Plan::execute's and Plan::predictions' work, run by the thread that holds the plan.
   void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy,
                std::string_view caller_error = {});
-  std::vector<double> predictions(std::span<const void* const> src_blocks = {});
+  // heap: every strategy with a model condition predicts its heap model (src_blocks unused).
+  std::vector<double> predictions(std::span<const void* const> src_blocks = {}, bool heap = false);
 };
 
 namespace {
@@ -701,7 +702,17 @@ std::vector<double> Plan::predictions(std::span<const void* const> src_blocks) c
   return impl_->predictions(src_blocks);
 }
 
-std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks) {
+std::vector<double> Plan::predictions_for(std::string_view storage) const {
+  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
+  std::string err;
+  if (storage != "heap" && storage != "shared")
+    err = detail::cat("predictions: storage '", storage, "': expected heap or shared");
+  agree(impl_->core.comm, err);
+  return impl_->predictions({}, storage == "heap");
+}
+
+std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks, bool heap) {
   std::string err;
   if (!machine)
     err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
@@ -717,9 +728,9 @@ std::vector<double> PlanImpl::predictions(std::span<const void* const> src_block
                  : e.predict_nodes ? e.predict_nodes(core.rp, *machine, false, node_of)
                                    : e.predict(core.rp, *machine))
                     .total());
-  if (src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
+  if (heap || src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
     for (size_t i = 0; i < reg.size(); ++i)
-      if (reg[i].suits && !reg[i].suits(core, detail::SrcBlocks{src_blocks}))
+      if (reg[i].suits && (heap || !reg[i].suits(core, detail::SrcBlocks{src_blocks})))
         t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true, node_of).total();  // its heap model, or infinity
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
