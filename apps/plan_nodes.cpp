@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <set>
 
 #include "cli.hpp"
 #include "plan/nodes.hpp"

@@ -499,14 +499,14 @@ std::byte* detail::PlanCore::recv_scratch() {
   return recv_.get();
 }
 
-// The one-message buffers are dropped when a whole-volume buffer is made (no
-// strategy keeps data in them between runs), so that the plan never holds both:
-// its peak is the larger, which a memory budget bounds.
 const std::vector<int>& detail::PlanCore::node_of() {
   if (node_of_.empty()) node_of_ = node_leaders(comm, options.node_size);
   return node_of_;
 }
 
+// The one-message buffers are dropped when a whole-volume buffer is made (no
+// strategy keeps data in them between runs), so that the plan never holds both:
+// its peak is the larger, which a memory budget bounds.
 void detail::PlanCore::allocated(index_t bytes) {
   if (round_) {
     round_.reset();
