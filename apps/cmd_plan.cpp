@@ -57,7 +57,9 @@ options:
                     with a message per rank pair and with `aggregate` (a few
                     messages per node pair, through lane ranks; docs/shm.md),
                     with --predict the model's time of both (the node of --rank,
-                    else the largest figure of any node)
+                    else the largest figure of any node); the strategies' models
+                    then take these nodes too (shm: peers on other nodes by
+                    messages, as p2p)
 
 Always printed: each strategy's buffers beyond source and target (max over the
 planned ranks), and the rounds of `phased` (an edge colouring of the
@@ -225,6 +227,12 @@ int cmd_plan(int argc, char** argv) {
     if (predict_times && !load_machine(cal, machine))
       detail::fail("--predict needs machine figures: cannot read ", cal, " (run `redist calibrate` first)");
     const std::vector<std::string> names = strategy_names();
+    // Nodes of --ranks-per-node K consecutive ranks for the models that depend on
+    // them (shm: peers on other nodes by messages); without it, one node.
+    const int per_node = a.has("--ranks-per-node") ? static_cast<int>(a.get_int("--ranks-per-node", 1, 1, P)) : 0;
+    std::vector<int> node_of;
+    if (per_node > 0)
+      for (int r = 0; r < P; ++r) node_of.push_back(r / per_node);
     std::vector<double> predicted(names.size(), 0);
     std::vector<long long> extra(names.size(), 0);
     std::vector<std::pair<int, int>> edges;  // the sender/receiver graph (phased's rounds)
@@ -251,7 +259,7 @@ int cmd_plan(int argc, char** argv) {
       const PlanStats& s = rp.stats;
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
-          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap").total());
+          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of).total());
       for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
@@ -354,8 +362,7 @@ int cmd_plan(int argc, char** argv) {
         print_paper_variants(pb.src, pb.dst, P, edges, edge_bytes, predict_times ? &machine : nullptr);
     }
     if (a.has("--ranks-per-node"))
-      print_node_traffic(pb.src, pb.dst, pb.region, P, static_cast<int>(a.get_int("--ranks-per-node", 1, 1, P)), only,
-                         predict_times ? &machine : nullptr);
+      print_node_traffic(pb.src, pb.dst, pb.region, P, per_node, only, predict_times ? &machine : nullptr);
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
       std::vector<double> t = predicted;

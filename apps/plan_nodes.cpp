@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <set>
 
 #include "cli.hpp"
 #include "plan/nodes.hpp"
@@ -14,12 +13,12 @@ namespace redist::cli {
 void print_node_traffic(const Layout& src, const Layout& dst, const Region& region, int ranks, int per_node,
                         int only_rank, const Machine* machine) {
   nodes::NodeMap map = nodes::consecutive(ranks, per_node);
-  {  // the lanes need the node pairs that exchange data: every rank's peers
-    std::set<std::pair<int, int>> pairs;
+  {  // the lanes need every rank pair's bytes (as `aggregate` sets them)
+    std::vector<nodes::Flow> flows;
     for (int r = 0; r < ranks; ++r)
       for (const PeerPlan& q : plan_rank(src, dst, region, r, ranks).sends)
-        pairs.insert({map.node[static_cast<size_t>(r)], map.node[static_cast<size_t>(q.peer)]});
-    map.set_pairs({pairs.begin(), pairs.end()});
+        if (map.node[static_cast<size_t>(r)] != map.node[static_cast<size_t>(q.peer)]) flows.push_back({r, q.peer, q.bytes});
+    map.set_flows(flows);
   }
   const int first = only_rank >= 0 ? map.node[static_cast<size_t>(only_rank)] : 0;
   const int last = only_rank >= 0 ? first + 1 : map.size();

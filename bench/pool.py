@@ -12,7 +12,10 @@ repetition of every launch of a case and method into one list, then takes the
 median and minimum of that; bandwidth (paper 000 Eq. 3), ratio to the bound and
 speedup over pdgemr2d are recomputed from the pooled medians, and so is the
 summary. The pooled JSON has the same format as one launch's (plot.py reads it)
-plus "launches": the run facts of each launch.
+plus "launches": the run facts of each launch. auto's "trials" (--auto-trials)
+are every launch's, in launch order, each with "launch" (its index in
+"launches"); auto's "chose" stays the first launch's, "chose_per_launch" lists
+every launch's choice.
 """
 import argparse
 import json
@@ -48,10 +51,17 @@ def pool_case(cases):
         numerator = m0["bandwidth_Bps"] * m0["median_s"]
         bandwidth = numerator / median if median > 0 else 0.0
         bound = out.get("bound_Bps") or 0.0
-        methods.append(dict(m0, times_s=times, median_s=median, min_s=min(times), bandwidth_Bps=bandwidth,
-                            ratio_to_bound=bandwidth / bound if bound else 0.0,
-                            verified=None if any(m["verified"] is None for m in same)
-                            else all(m["verified"] for m in same)))
+        pooled = dict(m0, times_s=times, median_s=median, min_s=min(times), bandwidth_Bps=bandwidth,
+                      ratio_to_bound=bandwidth / bound if bound else 0.0,
+                      verified=None if any(m["verified"] is None for m in same)
+                      else all(m["verified"] for m in same))
+        # auto with --auto-trials: every launch's trials, in launch order, each with
+        # the index of its launch (into "launches"); and what auto chose in each launch.
+        if any("trials" in m for m in same):
+            pooled["trials"] = [dict(t, launch=k) for k, m in enumerate(same) for t in m.get("trials", [])]
+        if "chose" in m0:
+            pooled["chose_per_launch"] = [m.get("chose") for m in same]
+        methods.append(pooled)
     pd = next((m for m in methods if m["name"] in ("pdgemr2d", "pdtran")), None)  # pdtran: the `tran` suite
     # The single-copy limit: the pooled median of its own method when the run timed
     # it (single_copy_measured), else the calibrated one, the same in every launch.

@@ -54,6 +54,16 @@ void check_strategy(std::string_view name);
 // strategy with a model_condition and no heap model). Throws for an unknown name
 // or "auto".
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap = false);
+// The same with the ranks' nodes: node_of[r] names rank r's node (any id, the same
+// for every rank of one node), one entry per rank of the plan; empty: every rank
+// on this rank's node (what the overload above assumes). A strategy whose model
+// depends on nodes (shm: peers on other nodes by messages) uses it, the others
+// ignore it. Plan::predictions passes the plan's nodes (Options::node_size,
+// $REDIST_NODE_SIZE, else MPI_COMM_TYPE_SHARED), `redist plan --ranks-per-node K`
+// nodes of K consecutive ranks. Throws when node_of is neither empty nor one
+// entry per rank of the plan's peers.
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
+                   std::span<const int> node_of);
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, one message each
@@ -211,8 +221,15 @@ class Plan {
   std::vector<double> predictions() const;
   // The same for these source buffers: a strategy whose model needs more than
   // the plan (shm: the source in shared windows) and does not hold for them on
-  // some rank predicts infinity. What auto compares.
+  // some rank predicts its heap model there (StrategyInfo::heap_model; infinity
+  // without one). What auto compares.
   std::vector<double> predictions(std::span<const void* const> src_blocks) const;
+  // The same for arrays in `storage`, without the buffers: "shared" (in shared
+  // windows: predictions()) or "heap" (memory the caller allocated: every such
+  // strategy its heap model, as auto for heap buffers; `redist plan --predict
+  // --storage`, the C API's and Python's predictions). Another name: the same
+  // redist::Error on every rank.
+  std::vector<double> predictions_for(std::string_view storage) const;
   // The most bytes this rank's plan has held at once for data buffers (packed
   // messages, whatever strategies it ran): the measured extra memory, which stays
   // within Options::max_buffer_bytes when one is set.

@@ -165,7 +165,8 @@ MPI_Comm redist_plan_comm(const redist_plan* plan);
 const char* redist_plan_auto_choice(const redist_plan* plan);
 
 /* Collective over the plan's communicator: each strategy's predicted seconds
-   (Plan::predictions(), the cost model of docs/strategies.md; max over ranks, the
+   for arrays the caller allocated (Plan::predictions_for("heap"), what auto
+   compares for them; the cost model of docs/strategies.md; max over ranks, the
    same on every rank), seconds[i] for redist_strategy_name(i), i <
    redist_strategy_count(). INFINITY where the strategy cannot run this plan.
    `count` is the length of `seconds`, at least redist_strategy_count(); entries
@@ -173,6 +174,13 @@ const char* redist_plan_auto_choice(const redist_plan* plan);
    "auto" or options.calibration). A NULL or short array on any rank, or a plan
    without a model: the same status and message on every rank. */
 redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count);
+/* The same for arrays in `storage`: "heap" (memory the caller allocated, what
+   redist_plan_predictions gives: a strategy whose model needs shared windows,
+   shm, predicts its heap model, as auto does for such arrays) or "shared" (arrays
+   in shared windows, Plan::predictions()). Another string or NULL on any rank:
+   REDIST_ERR_INVALID_ARGUMENT on every rank. */
+redist_status redist_plan_predictions_storage(redist_plan* plan, const char* storage, double* seconds,
+                                              int64_t count);
 
 /* This rank's plan figures (C++ PlanStats), without data or MPI. */
 typedef struct redist_plan_stats {

@@ -229,17 +229,30 @@ void bind_plan(nb::module_& m) {
     return plan_rank(s, d, r, rank, ranks).stats;
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::kw_only(), nb::arg("rank"), nb::arg("ranks"),
      "No MPI: the statistics of `rank`'s plan among `ranks` ranks (redist plan --ranks).");
-  m.def("predict", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks, const Machine& machine) {
+  m.def("predict", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks, const Machine& machine,
+                      const std::string& storage, int ranks_per_node) {
     Layout s = as_layout(src, "src"), d = as_layout(dst, "dst");
     Region r = as_region(region, s.shape());
     for (const std::string& e : {s.check(ranks), d.check(ranks), r.check(s.shape(), d.shape())})
       if (!e.empty()) throw Error(e);
+    if (storage != "heap" && storage != "shared")
+      throw Error(detail::cat("predict: storage '", storage, "': expected heap or shared"));
+    if (ranks_per_node < 0) throw Error(detail::cat("predict: ranks_per_node must be >= 0, got ", ranks_per_node));
+    if (rank < 0 || rank >= ranks) throw Error(detail::cat("predict: rank ", rank, " must be in [0, ", ranks, ")"));
     RankPlan rp = plan_rank(s, d, r, rank, ranks);
+    std::vector<int> node_of;  // nodes of ranks_per_node consecutive ranks (0: one node)
+    if (ranks_per_node > 0)
+      for (int k = 0; k < ranks; ++k) node_of.push_back(k / ranks_per_node);
     nb::dict out;
-    for (const std::string& name : strategy_names()) out[name.c_str()] = predict(rp, name, machine).total();
+    for (const std::string& name : strategy_names())
+      out[name.c_str()] = predict(rp, name, machine, storage == "heap", node_of).total();
     return out;
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::kw_only(), nb::arg("rank"), nb::arg("ranks"),
-     nb::arg("machine"), "No MPI: each strategy's predicted seconds for `rank`'s plan (paper 000 Eq. 1).");
+     nb::arg("machine"), nb::arg("storage") = "heap", nb::arg("ranks_per_node") = 0,
+     "No MPI: each strategy's predicted seconds for `rank`'s plan (paper 000 Eq. 1), for arrays in `storage`: "
+     "'heap' (numpy arrays; shm predicts its heap model, cross-memory attach as direct) or 'shared' (shared "
+     "windows), as `redist plan --predict --storage`; ranks_per_node=k > 0: nodes of k consecutive ranks (shm "
+     "charges peers on other nodes as messages), as `redist plan --ranks-per-node`.");
 
   nb::class_<PyPlan>(m, "Plan", "A redistribution made once (make_plan) and executed as often as needed.")
       .def("execute", &execute, nb::arg("src"), nb::arg("dst"), nb::arg("strategy") = nb::none(),
@@ -263,18 +276,21 @@ void bind_plan(nb::module_& m) {
         const Machine* mm = p.get().machine();
         return mm ? std::optional<Machine>(*mm) : std::nullopt;
       })
-      .def("predictions", [](PyPlan& p) {
+      .def("predictions", [](PyPlan& p, const std::string& storage) {
         Plan& plan = p.get();
         std::vector<double> t;
         {
           nb::gil_scoped_release unlocked;
-          t = plan.predictions();
+          t = plan.predictions_for(storage);
         }
         nb::dict out;
         std::vector<std::string> names = strategy_names();
         for (size_t i = 0; i < t.size(); ++i) out[names[i].c_str()] = t[i];
         return out;
-      }, "Collective: each strategy's predicted seconds (max over ranks), the same on every rank.")
+      }, nb::arg("storage") = "heap",
+         "Collective: each strategy's predicted seconds (max over ranks), the same on every rank, for arrays in "
+         "`storage`: 'heap' (numpy arrays, what auto compares for them; shm: its heap model) or 'shared' (shared "
+         "windows); another value: the same Error on every rank.")
       .def("close", &PyPlan::close, "Frees the plan (its communicator) now; every rank should close it.")
       .def_prop_ro("closed", [](const PyPlan& p) { return !p.plan; })
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })

@@ -254,6 +254,47 @@ def test_auto_and_predictions():
     check_tiles(b, value)
 
 
+def test_predictions_take_the_storage():
+    """predict() and Plan.predictions() take the arrays' storage like `redist plan
+    --predict --storage`: 'heap' (the default: numpy arrays) gives shm its heap
+    model, 'shared' its model of shared windows; the plan's value is the max over
+    ranks of each rank's offline prediction for the same storage, and auto (no
+    trials) runs the smallest of the heap predictions. Forced nodes
+    (ranks_per_node) make shm's pairs across nodes messages."""
+    src = f"40x36 tile=5x6 block_cyclic grid=1x{P}"
+    dst = f"40x36 tile=7x4 block_cyclic grid={P}x1"
+    a = redist.fromfunction(value, src)
+    b = redist.zeros(dst)
+    with redist.make_plan(src, dst, strategy="auto") as plan:
+        online = {st: plan.predictions(storage=st) for st in ("heap", "shared")}
+        assert plan.predictions() == online["heap"]
+        for st in ("heap", "shared"):
+            mine = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage=st)
+            assert list(mine) == redist.strategy_names()
+            # (the forwarding strategies' model in a plan follows their routes, collectively)
+            for name in ("shm", "p2p", "direct", "alltoallw"):
+                assert MPI.COMM_WORLD.allreduce(mine[name], op=MPI.MAX) == online[st][name], (st, name)
+        assert redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine) == \
+            redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="heap")
+        for name in redist.strategy_names():
+            if name != "shm":
+                assert online["heap"][name] == online["shared"][name], name
+        if P > 1:
+            assert online["heap"]["shm"] != online["shared"]["shm"]
+            # nodes of one rank: every pair a message, more than one copy through a window
+            alone = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="shared", ranks_per_node=1)
+            whole = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="shared")
+            assert MPI.COMM_WORLD.allreduce(alone["shm"], op=MPI.MAX) > MPI.COMM_WORLD.allreduce(whole["shm"], op=MPI.MAX)
+            assert alone["p2p"] == whole["p2p"]
+        plan.execute(a, b)
+        assert plan.auto_choice == min(online["heap"], key=online["heap"].get)
+        with pytest.raises(redist.Error, match="storage 'disk': expected heap or shared"):
+            plan.predictions(storage="disk")
+        with pytest.raises(redist.Error, match="storage 'disk'"):
+            redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="disk")
+    check_tiles(b, value)
+
+
 @pytest.mark.parametrize("trials", [0, 2])
 def test_auto_trials(trials):
     """auto_trials=k: auto_choice stays '' for the first 2k - 1 executes (each one

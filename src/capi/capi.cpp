@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -290,8 +291,9 @@ const char* redist_plan_auto_choice(const redist_plan* plan) {
   return plan ? plan->plan.auto_choice().c_str() : nullptr;
 }
 
-redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count) {
-  if (!plan) return null_argument("redist_plan_predictions", "plan");
+redist_status redist_plan_predictions_storage(redist_plan* plan, const char* storage, double* seconds,
+                                              int64_t count) {
+  if (!plan) return null_argument("redist_plan_predictions_storage", "plan");
   Local local;
   const int64_t n = redist_strategy_count();
   if (!seconds)
@@ -299,11 +301,19 @@ redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_
   else if (count < n)
     local.set(REDIST_ERR_INVALID_ARGUMENT, cat("redist_plan_predictions: seconds holds ", count,
                                                " values; redist_strategy_count() is ", n));
+  else if (!storage || (std::strcmp(storage, "heap") != 0 && std::strcmp(storage, "shared") != 0))
+    local.set(REDIST_ERR_INVALID_ARGUMENT, cat("redist_plan_predictions: storage '", storage ? storage : "(NULL)",
+                                               "': expected heap or shared"));
   if (redist_status s = agree_local(plan->plan.comm(), local); s != REDIST_SUCCESS) return s;
   return guard([&] {
-    const std::vector<double> t = plan->plan.predictions();  // collective, agrees on a missing model
+    const std::vector<double> t = plan->plan.predictions_for(storage);  // collective, agrees on a missing model
     std::copy(t.begin(), t.end(), seconds);
   });
+}
+
+redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count) {
+  if (!plan) return null_argument("redist_plan_predictions", "plan");
+  return redist_plan_predictions_storage(plan, "heap", seconds, count);
 }
 
 redist_status redist_plan_get_stats(const redist_plan* plan, redist_plan_stats* stats) {

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <utility>
 
+#include "exec/shm_window.hpp"
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
 
@@ -83,7 +84,8 @@ class PlanImpl {
   // Plan::execute's and Plan::predictions' work, run by the thread that holds the plan.
   void execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks, std::string_view strategy,
                std::string_view caller_error = {});
-  std::vector<double> predictions(std::span<const void* const> src_blocks = {});
+  // heap: every strategy with a model condition predicts its heap model (src_blocks unused).
+  std::vector<double> predictions(std::span<const void* const> src_blocks = {}, bool heap = false);
 };
 
 namespace {
@@ -497,6 +499,11 @@ std::byte* detail::PlanCore::recv_scratch() {
   return recv_.get();
 }
 
+const std::vector<int>& detail::PlanCore::node_of() {
+  if (node_of_.empty()) node_of_ = node_leaders(comm, options.node_size);
+  return node_of_;
+}
+
 // The one-message buffers are dropped when a whole-volume buffer is made (no
 // strategy keeps data in them between runs), so that the plan never holds both:
 // its peak is the larger, which a memory budget bounds.
@@ -695,20 +702,36 @@ std::vector<double> Plan::predictions(std::span<const void* const> src_blocks) c
   return impl_->predictions(src_blocks);
 }
 
-std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks) {
+std::vector<double> Plan::predictions_for(std::string_view storage) const {
+  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
+  OneThread one(*impl_);
+  std::string err;
+  if (storage != "heap" && storage != "shared")
+    err = detail::cat("predictions: storage '", storage, "': expected heap or shared");
+  agree(impl_->core.comm, err);
+  return impl_->predictions({}, storage == "heap");
+}
+
+std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks, bool heap) {
   std::string err;
   if (!machine)
     err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
           "options.calibration";
   agree(core.comm, err);
   std::vector<double> t;
-  for (const detail::StrategyEntry& e : detail::registry())  // predict_plan is collective: same order everywhere
-    t.push_back((e.predict_plan ? e.predict_plan(core, *machine) : e.predict(core.rp, *machine)).total());
   const auto& reg = detail::registry();
-  if (src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
+  // The plan's nodes (collective, found once) for the models that depend on them.
+  const bool nodes = std::any_of(reg.begin(), reg.end(), [](const auto& e) { return e.predict_nodes != nullptr; });
+  const std::span<const int> node_of = nodes ? std::span<const int>(core.node_of()) : std::span<const int>();
+  for (const detail::StrategyEntry& e : reg)  // predict_plan is collective: same order everywhere
+    t.push_back((e.predict_plan    ? e.predict_plan(core, *machine)
+                 : e.predict_nodes ? e.predict_nodes(core.rp, *machine, false, node_of)
+                                   : e.predict(core.rp, *machine))
+                    .total());
+  if (heap || src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
     for (size_t i = 0; i < reg.size(); ++i)
-      if (reg[i].suits && !reg[i].suits(core, detail::SrcBlocks{src_blocks}))
-        t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true).total();  // its heap model, or infinity
+      if (reg[i].suits && (heap || !reg[i].suits(core, detail::SrcBlocks{src_blocks})))
+        t[i] = predict(core.rp, reg[i].name, *machine, /*heap=*/true, node_of).total();  // its heap model, or infinity
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);

@@ -76,12 +76,27 @@ void check_strategy(std::string_view name) {
 }
 
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap) {
+  return predict(rp, strategy, m, heap, {});
+}
+
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
+                   std::span<const int> node_of) {
   const int i = detail::find_strategy(strategy);
   if (i < 0) {
     check_strategy(strategy);  // throws for an unknown name
     detail::fail("predict: auto is not a strategy to predict; predict each strategy and take the smallest");
   }
   const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
+  if (!node_of.empty()) {
+    const auto covers = [&](int r) { return r >= 0 && static_cast<size_t>(r) < node_of.size(); };
+    bool ok = covers(rp.rank);
+    for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives})
+      for (const PeerPlan& pp : *side) ok = ok && covers(pp.peer);
+    if (!ok)
+      detail::fail("predict: node_of has ", node_of.size(), " entries; it needs one per rank of the plan (rank ",
+                   rp.rank, " and its peers)");
+  }
+  if (e.predict_nodes) return e.predict_nodes(rp, m, heap && e.suits, node_of);
   if (heap && e.suits) {
     if (e.predict_heap) return e.predict_heap(rp, m);
     Prediction never;

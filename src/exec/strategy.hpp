@@ -89,6 +89,10 @@ class PlanCore {
   // Call at the start of every run: the pointers may change between runs.
   std::byte* round_send();
   std::byte* round_recv();
+  // Collective, on every rank at once: rank r's node leader (the first rank of its
+  // node, node_leaders in exec/shm_window.hpp, with options.node_size), for each
+  // rank of the plan; found on the first call, kept for the plan's life.
+  const std::vector<int>& node_of();
   // Bytes of data buffers this plan holds now and at most (the scratch buffers):
   // Plan::buffer_bytes, what Options::max_buffer_bytes bounds.
   index_t buffer_bytes = 0, buffer_peak = 0;
@@ -108,6 +112,7 @@ class PlanCore {
  private:
   void allocated(index_t bytes);  // counts, and frees round_ before a whole-volume buffer
   std::unique_ptr<std::byte[]> send_, recv_, round_;
+  std::vector<int> node_of_;
   index_t round_send_bytes_ = 0;
   std::vector<int> all_ranks() const {
     std::vector<int> v(static_cast<size_t>(size));
@@ -174,6 +179,11 @@ struct StrategyEntry {
   // cross-memory attach of `direct`), and that model in words (StrategyInfo).
   Prediction (*predict_heap)(const RankPlan& rp, const Machine& m) = nullptr;
   std::string_view heap_model = {};
+  // Optional, local: its model when peers may be on other nodes (node_of[r]: rank
+  // r's node, one per plan rank; empty: all on this rank's node), for arrays in
+  // shared windows (heap false: `predict`'s model) or on the heap (`predict_heap`'s).
+  // redist::predict with nodes and Plan::predictions use it in place of the two.
+  Prediction (*predict_nodes)(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) = nullptr;
   // Collective, optional: its buffers on this rank when they depend on more than
   // this rank's plan (the forwarding strategies' slots); a memory budget
   // (Options::max_buffer_bytes) uses it in place of `extra_bytes`.

@@ -4,13 +4,20 @@
 // message from that lane to the matching lane of B for A, then to its target.
 // Blocks within a node go directly (step 1).
 //
-// Lanes. Once the node pairs that exchange data are known (set_pairs), node A
+// Lanes by count (set_pairs, the first rule; kept to compare). Once the node
+// pairs that exchange data are known, node A
 // gives each of its P_A peer nodes c = min(K_A / P_A, K_B / P_B) lanes (at least
 // 1; K: the node's ranks), distinct ranks while c * P_A <= K_A, so that all of a
 // node's ranks carry its traffic when it has few peer nodes: a node pair
 // exchanges c messages each way, instead of up to K_A * K_B. A rank's blocks to
 // B take lane (its number on A) mod c. Without set_pairs every node pair has one
 // lane: A's member (B - A - 1) mod nodes, mod K_A.
+//
+// Lanes by volume (set_flows, what `aggregate` and `redist plan --ranks-per-node`
+// use): a node pair's lanes, which ranks they are and which lane each rank's
+// bytes take follow the bytes of the node pairs and ranks (NodeMap::set_flows):
+// with the count rule a pair that carries more bytes loaded its lanes more
+// (docs/shm.md, "Aggregation per node pair").
 //
 // The `aggregate` strategy routes by these rules (exec/strategies/aggregate.cpp);
 // `redist plan --ranks P --ranks-per-node K` counts the messages and volume of a
@@ -25,23 +32,52 @@
 
 namespace redist::nodes {
 
+// Bytes rank `src` sends to rank `dst` (set_flows).
+struct Flow {
+  int src, dst;
+  index_t bytes;
+};
+
 struct NodeMap {
   std::vector<int> node;                  // rank -> its node (0 .. nodes-1)
   std::vector<int> index;                 // rank -> its number among its node's members
   std::vector<std::vector<int>> members;  // node -> its ranks, ascending
-  // After set_pairs: node -> the nodes it exchanges data with (either way),
-  // ascending, and where its lanes for each begin among its members.
+  // After set_pairs or set_flows: node -> the nodes it exchanges data with
+  // (either way), ascending, and where its lanes for each begin among its members.
   std::vector<std::vector<int>> peers, first_lane;
+  // After set_flows: node -> per peer (peers' order) its lanes' ranks, lane j at
+  // [j]; rank -> (other node, lane number) of its flows to that node, by node.
+  std::vector<std::vector<std::vector<int>>> lane_rank;
+  std::vector<std::vector<std::pair<int, int>>> slot;
 
   int size() const { return static_cast<int>(members.size()); }
   // Ordered node pairs (a, b), a != b, between which data moves (any order,
-  // repeats allowed): the lanes of every node.
+  // repeats allowed): the lanes of every node, by the count of node pairs (above).
   void set_pairs(const std::vector<std::pair<int, int>>& pairs);
+  // The lanes by volume (what `aggregate` and `redist plan --ranks-per-node` use),
+  // from every rank pair's bytes (flows within a node are ignored). V(a,b): the
+  // bytes between nodes a and b, both ways.
+  //  - Lanes per node pair: node a gives each peer node one lane, then its other
+  //    K_a - P_a ranks one at a time to the peer with the most bytes per lane
+  //    (V(a,b) / lanes so far); the pair gets the smaller of its two nodes'
+  //    counts, c(a,b) = c(b,a) >= 1. So a node's lanes are at most its ranks
+  //    when P_a <= K_a, and a pair carrying more bytes has more of them.
+  //  - Which ranks: the lanes of a node, heaviest first (V(a,b) / c(a,b) each),
+  //    each to the member with the fewest bytes so far (its own bytes with other
+  //    nodes to start with, then the lanes it got), a member at most once while
+  //    the lanes are at most the members.
+  //  - Which lane a rank's bytes take: the flows of a node pair (rank -> other
+  //    node, both ways), largest first, each to the lane with the fewest bytes
+  //    so far; a lane j of a and lane j of b carry the same flows.
+  void set_flows(const std::vector<Flow>& flows);
   // Lanes between nodes a and b (a != b), and lane j of node `from` for node `to`.
   int lanes(int a, int b) const;
   int lane(int from, int to, int j) const;
   // Where a block sent by `src` to `dst` is after step 1, 2 and 3 (its target).
   int holder(int src, int dst, int step) const;
+
+ private:
+  int peer_index(int a, int b) const;  // b's place in peers[a], -1 when absent
 };
 
 // `ranks` ranks in nodes of `per_node` consecutive ranks (the last may be smaller).

@@ -5,7 +5,9 @@
  * auto_trials = K the choice stays "" for the first 2K - 1 executes and is a
  * strategy name, the same on every rank, after the 2K-th; with 0 it is made on
  * the first execute. The predictions are one value per strategy, the same on
- * every rank, and leave the array past redist_strategy_count() alone. Bad
+ * every rank, and leave the array past redist_strategy_count() alone; they are
+ * the models for heap arrays (redist_plan_predictions_storage "heap"; auto with
+ * no trials picks their smallest), "shared" differs for shm only. Bad
  * arguments give the same status and message on every rank. */
 #include <math.h>
 #include <stdlib.h>
@@ -110,6 +112,13 @@ static void auto_case(int trials, double* t) {
       CHECK(i >= 0, "%s: the choice '%s' is no strategy name", what, choice);
       CHECK(i < 0 || isfinite(t[i]), "%s: the choice '%s' predicts %g", what, choice, i >= 0 ? t[i] : 0.0);
       CHECK(same_text(choice), "%s: the choice '%s' differs between ranks", what, choice);
+      if (trials == 0 && i >= 0) { /* the model alone: the smallest of the heap predictions (C arrays) */
+        int low = 0;
+        for (int k = 1; k < redist_strategy_count(); ++k)
+          if (t[k] < t[low]) low = k;
+        CHECK(i == low, "%s: auto chose '%s', the smallest heap prediction is '%s'", what, choice,
+              redist_strategy_name(low));
+      }
     }
   }
   redist_plan_free(plan);
@@ -150,6 +159,38 @@ static void bad_arguments(double* t) {
   ++cases;
 }
 
+/* redist_plan_predictions is the "heap" storage's; "shared" differs for shm
+   alone (its window model) once there are peers; another storage is refused on
+   every rank. */
+static void storage_case(double* t) {
+  const int ns = redist_strategy_count(), shm = strategy_index("shm");
+  redist_status st;
+  redist_plan* plan = plan_with("auto", 0, &st);
+  CHECK(st == REDIST_SUCCESS && plan, "make_plan: %s", redist_last_error());
+  if (!plan) return;
+  double* heap = malloc(sizeof(double) * (size_t)ns);
+  double* shared = malloc(sizeof(double) * (size_t)ns);
+  CHECK(redist_plan_predictions(plan, t, ns) == REDIST_SUCCESS, "predictions: %s", redist_last_error());
+  CHECK(redist_plan_predictions_storage(plan, "heap", heap, ns) == REDIST_SUCCESS, "heap: %s", redist_last_error());
+  CHECK(redist_plan_predictions_storage(plan, "shared", shared, ns) == REDIST_SUCCESS, "shared: %s",
+        redist_last_error());
+  CHECK(shm >= 0, "no strategy shm");
+  for (int i = 0; i < ns; ++i) {
+    CHECK(t[i] == heap[i], "%s: predictions %g, heap %g", redist_strategy_name(i), t[i], heap[i]);
+    if (i != shm)
+      CHECK(heap[i] == shared[i], "%s: heap %g, shared %g", redist_strategy_name(i), heap[i], shared[i]);
+  }
+  if (test_ranks > 1 && shm >= 0)
+    CHECK(heap[shm] != shared[shm], "shm: heap and shared both %g", heap[shm]);
+  expect_agreed("predictions for storage 'disk' on the last rank",
+                redist_plan_predictions_storage(plan, test_rank == test_ranks - 1 ? "disk" : "heap", t, ns),
+                REDIST_ERR_INVALID_ARGUMENT, "storage 'disk': expected heap or shared");
+  free(heap);
+  free(shared);
+  redist_plan_free(plan);
+  ++cases;
+}
+
 int main(int argc, char** argv) {
   test_init(&argc, &argv);
   double* t = malloc(sizeof(double) * (size_t)(redist_strategy_count() + 2));
@@ -157,6 +198,7 @@ int main(int argc, char** argv) {
   auto_case(1, t);
   auto_case(3, t);
   bad_arguments(t);
+  storage_case(t);
   free(t);
   return test_finish("test_capi_auto", cases);
 }

@@ -74,7 +74,9 @@ TEST(Aggregate, MessagesPerNodePair) {
       totals[e][0] = v[0], totals[e][1] = v[1];
     }
     // Between two nodes, min(K_a / P_a, K_b / P_b) lanes (K: ranks of the node, P:
-    // its peer nodes, here every other node), at least one: a message each.
+    // its peer nodes, here every other node), at least one: a message each. (The
+    // lanes follow the node pairs' volumes, plan/nodes.hpp set_flows; with one
+    // peer node, 1 rank per node or equal volumes as here, that is this count.)
     const int nodes = (p + k - 1) / k;
     long lanes = 0;
     for (int a = 0; a < nodes; ++a)

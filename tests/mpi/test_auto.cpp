@@ -125,6 +125,45 @@ TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
   }
 }
 
+// Forced nodes of 2 ranks (Options::node_size): Plan::predictions gives shm the
+// model with its peers on other nodes as messages (issue 14), windows and heap:
+// the max over ranks of predict(..., node_of) with nodes {0,1},{2,3}; with 3 or
+// more ranks it differs from the one-node model the same plan has on whole nodes.
+TEST_F(Auto, ShmPredictionsFollowTheForcedNodes) {
+  const int p = world_size(), rank = world_rank();
+  Layout src = block_cyclic_layout({300, 200}, {7, 50}, {1, p});
+  Layout dst = block_cyclic_layout({300, 200}, {40, 9}, {p, 1});
+  const std::vector<std::string> all = strategy_names();
+  const size_t shm = static_cast<size_t>(std::find(all.begin(), all.end(), "shm") - all.begin());
+  std::vector<int> nodes;
+  for (int r = 0; r < p; ++r) nodes.push_back(r / 2);
+  std::vector<double> split, whole;
+  bool vm = true;  // calibrate read with process_vm_readv (else the heap model is p2p's, nodes or not)
+  for (int k : {2, 0}) {
+    Options opt;
+    opt.strategy = "auto";
+    opt.node_size = k;
+    Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD, opt);
+    harness::LocalStorage s(src, rank);
+    const std::vector<double> t = plan.predictions(), tb = plan.predictions(s.const_blocks());
+    double want[2] = {predict(plan.rank_plan(), "shm", *plan.machine(), false, k ? nodes : std::vector<int>{}).total(),
+                      predict(plan.rank_plan(), "shm", *plan.machine(), true, k ? nodes : std::vector<int>{}).total()};
+    MPI_Allreduce(MPI_IN_PLACE, want, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(t[shm], want[0]) << "node size " << k;
+    EXPECT_EQ(tb[shm], want[1]) << "node size " << k;
+    (k ? split : whole) = {t[shm], tb[shm]};
+    vm = !plan.machine()->vm_read.empty();
+  }
+  if (p >= 3) {
+    EXPECT_GT(split[0], whole[0]);  // messages across cost more than one copy
+    if (vm) {
+      EXPECT_NE(split[1], whole[1]);
+    }
+  } else {
+    EXPECT_EQ(split, whole);  // one node either way
+  }
+}
+
 // Options::auto_trials = 2: the first 4 executes under auto alternate between the
 // two strategies with the smallest predictions (every one of them correct), then
 // auto keeps one of those two, the same on every rank; a negative count is refused.

@@ -180,6 +180,21 @@ def test_bench_auto_trials(tmp_path):
     assert plain.returncode == 0, plain.stdout + plain.stderr
     (c,) = json.loads((tmp_path / "plain" / "results.json").read_text())["cases"]
     assert all("trials" not in m for m in c["methods"])
+    # Pooled (bench/pool.py): every launch's trials in launch order, each with its launch's index;
+    # a launch without trials adds none; auto's choice per launch.
+    plain_auto = next(m for m in c["methods"] if m["name"] == "auto")
+    for inputs, want in (([tmp_path, tmp_path], [0, 1]), ([tmp_path / "plain", tmp_path], [1])):
+        out = tmp_path / f"pooled{len(want)}"
+        res = subprocess.run([sys.executable, str(ROOT / "bench" / "pool.py")] +
+                             [str(p / "results.json") for p in inputs] + ["--out", str(out)],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        (pc,) = json.loads((out / "results.json").read_text())["cases"]
+        pa = next(m for m in pc["methods"] if m["name"] == "auto")
+        assert pa["trials"] == [dict(t, launch=k) for k in want for t in trials], pa["trials"]
+        chose = {tmp_path: auto["chose"], tmp_path / "plain": plain_auto["chose"]}
+        assert pa["chose_per_launch"] == [chose[p] for p in inputs]
+        assert all("trials" not in m for m in pc["methods"] if m["name"] != "auto")
     for bad in ("1001", "-1", "two", ""):
         res = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + case + ["--auto-trials", bad],
                              capture_output=True, text=True, timeout=120)

@@ -584,7 +584,7 @@ def test_run_with_memory_budget_runs_what_fits(redist):
 
 def test_plan_ranks_per_node_counts_node_messages(redist):
     """`--ranks-per-node`: a node's messages leaving it, one per rank pair and with
-    `aggregate` one per node pair, against the peers each of its ranks lists with
+    `aggregate` a few per node pair, against the peers each of its ranks lists with
     `--rank` (an independent count: the node's ranks' plans, one by one)."""
     src, dst = "64x64 tile=4x4 block_cyclic grid=4x4", "64x64 tile=3x3 block_cyclic grid=2x8"
     per_node, node = 4, 1
@@ -604,6 +604,8 @@ def test_plan_ranks_per_node_counts_node_messages(redist):
     agg = re.search(r"^  aggregate +(\d+) +(\d+) +(\d+)", p.stdout, re.M)
     assert direct and agg, p.stdout
     assert int(direct.group(1)) == pairs, p.stdout
-    assert int(agg.group(1)) == len(nodes_to), p.stdout
+    # lanes by volume (docs/shm.md): at least one message per node pair, at most one per
+    # rank of the node (3 peer nodes <= 4 ranks: lanes are different ranks) and per rank pair
+    assert len(nodes_to) <= int(agg.group(1)) <= min(pairs, per_node), p.stdout
     bad = redist(["plan", src, dst, "--ranks", "16", "--ranks-per-node", "0"])
     assert bad.returncode != 0 and "--ranks-per-node" in bad.stderr, bad.stderr

@@ -150,3 +150,104 @@ TEST(Cost, TermsOfEq1) {
 }
 
 }  // namespace
+
+namespace {
+
+// A machine whose curves are flat: copies at `copy` s/byte, process_vm_readv at
+// `vm` s/byte whatever the row, an exchange of b bytes t0 + b / bw (exactly linear
+// between its two points), no footprint curve (every rate from memory). So a
+// model's terms can be summed by hand.
+struct Flat {
+  double copy = 1 / 10e9, vm = 1 / 4e9, t0 = 5e-6, bw = 1e9, startup = 1e-6;
+  Machine machine() const {
+    Machine m;
+    m.bnet = bw, m.bmemcpy = 1 / copy, m.startup = startup;
+    m.exchange = {{8, 1e9}, {t0 + 8 / bw, t0 + 1e9 / bw}};
+    m.pingpong = m.exchange;
+    m.copy = {{80}, {copy}};
+    m.datatype = {{80}, {copy}};
+    m.vm_read = {{80}, {vm}};
+    return m;
+  }
+  double exchange(index_t b) const { return t0 + static_cast<double>(b) / bw; }
+};
+
+// shm's model by hand, per peer: on the node (node_of[peer] == node_of[rank]) one
+// copy (windows) or the cross-memory attach read (heap: rows under 2 KB packed,
+// read, unpacked; a startup more per peer with such rows), on another node a
+// message (pack, exchange, unpack); 2 startups per peer on the node.
+Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::vector<int>& node_of) {
+  const index_t es = rp.elem_size;
+  const auto on = [&](int peer) { return node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)]; };
+  const auto short_bytes = [&](const PeerPlan& pp) {
+    index_t b = 0;
+    for (const Segment& g : pp.segments)
+      if (g.run * es < 2048) b += g.elements() * es;
+    return b;
+  };
+  double copied = static_cast<double>(rp.stats.bytes_local), read = 0, sent = 0, received = 0;
+  int on_s = 0, on_r = 0, packed_s = 0, packed_r = 0;
+  for (const PeerPlan& pp : rp.sends)
+    if (!on(pp.peer)) {
+      sent += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
+    } else {
+      ++on_s;
+      copied += static_cast<double>(heap ? short_bytes(pp) : pp.bytes);
+      packed_s += heap && short_bytes(pp) > 0;
+    }
+  for (const PeerPlan& pp : rp.receives)
+    if (!on(pp.peer)) {
+      received += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
+    } else {
+      ++on_r;
+      if (!heap) continue;
+      copied += static_cast<double>(short_bytes(pp));  // unpacked
+      read += static_cast<double>(pp.bytes);
+      packed_r += short_bytes(pp) > 0;
+    }
+  Prediction p;
+  p.comm = 2 * f.startup * std::max(on_s, on_r) + f.startup * std::max(packed_s, packed_r) + std::max(sent, received);
+  p.memcpy = copied * f.copy + read * f.vm;
+  return p;
+}
+
+// Issue 14: shm's models (windows and heap) with peers on other nodes charge those
+// pairs as p2p messages; the pairs on the node as copies or reads. 4 ranks in nodes
+// {0,1},{2,3}; columns of 8,000 bytes (every row read whole) and tiles of 10 rows
+// (every row packed).
+TEST(Cost, ShmChargesPeersOnOtherNodesAsMessages) {
+  const Flat f;
+  const Machine m = f.machine();
+  const std::vector<int> nodes = {0, 0, 1, 1}, one = {7, 7, 7, 7};
+  const std::pair<Layout, Layout> cases[] = {
+      {block_cyclic_layout({1000, 1000}, {1000, 70}, {1, 4}), block_cyclic_layout({1000, 1000}, {1000, 90}, {1, 4})},
+      {block_cyclic_layout({400, 300}, {10, 30}, {2, 2}), block_cyclic_layout({400, 300}, {10, 7}, {4, 1})}};
+  for (const auto& [src, dst] : cases)
+    for (int r = 0; r < 4; ++r) {
+      const RankPlan rp = plan_rank(src, dst, Region::whole(src.shape()), r, 4);
+      bool off = false;
+      for (const PeerPlan& pp : rp.sends) off = off || nodes[static_cast<size_t>(pp.peer)] != nodes[static_cast<size_t>(r)];
+      ASSERT_TRUE(off) << "rank " << r << " has no peer on the other node";
+      for (bool heap : {false, true}) {
+        const std::string what = std::string(heap ? "heap" : "windows") + " rank " + std::to_string(r) + " " + src.spec();
+        const Prediction got = predict(rp, "shm", m, heap, nodes), want = shm_by_hand(rp, f, heap, nodes);
+        EXPECT_NEAR(got.comm, want.comm, 1e-12 + 1e-9 * want.comm) << what;
+        EXPECT_NEAR(got.memcpy, want.memcpy, 1e-12 + 1e-9 * want.memcpy) << what;
+        // One node: the model without nodes, and the hand sum with every peer on it.
+        const Prediction all = predict(rp, "shm", m, heap), same = predict(rp, "shm", m, heap, one);
+        EXPECT_DOUBLE_EQ(same.total(), all.total()) << what;
+        EXPECT_NEAR(all.total(), shm_by_hand(rp, f, heap, one).total(), 1e-9 * all.total()) << what;
+        // Messages cost pack + exchange + unpack against one copy or one read: more.
+        EXPECT_GT(got.total(), all.total()) << what;
+      }
+      // Every rank its own node: comm is p2p's (messages only, no startups for headers).
+      const std::vector<int> alone = {0, 1, 2, 3};
+      EXPECT_NEAR(predict(rp, "shm", m, false, alone).comm, predict(rp, "p2p", m).comm, 1e-15);
+    }
+  // Other strategies ignore the nodes; a node list too short is refused.
+  const RankPlan rp = plan_rank(cases[0].first, cases[0].second, Region::whole({1000, 1000}), 3, 4);
+  EXPECT_DOUBLE_EQ(predict(rp, "p2p", m, false, nodes).total(), predict(rp, "p2p", m).total());
+  EXPECT_THROW(predict(rp, "shm", m, false, std::vector<int>{0, 0}), Error);
+}
+
+}  // namespace

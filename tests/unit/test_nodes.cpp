@@ -4,6 +4,8 @@
 // one message per (step, holder, next holder) as the relay engine sends them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
@@ -97,8 +99,12 @@ TEST(Nodes, LanesOnRandomMaps) {
       }
       const int others = with_pairs ? static_cast<int>(peers[a].size()) : m.size() - 1;
       for (const auto& [r, n] : load) {
-        if (with_pairs && others <= k) ASSERT_EQ(n, 1) << "case " << c << ": rank " << r << " is a lane twice";
-        if (!with_pairs) ASSERT_LE(n, (others + k - 1) / k) << c;
+        if (with_pairs && others <= k) {
+          ASSERT_EQ(n, 1) << "case " << c << ": rank " << r << " is a lane twice";
+        }
+        if (!with_pairs) {
+          ASSERT_LE(n, (others + k - 1) / k) << c;
+        }
       }
     }
   }
@@ -115,11 +121,16 @@ TEST(Nodes, TrafficAgainstBruteForce) {
                                           : nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P)));
     std::vector<RankPlan> plans;
     for (int r = 0; r < P; ++r) plans.push_back(plan_rank(src, dst, region, r, P));
-    if (c % 3 != 0) {  // the lanes from the node pairs that exchange data, as `aggregate` sets them
+    if (c % 3 == 1) {  // the lanes from the node pairs that exchange data (by count)
       std::vector<std::pair<int, int>> pairs;
       for (int r = 0; r < P; ++r)
         for (const PeerPlan& q : plans[r].sends) pairs.push_back({m.node[r], m.node[q.peer]});
       m.set_pairs(pairs);
+    } else if (c % 3 == 2) {  // by volume, as `aggregate` sets them
+      std::vector<nodes::Flow> flows;
+      for (int r = 0; r < P; ++r)
+        for (const PeerPlan& q : plans[r].sends) flows.push_back({r, q.peer, q.bytes});
+      m.set_flows(flows);
     }
     std::map<std::tuple<int, int, int>, index_t> messages;  // (step, from, to) -> bytes
     std::map<int, index_t> forwarded;  // node -> bytes in steps 1 and 3 through a lane not the block's rank
@@ -194,6 +205,192 @@ TEST(Nodes, TrafficAgainstBruteForce) {
       if (HasFailure()) return;
     }
   }
+}
+
+// Lanes by volume (set_flows) on random node maps with random flows (sizes
+// spread over four orders of magnitude): every block reaches its target in three
+// steps through lane j of its node and lane j of the other for one j < lanes(a,b);
+// lanes(a,b) = lanes(b,a) >= 1; a node with at most as many peer nodes as ranks
+// has at most its ranks as lanes, all different ranks; the flows of a node pair
+// are spread over its lanes (none carries more than the mean plus the largest
+// flow), and a rank that is a lane for a node carries its own flows to it.
+TEST(Nodes, LanesByVolumeOnRandomMaps) {
+  Rng rng(1407);
+  for (int c = 0; c < 400; ++c) {
+    const int P = static_cast<int>(uniform(rng, 1, 40));
+    nodes::NodeMap m = random_map(rng, P);
+    std::vector<nodes::Flow> flows;
+    const int n = static_cast<int>(uniform(rng, 0, 3 * P));
+    for (int i = 0; i < n; ++i) {
+      const int s = static_cast<int>(uniform(rng, 0, P - 1)), d = static_cast<int>(uniform(rng, 0, P - 1));
+      index_t bytes = 1;
+      for (int e = static_cast<int>(uniform(rng, 0, 4)); e > 0; --e) bytes *= 10;
+      flows.push_back({s, d, bytes * uniform(rng, 1, 9)});
+    }
+    m.set_flows(flows);
+    const std::string what = "case " + std::to_string(c);
+    std::map<std::pair<int, int>, index_t> volume;       // (a, b), both ways
+    std::map<std::pair<int, int>, index_t> out;          // (rank, node)
+    for (const nodes::Flow& f : flows)
+      if (m.node[f.src] != m.node[f.dst]) {
+        const int a = m.node[f.src], b = m.node[f.dst];
+        volume[{std::min(a, b), std::max(a, b)}] += f.bytes, out[{f.src, b}] += f.bytes;
+      }
+    std::map<std::pair<int, int>, std::map<int, index_t>> lane_bytes;  // (a<b) -> j -> bytes
+    for (int s = 0; s < P; ++s)
+      for (int d = 0; d < P; ++d) {
+        const int a = m.node[s], b = m.node[d];
+        const int h1 = m.holder(s, d, 1), h2 = m.holder(s, d, 2);
+        ASSERT_EQ(m.holder(s, d, 3), d);
+        if (a == b) {
+          ASSERT_EQ(h1, d);
+          ASSERT_EQ(h2, d);
+          continue;
+        }
+        const int lanes = m.lanes(a, b);
+        ASSERT_EQ(lanes, m.lanes(b, a)) << what;
+        ASSERT_GE(lanes, 1) << what;
+        int j = 0;
+        while (j < lanes && !(m.lane(a, b, j) == h1 && m.lane(b, a, j) == h2)) ++j;
+        ASSERT_LT(j, lanes) << what << ": " << s << " -> " << d << " not through a lane pair";
+        ASSERT_EQ(m.node[h1], a) << what;
+        ASSERT_EQ(m.node[h2], b) << what;
+        if (volume.count({std::min(a, b), std::max(a, b)}) == 0) {
+          ASSERT_EQ(lanes, 1) << what;
+        }
+      }
+    // Each (rank, node) flow once, on the lane its holders name (any target on that node).
+    for (const auto& [key, bytes] : out) {
+      const int s = key.first, b = key.second, a = m.node[s];
+      const int d = m.members[b].front(), h1 = m.holder(s, d, 1);
+      int j = 0;
+      while (m.lane(a, b, j) != h1 || m.lane(b, a, j) != m.holder(s, d, 2)) ++j;
+      lane_bytes[{std::min(a, b), std::max(a, b)}][j] += bytes;
+    }
+    for (const auto& [ab, by_lane] : lane_bytes) {
+      index_t largest = 0;
+      for (const auto& [key, bytes] : out)
+        if (const int a = m.node[key.first]; std::minmax(a, key.second) == std::minmax(ab.first, ab.second))
+          largest = std::max(largest, bytes);
+      // no lane carries more than its own ranks' flows or the mean plus the largest flow
+      index_t total = 0;
+      for (const auto& [j, bytes] : by_lane) total += bytes;
+      const int lanes = m.lanes(ab.first, ab.second);
+      const auto own = [&](int r, int b) {
+        const auto f = out.find({r, b});
+        return f == out.end() ? index_t{0} : f->second;
+      };
+      for (const auto& [j, bytes] : by_lane) {
+        const index_t pre = own(m.lane(ab.first, ab.second, j), ab.second) + own(m.lane(ab.second, ab.first, j), ab.first);
+        EXPECT_LE(bytes, std::max(pre, total / lanes + largest)) << what << " node pair " << ab.first << "-" << ab.second;
+      }
+    }
+    // A rank that is a lane for another node carries its own flows to that node.
+    for (const auto& [key, bytes] : out) {
+      const int s = key.first, b = key.second, a = m.node[s];
+      bool lane = false;
+      for (int j = 0; j < m.lanes(a, b); ++j) lane = lane || m.lane(a, b, j) == s;
+      if (lane) {
+        EXPECT_EQ(m.holder(s, m.members[b].front(), 1), s) << what << " rank " << s << " node " << b;
+      }
+    }
+    for (int a = 0; a < m.size(); ++a) {
+      const size_t k = m.members[a].size();
+      if (m.peers[a].size() > k) continue;
+      std::set<int> ranks;
+      size_t total = 0;
+      for (const int b : m.peers[a])
+        for (int j = 0; j < m.lanes(a, b); ++j) ranks.insert(m.lane(a, b, j)), ++total;
+      EXPECT_LE(total, k) << what << " node " << a;
+      EXPECT_EQ(ranks.size(), total) << what << " node " << a << ": a rank is a lane twice";
+    }
+    if (HasFailure()) return;
+  }
+}
+
+// A RankPlan with only what node_traffic reads: peers and bytes.
+std::vector<RankPlan> plans_of(int ranks, const std::vector<nodes::Flow>& flows) {
+  std::vector<RankPlan> plans(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) plans[r].rank = r;
+  for (const nodes::Flow& f : flows) {
+    plans[f.src].sends.push_back({f.dst, f.bytes, {}});
+    plans[f.dst].receives.push_back({f.src, f.bytes, {}});
+  }
+  return plans;
+}
+
+// The largest bytes any rank of `map` moves with aggregation (node_traffic).
+index_t largest_rank_bytes(const nodes::NodeMap& map, const std::vector<RankPlan>& plans) {
+  index_t most = 0;
+  for (int n = 0; n < map.size(); ++n) {
+    std::vector<RankPlan> mine;
+    for (int r : map.members[n]) mine.push_back(plans[r]);
+    for (const nodes::RankLoad& l : nodes::node_traffic(map, n, mine).aggregated)
+      most = std::max(most, l.bytes_off + l.bytes_on);
+  }
+  return most;
+}
+
+// Issue 14: a node pair that carries more bytes gets more lanes. Three nodes of
+// 4 ranks; ranks 0-2 of node 0 send 1000 bytes each to their partner on node 1
+// (4-6), every rank of node 0 sends 10 to its partner on node 2. By count each
+// pair has min(4/2, 4/1) = 2 lanes, and lane 0 of 0-1 (rank 0) carries ranks 0
+// and 2's 1000 bytes: 3010 bytes through rank 0. By volume 0-1 has 3 lanes (node
+// 0: one lane each, its 2 other ranks to the 3000-byte pair), 0-2 one; the lanes
+// of 0-1 are the ranks that exchange bytes with the other node (0-2 and 4-6), and
+// each carries its own: every 1000 bytes go once, straight to their target.
+TEST(Nodes, HeavierNodePairGetsMoreLanes) {
+  std::vector<nodes::Flow> flows;
+  for (int i = 0; i < 4; ++i) {
+    if (i < 3) flows.push_back({i, 4 + i, 1000});
+    flows.push_back({i, 8 + i, 10});
+  }
+  const std::vector<RankPlan> plans = plans_of(12, flows);
+  nodes::NodeMap by_count = nodes::consecutive(12, 4), by_volume = by_count;
+  by_count.set_pairs({{0, 1}, {0, 2}});
+  by_volume.set_flows(flows);
+  EXPECT_EQ(by_count.lanes(0, 1), 2);
+  EXPECT_EQ(by_count.lanes(0, 2), 2);
+  EXPECT_EQ(by_volume.lanes(0, 1), 3);
+  EXPECT_EQ(by_volume.lanes(1, 0), 3);
+  EXPECT_EQ(by_volume.lanes(0, 2), 1);
+  EXPECT_EQ(by_volume.lanes(1, 2), 1);  // no data: one lane
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(by_volume.holder(i, 4 + i, 1), i);      // its own lane
+    EXPECT_EQ(by_volume.holder(i, 4 + i, 2), 4 + i);  // the other node's lane is its target
+  }
+  // The largest rank's bytes (both ways, on and off the node).
+  EXPECT_EQ(largest_rank_bytes(by_count, plans), 3010);
+  EXPECT_EQ(largest_rank_bytes(by_volume, plans), 1010);
+}
+
+// On the generator's cases (1-9 ranks, random and consecutive nodes), lanes by
+// volume move no more bytes through the busiest rank than lanes by count, summed
+// over the cases, and less in some.
+TEST(Nodes, LanesByVolumeLoadTheBusiestRankLess) {
+  Rng rng(2714);
+  index_t count_sum = 0, volume_sum = 0;
+  int better = 0, worse = 0;
+  for (int c = 0; c < 300; ++c) {
+    const int P = static_cast<int>(uniform(rng, 2, 9));
+    const auto [src, dst, region] = redist::testing::random_case(rng, P);
+    nodes::NodeMap by_count = nodes::consecutive(P, static_cast<int>(uniform(rng, 1, P))), by_volume = by_count;
+    std::vector<RankPlan> plans;
+    for (int r = 0; r < P; ++r) plans.push_back(plan_rank(src, dst, region, r, P));
+    std::vector<std::pair<int, int>> pairs;
+    std::vector<nodes::Flow> flows;
+    for (int r = 0; r < P; ++r)
+      for (const PeerPlan& q : plans[r].sends)
+        pairs.push_back({by_count.node[r], by_count.node[q.peer]}), flows.push_back({r, q.peer, q.bytes});
+    by_count.set_pairs(pairs);
+    by_volume.set_flows(flows);
+    const index_t a = largest_rank_bytes(by_count, plans), b = largest_rank_bytes(by_volume, plans);
+    count_sum += a, volume_sum += b, better += b < a, worse += b > a;
+  }
+  std::printf("busiest rank's bytes over 300 cases: by count %lld, by volume %lld (%d cases lower, %d higher)\n",
+              static_cast<long long>(count_sum), static_cast<long long>(volume_sum), better, worse);
+  EXPECT_LT(volume_sum, count_sum);
+  EXPECT_GT(better, worse);
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 // Options::node_size / $REDIST_NODE_SIZE consecutive ranks); what a rank sends to
 // another node goes first to one of its node's lanes for that node, then in one
 // message to the matching lane of the other node, which hands it to its target
-// (plan/nodes.hpp: a node pair gets as many lanes as both nodes' ranks divided by
-// their peer nodes allow, at least one, so that all ranks of a node share its
-// traffic). Blocks within a node go directly, in step 1. For many ranks per node
+// (plan/nodes.hpp, set_flows: a node pair gets lanes by its bytes, at least one,
+// so that all ranks of a node share its traffic and a heavier pair has more lanes;
+// each rank's flows to a node go to that pair's least loaded lane). Blocks within a node go directly, in step 1. For many ranks per node
 // on a network where a message's startup costs more than the two extra on-node
 // copies: a node of K ranks exchanging with N other nodes sends about K messages
 // (N when N >= K) instead of up to K*K*N. On the relay engine (relay.hpp).
@@ -22,10 +22,9 @@ class AggregateRoute final : public Route {
   AggregateRoute(RelayGroups g, std::vector<int> leaders) : Route(std::move(g)), leaders_(std::move(leaders)) {}
   int steps(const std::vector<RelayBlock>& blocks) override {
     nodes_ = nodes::from_leaders(leaders_);
-    std::vector<std::pair<int, int>> pairs;
-    for (const RelayBlock& b : blocks)
-      pairs.push_back({nodes_.node[static_cast<size_t>(b.src)], nodes_.node[static_cast<size_t>(b.dst)]});
-    nodes_.set_pairs(pairs);
+    std::vector<nodes::Flow> flows;  // the lanes by volume (every rank has the whole list: the same lanes)
+    for (const RelayBlock& b : blocks) flows.push_back({b.src, b.dst, b.bytes});
+    nodes_.set_flows(flows);
     return 3;
   }
   int holder(const RelayBlock& b, int step) const override { return nodes_.holder(b.src, b.dst, step); }

@@ -143,7 +143,7 @@ class Shm final : public Strategy {
 
 bool Shm::available() {
   PlanCore& p = plan_;
-  const std::vector<int> leaders = node_leaders(p.comm, p.options.node_size);
+  const std::vector<int>& leaders = p.node_of();  // node_leaders, shared with Plan::predictions
   const int leader = leaders[static_cast<size_t>(p.rank)];
   on_node_.resize(static_cast<size_t>(p.size));
   for (int r = 0; r < p.size; ++r) on_node_[static_cast<size_t>(r)] = leaders[static_cast<size_t>(r)] == leader;
@@ -708,36 +708,77 @@ std::string Shm::describe() const {
              peers);
 }
 
-// Assumes every peer is on the node with its storage in windows (the model
-// cannot know where execute's buffers will live; `suits` checks them for auto,
-// which takes predict_heap below where they are not):
-// T_memcpy = local copies + each sent segment copied once into its target;
-// T_comm = 2 t_m per peer (headers, done).
-Prediction predict(const RankPlan& rp, const Machine& m) {
+// The model, per peer by where it is and where the arrays live (docs/shm.md,
+// "Cost model"); node_of[r]: rank r's node, empty: every peer on this rank's node.
+//   a peer on the node, arrays in shared windows: each sent segment copied once
+//     into its target (push; pull is the same copy by the other side);
+//   a peer on the node, arrays on the heap: the cross-memory attach of `direct`
+//     (exec/cma.hpp, cma_predict's terms): this rank reads each received segment
+//     at the calibrated process_vm_readv rate per row size; rows under
+//     kCmaPackBelow packed by the sender, read as one run and unpacked; one more
+//     startup per peer with packed rows (their run's address);
+//   a peer on another node: a message, as p2p: packed, sent, unpacked, the
+//     exchange curve per message.
+// T_comm = 2 t_m per peer on the node (headers, done) [+ t_m per peer with
+// packed rows, heap] + max(sum over sends, sum over receives) of the exchange
+// time of each message to or from another node;
+// T_memcpy = local copies + the on-node copies or reads above + packing and
+// unpacking the messages (the row-copy curve of a single copy's footprint, for
+// every term). On the heap without a process_vm_readv curve (calibrate could not
+// read) every peer goes by message: p2p's model, what runs then.
+// The model cannot know where execute's buffers will live; `suits` checks them
+// for auto, which takes the heap model where they are not in windows.
+Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) {
+  if (heap && m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
+  const auto on_node = [&](int peer) {
+    return node_of.empty() || node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)];
+  };
   const Rates rt = rates(rp, m, false);
+  const index_t es = rp.elem_size;
+  const auto short_rows = [&](const PeerPlan& pp) {
+    return std::any_of(pp.segments.begin(), pp.segments.end(), [&](const Segment& g) { return g.run * es < kCmaPackBelow; });
+  };
+  double copies = local_copy_time(rp, rt), sent = 0, received = 0;
+  index_t on_sends = 0, on_receives = 0, packed_sends = 0, packed_receives = 0;
+  for (const PeerPlan& pp : rp.sends) {
+    if (!on_node(pp.peer)) {  // a message: packed
+      sent += m.exchange_time(static_cast<double>(pp.bytes));
+      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
+      continue;
+    }
+    ++on_sends;
+    packed_sends += heap && short_rows(pp);
+    for (const Segment& g : pp.segments)  // windows: copied into the target; heap: short rows packed
+      if (!heap || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
+  }
+  for (const PeerPlan& pp : rp.receives) {
+    if (!on_node(pp.peer)) {  // a message: unpacked
+      received += m.exchange_time(static_cast<double>(pp.bytes));
+      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
+      continue;
+    }
+    ++on_receives;
+    if (!heap) continue;  // written by the sender (or pulled: the same copy)
+    packed_receives += short_rows(pp);
+    for (const Segment& g : pp.segments) {
+      const Runs r = runs_of(g, es);
+      if (g.run * es < kCmaPackBelow)  // packed, read as one run, unpacked
+        copies += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
+      else  // one read per row of each segment
+        copies += rt.vm.time({static_cast<double>(g.run * es), static_cast<double>(g.elements() / g.run)});
+    }
+  }
   Prediction pr;
-  pr.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
-  pr.memcpy = local_copy_time(rp, rt) + pack_time(rp.sends, rp.elem_size, rt);
+  pr.comm = 2 * m.startup * static_cast<double>(std::max(on_sends, on_receives)) +
+            m.startup * static_cast<double>(std::max(packed_sends, packed_receives)) + std::max(sent, received);
+  pr.memcpy = copies;
   return pr;
 }
 
-// Arrays on the heap: every peer on the node read through cross-memory attach,
-// the model of `direct` (p2p's without a vm_read curve: messages), plus one
-// startup per peer with packed rows (their run's address).
-Prediction predict_heap(const RankPlan& rp, const Machine& m) {
-  Prediction pr = cma_predict(rp, m);
-  if (m.vm_read.empty()) return pr;
-  index_t packed = 0;
-  for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives}) {
-    index_t n = 0;
-    for (const PeerPlan& pp : *side)
-      n += std::any_of(pp.segments.begin(), pp.segments.end(),
-                       [&](const Segment& g) { return g.run * rp.elem_size < kCmaPackBelow; });
-    packed = std::max(packed, n);
-  }
-  pr.comm += m.startup * static_cast<double>(packed);
-  return pr;
-}
+// Every peer on the node, arrays in windows / on the heap (redist::predict
+// without nodes).
+Prediction predict(const RankPlan& rp, const Machine& m) { return model(rp, m, false, {}); }
+Prediction predict_heap(const RankPlan& rp, const Machine& m) { return model(rp, m, true, {}); }
 
 // auto's condition for the model above: every source block in a shared window
 // (the window's members decide at execute whether each pair pushes or pulls).
@@ -762,6 +803,7 @@ StrategyEntry shm_strategy() {
   e.model_condition = "arrays in shared windows (redist::shared_allocate)";
   e.predict_heap = predict_heap;
   e.heap_model = "cross-memory attach, as direct";
+  e.predict_nodes = model;
   return e;
 }
 
