@@ -306,15 +306,18 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   // do the copies in parallel (a 256 MB copy into fresh pages: 0.10 s on one
   // thread, 0.05 s on two, 0.015 s into touched pages; docs/apps.md). Without
   // MPI_THREAD_MULTIPLE the threads only fault the pages first, in parallel, and one
-  // plan copies. Transparent huge pages, madvise'd, were 3x slower in one session
+  // plan copies. With one thread the calling thread faults them first too: on 2
+  // ranks x 1 thread the move in then took 0.050 s instead of 0.055 s (potrf, N =
+  // 6000) and 0.84 s instead of 1.09 s (gemm), medians of 4 launches each (the move's
+  // own faults, taken while it copies from the other rank, are slower). Transparent huge pages, madvise'd, were 3x slower in one session
   // (compaction on the fault) and 4x faster in another: not used. Not loaded (gemm's
   // C with beta = 0): not touched here at all; the GEMM tasks that write it fault
   // its pages on the runtime's workers.
-  if (load && fresh && parts > 1 && !parallel && part == Part::whole)
+  if (load && fresh && !parallel && part == Part::whole)
     in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) {
       for (std::size_t b = lo; b < hi; b += 4096) storage[b] = std::byte{0};
     });
-  else if (load && fresh && parts > 1 && !parallel) {
+  else if (load && fresh && !parallel) {
     // Only the pages of the tiles that travel: [0, sum) numbers their bytes in order.
     const auto ranges = tile_bytes(work, rank_of(comm), true);
     std::size_t sum = 0;
