@@ -60,7 +60,8 @@ struct Options {
   index_t inner = 0;
   // Process grid PxQ of the working layout; empty: the closest to square, P <= Q.
   Coord grid;
-  // Task runtime worker threads per rank (OpenBLAS single-threaded per task).
+  // Task runtime worker threads per rank (OpenBLAS single-threaded per task); also
+  // the threads of the moves in and back (one plan each, with MPI_THREAD_MULTIPLE).
   int threads = 1;
   // How the runtime's workers reach MPI (runtime::CommMode). workers (default): no
   // communication thread, so 2 ranks x 1 thread on 2 cores run 2 threads, not 4
