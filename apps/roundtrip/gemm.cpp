@@ -1,6 +1,7 @@
 // redist::apps::gemm: C = alpha A B + beta C with a redistribution round trip (paper
 // 000, sec. 8.7.2, Fig. 18): A, B and C moved to working layouts with one tile size
-// and grid, the tiled GEMM (apps/gemm) on the task runtime, C moved back.
+// and grid (on one rank A and B packed tile by tile by the READ tasks instead), the
+// tiled GEMM (apps/gemm) on the task runtime, C moved back.
 #include <algorithm>
 #include <cstring>
 #include <memory>
