@@ -3,6 +3,9 @@
 // products into it, in k order), OpenBLAS DGEMM single-threaded per task.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "redist/runtime/collection.hpp"
 #include "redist/runtime/task_graph.hpp"
 
@@ -26,5 +29,21 @@ enum class Reads {
 // B's rows).
 runtime::TaskGraph task_graph(double alpha, const runtime::LayoutCollection& a, const runtime::LayoutCollection& b,
                               double beta, const runtime::LayoutCollection& c, Reads reads = Reads::tasks);
+
+// Fills `dst` (column-major, leading dimension its rows) with tile (i, j) of a matrix.
+using Pack = std::function<void(std::int64_t i, std::int64_t j, double* dst)>;
+
+// The same product with A and B never held whole on the tiles: READ_A(m, k) on
+// the owner of C(m, 0) packs A's tile (m, k) with pack_a into a runtime buffer
+// (rows of C's tile row m x columns of k's tile k), READ_B(k, n) on the owner of
+// C(0, n) packs B's tile (k, n) with pack_b, each when the GEMMs of step k come
+// (priority -k, the GEMMs'), and the buffers go back to the runtime's pool once
+// their GEMMs ran: fresh memory only for the tiles alive at once, not for whole
+// copies of A and B (the round trip's move in was mostly page faults, docs/apps.md).
+// `k`: the tiles of the inner dimension. The result is bit for bit the one of the
+// graph above on the same tiles. pack_a / pack_b run on worker threads, several at
+// once; they must be able to reach those tiles on the ranks named (one rank: all).
+runtime::TaskGraph task_graph(double alpha, const DimPartition& k, Pack pack_a, Pack pack_b, double beta,
+                              const runtime::LayoutCollection& c);
 
 }  // namespace redist::gemm

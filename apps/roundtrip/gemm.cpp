@@ -1,13 +1,52 @@
 // redist::apps::gemm: C = alpha A B + beta C with a redistribution round trip (paper
 // 000, sec. 8.7.2, Fig. 18): A, B and C moved to working layouts with one tile size
-// and grid, the tiled GEMM (apps/gemm) on the task runtime, C moved back.
+// and grid (on one rank A and B packed tile by tile by the READ tasks instead), the
+// tiled GEMM (apps/gemm) on the task runtime, C moved back.
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "gemm/gemm.hpp"
 #include "redist/runtime/runtime.hpp"
 #include "roundtrip/roundtrip.hpp"
 
 namespace redist::apps {
+
+namespace {
+// Copies tile (i, j) of `work` (a layout with the same shape as `user`) from this
+// rank's storage `data` of `user`, which must hold all of it, into `dst`
+// (column-major, leading dimension the tile's rows): one memcpy per column of each
+// of the caller's tiles it crosses (a tile's column is contiguous in `tile` and
+// `local_array` storage).
+class Packer {
+ public:
+  Packer(const Layout& user, const void* data, const Layout& work, int rank)
+      : user_(user), work_(work), local_(std::make_shared<LocalIndex>(user, rank)),
+        data_(static_cast<const double*>(data)) {}
+  void operator()(std::int64_t i, std::int64_t j, double* dst) const {
+    const Box w = work_.tile_box(Coord{i, j});
+    const DimPartition &rows = user_.partition(0), &cols = user_.partition(1);
+    const index_t r1 = w.lo[0] + w.size[0], c1 = w.lo[1] + w.size[1];
+    for (index_t c = w.lo[1]; c < c1;) {
+      const index_t tc = cols.tile_of(c), ce = std::min(c1, cols.tile_lo(tc) + cols.tile_size(tc));
+      for (index_t r = w.lo[0]; r < r1;) {
+        const index_t tr = rows.tile_of(r), re = std::min(r1, rows.tile_lo(tr) + rows.tile_size(tr));
+        const Address a = local_->address(Coord{tr, tc}, Coord{r, c});
+        for (index_t x = c; x < ce; ++x)
+          std::memcpy(dst + (r - w.lo[0]) + (x - w.lo[1]) * w.size[0], data_ + a.offset + (x - c) * a.strides[1],
+                      static_cast<std::size_t>(re - r) * sizeof(double));
+        r = re;
+      }
+      c = ce;
+    }
+  }
+
+ private:
+  Layout user_, work_;
+  std::shared_ptr<const LocalIndex> local_;
+  const double* data_;
+};
+}  // namespace
 
 Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b, double beta,
             const Layout& c_layout, void* c, MPI_Comm comm, const Options& options) {
@@ -28,6 +67,21 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
   const Layout wa = work_layout(m, k, ranks, o), wb = work_layout(k, n, ranks, o), wc = work_layout(m, n, ranks, o);
   Report r;
   r.work = wc.spec();
+  // On one rank, where A and B would both move, they are not copied whole: the
+  // READ tasks pack each tile from the caller's storage when its step comes, into
+  // the runtime's pooled buffers (a fresh whole copy was mostly page faults; the
+  // packing is then part of compute_seconds). Else A and B move in first.
+  const bool pack = ranks == 1 && !(a_layout == wa) && !(b_layout == wb) &&
+                    a_layout.storage().kind != StorageKind::tile_pointers &&
+                    b_layout.storage().kind != StorageKind::tile_pointers;
+  if (pack) {
+    detail::WorkMatrix C(c_layout, c, wc, comm, o, beta != 0.0, 2, r.to_seconds);
+    r.moved = true;
+    runtime::TaskGraph g = gemm::task_graph(alpha, wa.partition(1), Packer(a_layout, a, wa, rank),
+                                            Packer(b_layout, b, wb, rank), beta, C.collection());
+    detail::run_and_store(g, C, comm, o, r);
+    return r;
+  }
   // A and B are only read: const_cast is safe, neither is stored back.
   detail::WorkMatrix A(a_layout, const_cast<void*>(a), wa, comm, o, true, 0, r.to_seconds);
   detail::WorkMatrix B(b_layout, const_cast<void*>(b), wb, comm, o, true, 1, r.to_seconds);

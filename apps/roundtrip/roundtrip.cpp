@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -205,14 +206,16 @@ std::vector<Region> lower_regions(const Layout& work) {
   return out;
 }
 
-// This rank's byte ranges of the working layout's tiles on and below the diagonal
-// (tile storage), merged where they touch.
-std::vector<std::pair<std::size_t, std::size_t>> lower_bytes(const Layout& work, int rank) {
+// This rank's byte ranges of the working layout's tiles in tile columns [c0, c1]
+// (tile storage), only those on and below the diagonal when `lower`, merged where
+// they touch.
+std::vector<std::pair<std::size_t, std::size_t>> tile_bytes(const Layout& work, int rank, bool lower,
+                                                            index_t c0 = 0, index_t c1 = -1) {
   const LocalIndex local(work, rank);
   std::vector<std::pair<std::size_t, std::size_t>> out;
   for (index_t o = 0; o < local.ntiles(); ++o) {
     const Coord t = local.tile(o);
-    if (t[0] < t[1]) continue;
+    if ((lower && t[0] < t[1]) || t[1] < c0 || (c1 >= 0 && t[1] > c1)) continue;
     const Box b = work.tile_box(t);
     const auto lo = static_cast<std::size_t>(local.address(t, b.lo).offset) * sizeof(double);
     const auto hi = lo + static_cast<std::size_t>(b.size.volume()) * sizeof(double);
@@ -223,22 +226,69 @@ std::vector<std::pair<std::size_t, std::size_t>> lower_bytes(const Layout& work,
   }
   return out;
 }
+
+// Writes a zero byte into every page of `ranges` of `storage` (faults them in).
+void touch(std::byte* storage, const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+  for (const auto& [a, b] : ranges)
+    for (std::size_t x = a; x < b; x = (x / 4096 + 1) * 4096) storage[x] = std::byte{0};
+}
+}  // namespace
+
+namespace {
+// What travels, as `parts` groups for one plan each: the working layout's tile
+// columns of `regions` (Part::lower's regions already are one per tile column; a
+// whole matrix is cut at its tile columns) in groups of consecutive columns with
+// about equal volume. One group (the regions as they are) when parts is 1.
+std::vector<std::vector<Region>> split(std::vector<Region> regions, const Layout& work, int parts) {
+  if (parts <= 1) return {std::move(regions)};
+  if (regions.size() == 1) {
+    const index_t m = work.shape()[0], n = work.shape()[1], t = work.partition(1).tile();
+    regions.clear();
+    for (index_t j = 0; j < n; j += t) {
+      Region r;
+      r.size = Coord{m, std::min(t, n - j)};
+      r.src_offset = r.dst_offset = Coord{0, j};
+      regions.push_back(r);
+    }
+  }
+  index_t total = 0;
+  for (const Region& r : regions) total += r.size.volume();
+  std::vector<std::vector<Region>> out(1);
+  index_t done = 0;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    out.back().push_back(regions[i]);
+    done += regions[i].size.volume();
+    // This group holds its share: the next region starts the next group.
+    if (i + 1 < regions.size() && static_cast<int>(out.size()) < parts &&
+        done * parts >= total * static_cast<index_t>(out.size()))
+      out.emplace_back();
+  }
+  return out;
+}
+
+bool thread_multiple() {
+  int level = MPI_THREAD_SINGLE;
+  redist::detail::check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+  return level >= MPI_THREAD_MULTIPLE;
+}
 }  // namespace
 
 WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
                        bool load, int slot, double& seconds, Part part)
     : user_(user), work_(work), data_(data), comm_(comm) {
   exec_.strategy = options.strategy;
-  if (part == Part::lower)
-    regions_ = lower_regions(work);
-  else
-    regions_.push_back(Region::whole(user.shape()));
   const double t0 = MPI_Wtime();
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
   if (!moved()) {
     collection_.emplace(work, comm, data, bytes);
     return;
   }
+  // Several plans at once need MPI_THREAD_MULTIPLE (each execute is collective on
+  // its plan's own communicator); every rank sees the same level and threads.
+  const int parts = std::max(1, options.threads);
+  const bool parallel = parts > 1 && thread_multiple();
+  groups_ = split(part == Part::lower ? lower_regions(work) : std::vector<Region>{Region::whole(user.shape())}, work,
+                  parallel ? parts : 1);
   bool fresh = true;
   std::byte* storage = nullptr;
   if (options.workspace) {
@@ -251,21 +301,25 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
                                                         " bytes for the working layout '" + work.spec() + "'");
   // Fresh memory is not zeroed when the move fills it (it writes every element): the
   // page faults of a fresh N^2/P array cost more than the copy into it here, and
-  // zeroing adds a pass. With several worker threads their cores take the faults
-  // first, in parallel (a 256 MB copy into fresh pages: 0.10 s on one thread, 0.05 s
-  // on two, 0.015 s into touched pages; docs/apps.md). Transparent huge pages,
-  // madvise'd, were 3x slower in one session (compaction on the fault) and 4x faster
-  // in another: not used.
-  const int parts = std::max(1, options.threads);
-  if (!load)
-    in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) { std::memset(storage + lo, 0, hi - lo); });
-  else if (fresh && parts > 1 && part == Part::whole)
+  // zeroing adds a pass. With several worker threads the move runs as that many
+  // plans at once, one per thread, so that the threads' cores take the faults and
+  // do the copies in parallel (a 256 MB copy into fresh pages: 0.10 s on one
+  // thread, 0.05 s on two, 0.015 s into touched pages; docs/apps.md). Without
+  // MPI_THREAD_MULTIPLE the threads only fault the pages first, in parallel, and one
+  // plan copies. With one thread the calling thread faults them first too: on 2
+  // ranks x 1 thread the move in then took 0.050 s instead of 0.055 s (potrf, N =
+  // 6000) and 0.84 s instead of 1.09 s (gemm), medians of 4 launches each (the move's
+  // own faults, taken while it copies from the other rank, are slower). Transparent huge pages, madvise'd, were 3x slower in one session
+  // (compaction on the fault) and 4x faster in another: not used. Not loaded (gemm's
+  // C with beta = 0): not touched here at all; the GEMM tasks that write it fault
+  // its pages on the runtime's workers.
+  if (load && fresh && !parallel && part == Part::whole)
     in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) {
       for (std::size_t b = lo; b < hi; b += 4096) storage[b] = std::byte{0};
     });
-  else if (fresh && parts > 1) {
+  else if (load && fresh && !parallel) {
     // Only the pages of the tiles that travel: [0, sum) numbers their bytes in order.
-    const auto ranges = lower_bytes(work, rank_of(comm));
+    const auto ranges = tile_bytes(work, rank_of(comm), true);
     std::size_t sum = 0;
     for (const auto& r : ranges) sum += r.second - r.first;
     in_parts(sum, parts, [storage, &ranges](std::size_t lo, std::size_t hi) {
@@ -280,21 +334,58 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
       }
     });
   }
-  collection_.emplace(work, comm, storage, bytes);
-  if (load) {
-    Plan to = make_plan(user_, work_, regions_, comm_, exec_);
-    to.execute(data_, collection_->storage());
+  // The parallel move: each thread first faults the pages of its own tiles, then
+  // copies into them (copying straight into fresh pages, the faults inside the
+  // copy, was no faster than one thread faulting and one copying: docs/apps.md).
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pages;
+  if (load && fresh && groups_.size() > 1) {
+    const index_t t = work.partition(1).tile();
+    for (const std::vector<Region>& g : groups_)
+      pages.push_back(tile_bytes(work, rank_of(comm), part == Part::lower, g.front().dst_offset[1] / t,
+                                 (g.back().dst_offset[1] + g.back().size[1] - 1) / t));
   }
+  collection_.emplace(work, comm, storage, bytes);
+  if (load) move(user_, data_, work_, collection_->storage(), pages);
   seconds += MPI_Wtime() - t0;
 }
 
 void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
 
+void WorkMatrix::move(const Layout& from, const void* src, const Layout& to, void* dst,
+                      const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages) {
+  std::vector<Plan> plans;
+  for (const std::vector<Region>& g : groups_) plans.push_back(make_plan(from, to, g, comm_, exec_));
+  if (plans.size() == 1) {
+    plans[0].execute(src, dst);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(plans.size());
+  auto run = [&](std::size_t i) {
+    try {
+      if (i < pages.size()) touch(static_cast<std::byte*>(dst), pages[i]);
+      plans[i].execute(src, dst);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t i = 1; i < plans.size(); ++i) {
+    try {
+      helpers.emplace_back(run, i);
+    } catch (const std::system_error&) {
+      run(i);  // no thread to be had: the caller runs that plan (each has its own communicator)
+    }
+  }
+  run(0);
+  for (std::thread& t : helpers) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 void WorkMatrix::store_back(double& seconds) {
   if (!moved()) return;
   const double t0 = MPI_Wtime();
-  Plan back = make_plan(work_, user_, regions_, comm_, exec_);
-  back.execute(collection_->storage(), data_);
+  move(work_, collection_->storage(), user_, data_, {});
   seconds += MPI_Wtime() - t0;
 }
 

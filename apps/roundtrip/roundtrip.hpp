@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redist/apps.hpp"
@@ -41,8 +42,12 @@ enum class Part {
 // in options.workspace's buffer `slot` when there is one, else in fresh memory.
 class WorkMatrix {
  public:
-  // Collective. With `load` false, the working copy is zeroed but nothing is moved
-  // into it. `part`: the tiles moved in and back (Part::lower needs a square matrix).
+  // Collective. With `load` false nothing is moved into the working copy and its
+  // memory is left as it is (not zeroed, not faulted: gemm with beta = 0, whose
+  // GEMM(m, n, 0) writes C without reading it). `part`: the tiles moved in and back
+  // (Part::lower needs a square matrix). With options.threads > 1 (and
+  // MPI_THREAD_MULTIPLE) both moves run as options.threads plans over consecutive
+  // tile columns of about equal volume, one per thread, at once.
   WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
              bool load, int slot, double& seconds, Part part = Part::whole);
   runtime::LayoutCollection& collection() { return *collection_; }
@@ -56,7 +61,12 @@ class WorkMatrix {
   void* data_;
   MPI_Comm comm_;
   redist::Options exec_;
-  std::vector<Region> regions_;  // what travels, in both directions
+  std::vector<std::vector<Region>> groups_;  // what travels, in both directions: one plan (thread) each
+  // Moves groups_ from `src` (layout `from`) to `dst` (layout `to`): one plan per
+  // group, made here in order (collective), executed at once from one thread each;
+  // thread i first faults the byte ranges pages[i] of `dst` (none: pages empty).
+  void move(const Layout& from, const void* src, const Layout& to, void* dst,
+            const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages);
   struct Free {
     void operator()(std::byte* p) const;
   };

@@ -28,7 +28,8 @@ namespace redist::apps {
 // there, so a repeated call of the same size or smaller pays no page faults for
 // them (the move in of a fresh N = 8000 working copy was mostly first-touch page
 // faults here, docs/apps.md). Holds up to one buffer per matrix of a call (gemm:
-// A, B, C) until release() or destruction. One call at a time per workspace.
+// A, B, C; on one rank gemm packs A and B tile by tile and keeps only C here)
+// until release() or destruction. One call at a time per workspace.
 class Workspace {
  public:
   Workspace() = default;
@@ -59,7 +60,8 @@ struct Options {
   index_t inner = 0;
   // Process grid PxQ of the working layout; empty: the closest to square, P <= Q.
   Coord grid;
-  // Task runtime worker threads per rank (OpenBLAS single-threaded per task).
+  // Task runtime worker threads per rank (OpenBLAS single-threaded per task); also
+  // the threads of the moves in and back (one plan each, with MPI_THREAD_MULTIPLE).
   int threads = 1;
   // How the runtime's workers reach MPI (runtime::CommMode). workers (default): no
   // communication thread, so 2 ranks x 1 thread on 2 cores run 2 threads, not 4
@@ -145,8 +147,11 @@ QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& 
 // (any layouts; doubles): A and B are moved to the working layouts (A m x k, B
 // k x n, C m x n: one tile size and grid), the tiled product runs on the task
 // runtime (one DGEMM task per C tile and k tile, in k order), and C is moved
-// back. A and B are not changed. Collective; errors as potrf (shapes that do not
-// match, ...).
+// back. On one rank, where A and B both need moving, they are not copied whole:
+// READ tasks pack each tile from the caller's storage when its step comes (the
+// packing counts in compute_seconds; Report::to_seconds is C's move alone). With
+// beta = 0 C is not moved in (nor zeroed). A and B are not changed. Collective;
+// errors as potrf (shapes that do not match, ...).
 Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b,
             double beta, const Layout& c_layout, void* c, MPI_Comm comm, const Options& options = {});
 

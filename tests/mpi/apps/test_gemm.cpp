@@ -2,9 +2,11 @@
 // (45x37) B (37x29) - 0.5 C, tiles of 8 (ragged), from ScaLAPACK storage on a 1xP
 // grid, from random owners, and from the working layouts: bit for bit the tiled
 // GEMM run directly on the working layouts, A and B unchanged, and against cblas_dgemm
-// on rank 0 (rel. 1e-13). beta = 0 ignores C (NaN in C stays out of the result).
+// on rank 0 (rel. 1e-13). beta = 0 ignores C (NaN in the caller's C or in the
+// working copy's memory stays out of the result).
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -111,10 +113,20 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
   const redist::Layout lb = redist::Layout::parse("10x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
   const redist::Layout lc = redist::Layout::parse("20x12 tile=5x5 block_cyclic grid=1x" + p + " storage=local_array");
   const std::vector<double> a = make_local(la, ea), b = make_local(lb, eb);
-  // Twice with one workspace: the second call's C buffer holds the first one's product.
+  // Three times with one workspace: the second call's C buffer holds the first one's
+  // product, the third's is NaN (the working C is neither moved in nor zeroed when
+  // beta = 0: GEMM(m, n, 0) must write it without reading it).
   apps::Workspace ws;
   o.workspace = &ws;
-  for (int call = 0; call < 2; ++call) {
+  for (int call = 0; call < 3; ++call) {
+    if (call == 2) {
+      const redist::Layout wc = apps::work_layout(20, 12, world_size(), o);
+      const auto elements = static_cast<std::size_t>(redist::LocalIndex(wc, world_rank()).elements());
+      bool fresh = false;
+      double* w = reinterpret_cast<double*>(ws.take(2, elements * sizeof(double), fresh));
+      ASSERT_FALSE(fresh) << "the workspace should hold the working C of the calls before";
+      std::fill(w, w + elements, std::numeric_limits<double>::quiet_NaN());
+    }
     std::vector<double> c = make_local(lc, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
     apps::gemm(1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
     const std::vector<double> got = gather_root(lc, c.data());
