@@ -207,7 +207,6 @@ CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>
 std::string CmaMover::flush() {
   size_t li = 0, ri = 0;
   const char* call = dir_ == read ? "process_vm_readv" : "process_vm_writev";
-
   while (li < local_.size()) {
     const auto nl = static_cast<unsigned long>(local_.size() - li), nr = static_cast<unsigned long>(remote_.size() - ri);
     const ssize_t got = dir_ == read ? process_vm_readv(pid_, &local_[li], nl, &remote_[ri], nr, 0)
