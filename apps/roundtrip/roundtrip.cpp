@@ -309,8 +309,9 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   // plan copies. With one thread the calling thread faults them first too: on 2
   // ranks x 1 thread the move in then took 0.050 s instead of 0.055 s (potrf, N =
   // 6000) and 0.84 s instead of 1.09 s (gemm), medians of 4 launches each (the move's
-  // own faults, taken while it copies from the other rank, are slower). Transparent huge pages, madvise'd, were 3x slower in one session
-  // (compaction on the fault) and 4x faster in another: not used. Not loaded (gemm's
+  // own faults, taken while it copies from the other rank, are slower). Transparent
+  // huge pages, madvise'd, were 3x slower in one session (compaction on the fault)
+  // and 4x faster in another: not used. Not loaded (gemm's
   // C with beta = 0): not touched here at all; the GEMM tasks that write it fault
   // its pages on the runtime's workers.
   if (load && fresh && !parallel && part == Part::whole)

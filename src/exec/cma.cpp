@@ -47,15 +47,15 @@ template <class F>
 void walk_rows(const Segment& s, int ndim, index_t es, index_t run, std::uint64_t mine, const Coord& ms,
                const std::array<index_t, 2>& mstep, std::uint64_t theirs, const std::int64_t* w, F&& f) {
   const SenderView v = sender_view(w, ndim);
-  walk_run(s.shape, run, es, s.count, reinterpret_cast<const std::byte*>(theirs + static_cast<std::uint64_t>(v.offset * es)),
-           v.strides, v.step, reinterpret_cast<std::byte*>(mine), ms, mstep,
+  const auto* peer = reinterpret_cast<const std::byte*>(theirs + static_cast<std::uint64_t>(v.offset * es));
+  walk_run(s.shape, run, es, s.count, peer, v.strides, v.step, reinterpret_cast<std::byte*>(mine), ms, mstep,
            [&](std::byte* t, index_t ts0, index_t ts1, const std::byte* fr, index_t fs0, index_t fs1, index_t n0,
                index_t n1, index_t row) {
              const auto tt = reinterpret_cast<std::uint64_t>(t), ff = reinterpret_cast<std::uint64_t>(fr);
              for (index_t j = 0; j < n1; ++j)
                for (index_t i = 0; i < n0; ++i)
-                 f(tt + static_cast<std::uint64_t>(j * ts1 + i * ts0), ff + static_cast<std::uint64_t>(j * fs1 + i * fs0),
-                   row);
+                 f(tt + static_cast<std::uint64_t>(j * ts1 + i * ts0),
+                   ff + static_cast<std::uint64_t>(j * fs1 + i * fs0), row);
            });
 }
 
@@ -208,7 +208,8 @@ std::string CmaMover::flush() {
   size_t li = 0, ri = 0;
   const char* call = dir_ == read ? "process_vm_readv" : "process_vm_writev";
   while (li < local_.size()) {
-    const auto nl = static_cast<unsigned long>(local_.size() - li), nr = static_cast<unsigned long>(remote_.size() - ri);
+    const auto nl = static_cast<unsigned long>(local_.size() - li);
+    const auto nr = static_cast<unsigned long>(remote_.size() - ri);
     const ssize_t got = dir_ == read ? process_vm_readv(pid_, &local_[li], nl, &remote_[ri], nr, 0)
                                      : process_vm_writev(pid_, &local_[li], nl, &remote_[ri], nr, 0);
     if (got < 0) return cat(call, " failed: ", std::strerror(errno));
