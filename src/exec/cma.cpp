@@ -257,6 +257,13 @@ std::string CmaMover::segment(const PlanCore& p, const Segment& s, const std::in
   return err;
 }
 
+double cma_read_time(const Segment& g, index_t es, const Rates& rt) {
+  const Runs r = runs_of(g, es);
+  if (g.run * es < kCmaPackBelow)  // packed, read as one run, unpacked
+    return rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
+  return rt.vm.time({static_cast<double>(g.run * es), static_cast<double>(g.elements() / g.run)});  // row by row
+}
+
 Prediction cma_predict(const RankPlan& rp, const Machine& m) {
   if (m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
   const Rates rt = rates(rp, m, false);
@@ -266,13 +273,7 @@ Prediction cma_predict(const RankPlan& rp, const Machine& m) {
     for (const Segment& g : pp.segments)
       if (g.run * es < kCmaPackBelow) pack += rt.copy.time(runs_of(g, es));
   for (const PeerPlan& pp : rp.receives)
-    for (const Segment& g : pp.segments) {
-      const Runs r = runs_of(g, es);
-      if (g.run * es < kCmaPackBelow)  // packed, read as one run, unpacked
-        read += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
-      else  // one read per row of each segment
-        read += rt.vm.time({static_cast<double>(g.run * es), static_cast<double>(g.elements() / g.run)});
-    }
+    for (const Segment& g : pp.segments) read += cma_read_time(g, es, rt);
   Prediction p;
   p.comm = 2 * m.startup * static_cast<double>(std::max(rp.sends.size(), rp.receives.size()));
   p.memcpy = local_copy_time(rp, rt) + pack + read;

@@ -123,6 +123,12 @@ class CmaMover {
 // Bytes packed for writing between two flushes (rows under kCmaWritePackBelow).
 inline constexpr index_t kCmaPackBatch = index_t{256} << 10;
 
+struct Rates;  // cost/model.hpp
+// The model's time for this rank to read one received segment through
+// cross-memory attach: rows under kCmaPackBelow packed by the sender, read as one
+// run and unpacked; else one read per row at the process_vm_readv curve.
+double cma_read_time(const Segment& g, index_t es, const Rates& rt);
+
 // The model of a transfer through cross-memory attach (`direct`; `shm` on the
 // heap): T_comm = 2 t_m per peer (pointers, done); T_memcpy = local copies + the
 // rows this rank reads at the measured process_vm_readv cost per row size; rows

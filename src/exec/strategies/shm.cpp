@@ -269,6 +269,12 @@ std::string Shm::resolve(const std::vector<std::int64_t>& h, std::int64_t nblock
   return {};
 }
 
+// The blocks a header names, as addresses in the peer's process (cma path).
+void addresses(const std::vector<std::int64_t>& h, std::int64_t nblocks, std::vector<std::uint64_t>& base) {
+  base.resize(static_cast<size_t>(nblocks));
+  for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(h[1 + kPerBlock * b + 4]);
+}
+
 // Push's rows, every local copy and every segment to a peer on the node, one
 // record per contiguous row, sorted by their place in this rank's source.
 void Shm::build_rows() {
@@ -445,8 +451,7 @@ std::string Shm::cma_read(size_t i, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
   const size_t per = record_size(p.rp.ndim);
   std::vector<std::uint64_t>& base = cma_base_[i];
-  base.resize(static_cast<size_t>(recv_src_blocks_[i]));
-  for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(src_in_[i][1 + kPerBlock * b + 4]);
+  addresses(src_in_[i], recv_src_blocks_[i], base);
   mover_.start(cma_peers_.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
   std::string err;
   for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
@@ -503,8 +508,7 @@ std::string Shm::cma_write(size_t i, const SrcBlocks& src) {
   const index_t es = p.rp.elem_size;
   const size_t per = record_size(p.rp.ndim);
   std::vector<std::uint64_t>& base = cma_base_out_[i];
-  base.resize(static_cast<size_t>(send_dst_blocks_[i]));
-  for (size_t b = 0; b < base.size(); ++b) base[b] = static_cast<std::uint64_t>(dst_in_[i][1 + kPerBlock * b + 4]);
+  addresses(dst_in_[i], send_dst_blocks_[i], base);
   std::byte* scratch = nullptr;
   if (pack_.send_bytes[i] > 0) {
     if (!sbuf_) sbuf_ = p.send_scratch();
@@ -760,13 +764,7 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
     ++on_receives;
     if (!heap) continue;  // written by the sender (or pulled: the same copy)
     packed_receives += short_rows(pp);
-    for (const Segment& g : pp.segments) {
-      const Runs r = runs_of(g, es);
-      if (g.run * es < kCmaPackBelow)  // packed, read as one run, unpacked
-        copies += rt.copy.time(r) + rt.vm.time({r.row_bytes * r.rows, 1});
-      else  // one read per row of each segment
-        copies += rt.vm.time({static_cast<double>(g.run * es), static_cast<double>(g.elements() / g.run)});
-    }
+    for (const Segment& g : pp.segments) copies += cma_read_time(g, es, rt);
   }
   Prediction pr;
   pr.comm = 2 * m.startup * static_cast<double>(std::max(on_sends, on_receives)) +
