@@ -56,6 +56,28 @@ Paths paths_of(const std::string& d) {
   return p;
 }
 
+template <class... T>
+std::string label(const T&... v) {
+  std::ostringstream o;
+  (o << ... << v);
+  return o.str();
+}
+
+// Executes `plan` with shm twice, the source filled with pattern `id`, the
+// target refilled each time (pattern id + 1 + rep): every element checked against
+// the serial oracle, failures labelled `what`.
+void execute_twice(Plan& plan, const Layout& src, const Layout& dst, harness::LocalStorage& s,
+                   harness::LocalStorage& d, const Region& r, std::uint64_t id, const std::string& what) {
+  const int rank = world_rank();
+  fill_pattern(src, rank, s.blocks(), id);
+  for (std::uint64_t rep = 0; rep < 2; ++rep) {
+    fill_pattern(dst, rank, d.blocks(), id + 1 + rep);
+    plan.execute(s.const_blocks(), d.blocks(), "shm");
+    const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, id, id + 1 + rep);
+    EXPECT_TRUE(all_ok(k.ok())) << what << ": " << k.first_error;
+  }
+}
+
 // An oracle for the probe: can this rank read its neighbour's memory with
 // process_vm_readv (same user, no ptrace restriction)? Agreed over the ranks.
 bool cma_works() {
@@ -104,15 +126,9 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
                                        : harness::LocalStorage(dst, rank);
   // The storage's node follows $REDIST_NODE_SIZE; the plan's, Options::node_size:
   // the tests keep them equal (shared_allocate's node_size argument).
-  fill_pattern(src, rank, s.blocks(), 11);
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
-  for (int rep = 0; rep < 2; ++rep) {
-    fill_pattern(dst, rank, d.blocks(), 22);
-    plan.execute(s.const_blocks(), d.blocks(), "shm");
-    const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 11, 22);
-    EXPECT_TRUE(all_ok(k.ok())) << "shared " << shared_src << shared_dst << " node size " << node_size << " no_cma "
-                                << no_cma << ": " << k.first_error;
-  }
+  execute_twice(plan, src, dst, s, d, r, 11,
+                label("shared ", shared_src, shared_dst, " node size ", node_size, " no_cma ", no_cma));
   unsetenv("REDIST_CMA");
   const Paths got = paths_of(plan.describe("shm"));
   long long want_push = 0, want_pull = 0, want_cma = 0, want_node = 0, want_off = 0;
@@ -224,14 +240,8 @@ TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
       const Layout& dst = forward ? runs : cols;
       const Region r = Region::parse("1995x36 from=3x1 to=1x0");
       harness::LocalStorage s(src, rank), d(dst, rank);
-      fill_pattern(src, rank, s.blocks(), 41);
       Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-      for (int rep = 0; rep < 2; ++rep) {
-        fill_pattern(dst, rank, d.blocks(), 42 + rep);
-        plan.execute(s.const_blocks(), d.blocks(), "shm");
-        const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 41, 42 + rep);
-        EXPECT_TRUE(all_ok(k.ok())) << "forward " << forward << " element size " << es << ": " << k.first_error;
-      }
+      execute_twice(plan, src, dst, s, d, r, 41, label("forward ", forward, " element size ", es));
       const std::string desc = plan.describe("shm");
       const Paths got = paths_of(desc);
       const std::string want = forward ? "written by the sender" : "read by this rank";
@@ -245,12 +255,8 @@ TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
         const Layout c = block_cyclic_layout({423, 4200}, {211, 3}, {1, p}, es, StorageKind::local_array);
         const Layout t = block_cyclic_layout({423, 4200}, {211, 3}, {p, 1}, es, StorageKind::local_array);
         harness::LocalStorage cs(c, rank), ts(t, rank);
-        fill_pattern(c, rank, cs.blocks(), 51);
-        fill_pattern(t, rank, ts.blocks(), 52);
         Plan q = make_plan(c, t, Region::whole(c.shape()), MPI_COMM_WORLD);
-        q.execute(cs.const_blocks(), ts.blocks(), "shm");
-        const CheckResult k = check_redistributed(t, rank, ts.blocks(), Region::whole(c.shape()), c, 51, 52);
-        EXPECT_TRUE(all_ok(k.ok())) << "ragged row: " << k.first_error;
+        execute_twice(q, c, t, cs, ts, Region::whole(c.shape()), 51, "ragged row");
         int written = q.describe("shm").find(want) != std::string::npos;  // on some rank at least
         MPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         EXPECT_EQ(written, 1) << q.describe("shm");
@@ -274,14 +280,8 @@ TEST(Shm, ShortRowsStreamAsChains) {
     const Layout dst = block_cyclic_layout({n, n - 6}, {t, t}, {p, 1}, es, StorageKind::local_array);
     const Region r = Region::parse(es == 8 ? "1598x1590 from=3x4 to=1x2" : "2190x2180 from=5x2 to=3x9");
     harness::LocalStorage s(src, LocalIndex(src, rank), MPI_COMM_WORLD), d(dst, LocalIndex(dst, rank), MPI_COMM_WORLD);
-    fill_pattern(src, rank, s.blocks(), 31);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    for (int rep = 0; rep < 2; ++rep) {
-      fill_pattern(dst, rank, d.blocks(), 32 + rep);
-      plan.execute(s.const_blocks(), d.blocks(), "shm");
-      const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 31, 32 + rep);
-      EXPECT_TRUE(all_ok(k.ok())) << "element size " << es << ": " << k.first_error;
-    }
+    execute_twice(plan, src, dst, s, d, r, 31, label("element size ", es));
     if (p == 1) continue;  // one rank copies its columns whole
     std::smatch m;
     const std::string desc = plan.describe("shm");
