@@ -75,8 +75,9 @@ options:
                    works (default: no budget)
   --storage S      where the harness allocates the arrays: heap (default) or
                    shared (MPI-3 shared windows, redist::shared_allocate: the
-                   shm strategy then copies once; on the heap it reads peers
-                   on the node with cross-memory attach unless $REDIST_CMA=0;
+                   shm strategy then copies once; on the heap it moves rows
+                   between ranks of the node with cross-memory attach, read by
+                   the receiver or written by the sender, unless $REDIST_CMA=0;
                    docs/shm.md); also $REDIST_STORAGE
   --auto-trials K  auto times its two best-predicted strategies in turn on its
                    first 2K executes, then keeps the faster (Options::auto_trials;
