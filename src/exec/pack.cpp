@@ -19,18 +19,20 @@ void unpack_run(const Segment& s, const std::byte* buf, std::byte* to, index_t e
            s.at.strides, s.step, stream);
 }
 
-void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
+void copy_local(const PlanCore& p, size_t k, const SrcBlocks& src, const DstBlocks& dst, bool stream) {
   const index_t es = p.rp.elem_size;
+  const LocalCopy& c = p.rp.locals[k];
+  if (const Arithmetic* a = arithmetic_of(p))
+    axpby_run(*a, c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
+              c.to.strides, c.to_step);
+  else
+    copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
+             c.to.strides, c.to_step, stream);
+}
+
+void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const bool stream = stream_for(p.rp.stats.bytes_local);
-  const Arithmetic* a = arithmetic_of(p);
-  for (const LocalCopy& c : p.rp.locals) {
-    if (a)
-      axpby_run(*a, c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
-                c.to.strides, c.to_step);
-    else
-      copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
-               c.to.strides, c.to_step, stream);
-  }
+  for (size_t k = 0; k < p.rp.locals.size(); ++k) copy_local(p, k, src, dst, stream);
   if (stream) stream_fence();
 }
 

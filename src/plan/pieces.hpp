@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
 
 #include "redist/plan.hpp"
 
@@ -52,7 +53,7 @@ void cut_box(const Segment& s, Segment& cut, int d, index_t a, index_t b, index_
 // Calls f(piece, at) for the pieces of elements [a, b) of `segments` packed one
 // after another; `at` is the piece's first element counted from a.
 template <class F>
-void for_range(const std::vector<Segment>& segments, index_t a, index_t b, F&& f) {
+void for_range(std::span<const Segment> segments, index_t a, index_t b, F&& f) {
   index_t base = 0;  // the current segment's first element in the message
   for (const Segment& s : segments) {
     const index_t n = s.elements();

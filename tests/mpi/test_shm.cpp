@@ -36,15 +36,15 @@ namespace {
 // Bytes a rank received through each path in its last shm run (describe()), and
 // each receive peer's path and reason ("by peer: cma (...) from ranks 1, 2; ...").
 struct Paths {
-  long long window = 0, pushed = 0, cma = 0, node_message = 0, off_node = 0;
+  long long window = 0, pushed = 0, ring = 0, cma = 0, node_message = 0, off_node = 0;
   std::map<int, std::string> peer;
 };
 Paths paths_of(const std::string& d) {
   std::smatch m;
-  const std::regex re(R"(received (\d+) bytes through shared windows \(one copy: (\d+) written by their senders[^)]*\), (\d+) bytes by cross-memory attach[^)]*\), (\d+) bytes by messages from ranks on this node, (\d+) bytes by messages from other nodes)");
+  const std::regex re(R"(received (\d+) bytes through shared windows \(one copy: (\d+) written by their senders[^)]*\), (\d+) bytes through rings in shared memory[^)]*\), (\d+) bytes by cross-memory attach[^)]*\), (\d+) bytes by messages from ranks on this node, (\d+) bytes by messages from other nodes)");
   EXPECT_TRUE(std::regex_search(d, m, re)) << d;
   if (m.empty()) return {};
-  Paths p{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), {}};
+  Paths p{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), std::stoll(m[6]), {}};
   const size_t at = d.find("; by peer: ");
   if (at == std::string::npos) return p;
   const std::regex group(R"(([a-z]+ \([^)]*\)) from ranks? ([0-9, ]+))");
@@ -102,16 +102,18 @@ bool cma_works() {
 // One case, each storage in a shared window or on the heap, several node sizes:
 // the oracle's bytes everywhere, and each peer's bytes on the path its storage
 // and node allow (a target in a window: its senders write it, push; else a
-// source in a window: the receiver reads it, pull; else cross-memory attach
-// unless `no_cma` ($REDIST_CMA=0) or the machine forbids it; else messages),
-// each peer named with its path and reason.
+// source in a window: the receiver reads it, pull; else a ring in shared memory
+// unless not `rings` ($REDIST_SHM_FIFO=0); else cross-memory attach unless
+// `no_cma` ($REDIST_CMA=0) or the machine forbids it; else messages), each peer
+// named with its path and reason.
 // `long_rows`: rows of 1-4 KB, which push walks in source order (one sorted list
 // of rows for all its targets) and cma reads row by row (rows of 2 KB and more)
 // or packed; else rows of 40-64 bytes, copied segment by segment or packed.
 // `blocked`: the rank whose process_vm_readv fails (EPERM, Shm.ProbeFailsOnOneRank).
 void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false, bool no_cma = false,
-         int blocked = -1) {
+         int blocked = -1, bool rings = true) {
   if (no_cma) setenv("REDIST_CMA", "0", 1);  // read when the plan first runs shm
+  if (!rings) setenv("REDIST_SHM_FIFO", "0", 1);
   const int p = world_size(), rank = world_rank();
   const Layout src = long_rows ? block_cyclic_layout({1999, 37}, {500, 3}, {1, p}, 8, StorageKind::local_array)
                                : block_cyclic_layout({97, 61}, {8, 7}, {1, p});
@@ -128,18 +130,25 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
   // the tests keep them equal (shared_allocate's node_size argument).
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
   execute_twice(plan, src, dst, s, d, r, 11,
-                label("shared ", shared_src, shared_dst, " node size ", node_size, " no_cma ", no_cma));
+                label("shared ", shared_src, shared_dst, " node size ", node_size, " no_cma ", no_cma, " rings ", rings));
   unsetenv("REDIST_CMA");
+  unsetenv("REDIST_SHM_FIFO");
   const Paths got = paths_of(plan.describe("shm"));
-  long long want_push = 0, want_pull = 0, want_cma = 0, want_node = 0, want_off = 0;
+  long long want_push = 0, want_pull = 0, want_ring = 0, want_cma = 0, want_node = 0, want_off = 0;
   const int k = node_size > 0 ? node_size : p;
   const bool cma = !no_cma && cma_works() && rank != blocked;
   for (const PeerPlan& pp : plan.rank_plan().receives) {
     const bool same_node = pp.peer / k == rank / k;
-    (!same_node ? want_off : shared_dst ? want_push : shared_src ? want_pull : cma ? want_cma : want_node) += pp.bytes;
+    (!same_node    ? want_off
+     : shared_dst ? want_push
+     : shared_src ? want_pull
+     : rings      ? want_ring
+     : cma        ? want_cma
+                  : want_node) += pp.bytes;
     const std::string why = !same_node   ? "message (another node)"
                             : shared_dst ? "push (target in a shared window)"
                             : shared_src ? "pull (source in a shared window)"
+                            : rings      ? "fifo (not in windows: packed by the sender into a ring in shared memory"
                             : cma        ? "cma (not in windows: cross-memory attach, "
                             : no_cma     ? "message (not in windows; REDIST_CMA=0)"
                             : blocked == rank ? "message (not in windows; probe failed: Operation not permitted)"
@@ -147,11 +156,15 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
     EXPECT_EQ(got.peer.count(pp.peer), 1u) << "rank " << pp.peer << ": " << plan.describe("shm");
     if (got.peer.count(pp.peer)) {
       EXPECT_EQ(got.peer.at(pp.peer).rfind(why, 0), 0u) << plan.describe("shm");
+      if (same_node && !shared_dst && !shared_src && !rings && cma) {  // says why not a ring
+        EXPECT_NE(got.peer.at(pp.peer).find("; no ring: REDIST_SHM_FIFO=0)"), std::string::npos) << plan.describe("shm");
+      }
     }
   }
   EXPECT_EQ(got.peer.size(), plan.rank_plan().receives.size()) << plan.describe("shm");
   EXPECT_EQ(got.window, want_push + want_pull) << plan.describe("shm");
   EXPECT_EQ(got.pushed, want_push) << plan.describe("shm");
+  EXPECT_EQ(got.ring, want_ring) << plan.describe("shm");
   EXPECT_EQ(got.cma, want_cma) << plan.describe("shm");
   EXPECT_EQ(got.node_message, want_node) << plan.describe("shm");
   EXPECT_EQ(got.off_node, want_off) << plan.describe("shm");
@@ -159,18 +172,25 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
   EXPECT_EQ(walked, long_rows && want_push > 0) << plan.describe("shm");
 }
 
-// User memory on the node: cross-memory attach (rows of 40-64 bytes: all packed
-// by the senders); with REDIST_CMA=0 messages, the reason named.
-TEST(Shm, HeapStorageIsReadWithCrossMemoryAttach) { run(false, false, 0); }
-TEST(Shm, HeapStorageGoesByMessagesWithoutCma) {
-  run(false, false, 0, false, true);
+// User memory on the node: rings in shared memory (REDIST_CMA=0 changes
+// nothing); without rings cross-memory attach (rows of 40-64 bytes: all packed
+// by the senders); without either, messages, the reason named.
+TEST(Shm, HeapStorageGoesThroughRings) {
+  run(false, false, 0);
+  run(false, false, 0, true);
   run(false, false, 0, true, true);
+}
+TEST(Shm, HeapStorageTakesCrossMemoryAttachWithoutRings) { run(false, false, 0, false, false, -1, false); }
+TEST(Shm, HeapStorageGoesByMessagesWithoutRingsOrCma) {
+  run(false, false, 0, false, true, -1, false);
+  run(false, false, 0, true, true, -1, false);
 }
 TEST(Shm, SharedTargetsAreWrittenBySenders) { run(true, true, 0); run(false, true, 0); }
 TEST(Shm, SharedSourceOnlyIsReadByReceivers) { run(true, false, 0); }
 TEST(Shm, LongRowsArePushedInSourceOrder) {
   run(true, true, 0, true);
-  run(false, false, 0, true);  // cma: rows of 4000 bytes read one by one, of 1688 packed
+  run(false, false, 0, true);  // rings
+  run(false, false, 0, true, false, -1, false);  // cma: rows of 4000 bytes read one by one, of 1688 packed
   run(true, false, 0, true);
   setenv("REDIST_NODE_SIZE", "2", 1);
   run(true, true, 2, true);
@@ -187,14 +207,15 @@ TEST(Shm, ForcedNodeSizes) {
     run(true, false, k);
     run(false, false, k);
     run(false, false, k, true);
-    run(false, false, k, false, true);
+    run(false, false, k, true, false, -1, false);
+    run(false, false, k, false, true, -1, false);
     unsetenv("REDIST_NODE_SIZE");
   }
 }
 
 // One rank cannot read the others' memory (a seccomp filter makes its
 // process_vm_readv fail with EPERM, as a ptrace/yama restriction would): its pairs
-// go by message in both directions of agreement (it tells its senders), the pairs
+// (rings off: they would carry them) go by message in both directions of agreement (it tells its senders), the pairs
 // where it is read stay on cma; no hang, every element right. Irreversible for the
 // process, so only in its own ctest run (test_shm_probe_fails: REDIST_TEST_BLOCK_CMA
 // names the rank; Open MPI's own single copy off there, it would read too).
@@ -215,10 +236,10 @@ TEST(Shm, ProbeFailsOnOneRank) {
     ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
     ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
   }
-  run(false, false, 0, false, false, blocked);
-  run(false, false, 0, true, false, blocked);
+  run(false, false, 0, false, false, blocked, false);
+  run(false, false, 0, true, false, blocked, false);
   setenv("REDIST_NODE_SIZE", "2", 1);
-  run(false, false, 2, true, false, blocked);
+  run(false, false, 2, true, false, blocked, false);
   unsetenv("REDIST_NODE_SIZE");
 }
 
@@ -228,9 +249,11 @@ TEST(Shm, ProbeFailsOnOneRank) {
 // sender writes them (process_vm_writev); the reverse: the receiver reads them
 // (process_vm_readv). Both with 8- and 4-byte elements (rows under
 // kCmaWritePackBelow packed first); every element checked against the oracle.
+// Rings off ($REDIST_SHM_FIFO=0): they would take these pairs.
 TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
   const int p = world_size(), rank = world_rank();
   if (p == 1 || !cma_works()) GTEST_SKIP() << "needs two ranks that may read each other";
+  setenv("REDIST_SHM_FIFO", "0", 1);
   for (const index_t es : {index_t{8}, index_t{4}})
     for (const bool forward : {true, false}) {
       const index_t rows = es == 8 ? 211 : 37;  // 1688 bytes (written row by row) or 148 (packed first)
@@ -266,6 +289,7 @@ TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
         EXPECT_NE(got.peer.at(pp.peer).find(want), std::string::npos) << "forward " << forward << ": " << desc;
       }
     }
+  unsetenv("REDIST_SHM_FIFO");
 }
 
 // Case d's shape (issue 14), smaller and ragged: rows of 80 bytes going to two or

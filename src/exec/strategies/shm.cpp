@@ -25,6 +25,12 @@
 //            the packed run's address), or the sender writes the receiver's
 //            target (process_vm_writev; rows shorter than kCmaWritePackBelow
 //            packed first); "done" from whoever moved the bytes.
+//   fifo     neither (the default for such pairs): the sender packs its rows into
+//            a ring of a few slots in shared memory, the receiver unpacks them
+//            (exec/fifo.hpp): two copies, the bytes in the caches between them;
+//            no message, the ring's counters are the synchronization. Faster
+//            here than cross-memory attach, whose kernel pins every 4 KB page
+//            ($REDIST_SHM_FIFO=0 or a ring that cannot be made: cma).
 //   message  neither, and cross-memory attach refused for the pair (probed once
 //            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
 //            failed probe read, Options::arithmetic), or the peer is on another
@@ -41,6 +47,7 @@
 
 #include "cost/model.hpp"
 #include "exec/cma.hpp"
+#include "exec/fifo.hpp"
 #include "exec/pack.hpp"
 #include "exec/remote.hpp"
 #include "exec/shm_window.hpp"
@@ -52,11 +59,11 @@ namespace redist::detail {
 namespace {
 
 constexpr int kTagSrcWhere = 21, kTagDstWhere = 22, kTagSource = 23, kTagTarget = 24, kTagDone = 25, kTagData = 26,
-              kTagCma = 27, kTagPackFlags = 28, kTagPacked = 29, kTagCmaWrite = 30;
+              kTagCma = 27, kTagPackFlags = 28, kTagPacked = 29, kTagCmaWrite = 30, kTagFifo = 31;
 // A header: 1 when every block is in a window the peer can map, then per block
 // (serial, member, offset, bytes, address in the process: the cma path's base).
 constexpr size_t kPerBlock = 5;
-enum Path : int { kPush, kPull, kCma, kCmaWrite, kMessage };
+enum Path : int { kPush, kPull, kFifo, kCma, kCmaWrite, kMessage };
 // The sorted row walk of push holds one 40-byte record per row (before merging):
 // built only when rows average at least this many bytes and there are at most
 // kMaxRows of them (40 MB); else push goes segment by segment.
@@ -87,12 +94,16 @@ class Shm final : public Strategy {
   bool available() override;
   void run(const SrcBlocks& src, const DstBlocks& dst) override;
   std::string describe() const override;
+  // Why a heap pair on the node took cross-memory attach rather than a ring.
+  std::string ring_why() const {
+    return fifo_.why_not().empty() ? std::string() : cat("; no ring: ", fifo_.why_not());
+  }
 
  private:
   bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
-  Path decide(std::int64_t source_ok, std::int64_t target_ok, int cma) const {
+  Path decide(std::int64_t source_ok, std::int64_t target_ok, bool fifo, int cma) const {
     if (target_ok && arithmetic_of(plan_) == nullptr) return kPush;
-    return source_ok ? kPull : cma == kCmaOk ? kCma : kMessage;
+    return source_ok ? kPull : fifo ? kFifo : cma == kCmaOk ? kCma : kMessage;
   }
   void build_rows();
   void link_chains();
@@ -124,6 +135,8 @@ class Shm final : public Strategy {
   CmaPeers cma_peers_;
   CmaPacking pack_;
   CmaMover mover_;
+  Fifos fifo_;
+  std::vector<char> recv_fifo_, send_fifo_;  // per peer: its path is kFifo in this run
   std::vector<std::vector<std::uint64_t>> cma_base_;      // per receive peer: its source blocks' addresses
   std::vector<std::vector<std::uint64_t>> cma_base_out_;  // per send peer: its target blocks' addresses
   std::vector<std::uint64_t> packed_in_, packed_out_;
@@ -231,6 +244,14 @@ bool Shm::available() {
   cma_base_out_.resize(ns);
   packed_in_.assign(nr, 0), packed_out_.assign(ns, 0);
   packed_req_.assign(nr, MPI_REQUEST_NULL);
+
+  // The rings of the fifo path, for every pair on the node (which pairs use them
+  // is known per execute, from the headers).
+  std::vector<char> recv_on(nr), send_on(ns);
+  for (size_t i = 0; i < nr; ++i) recv_on[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)];
+  for (size_t i = 0; i < ns; ++i) send_on[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)];
+  fifo_.setup(p, recv_on, send_on, kTagFifo);
+  recv_fifo_.assign(nr, 0), send_fifo_.assign(ns, 0);
   return true;
 }
 
@@ -607,7 +628,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   // the "done" each side waits for.
   for (size_t i = 0; i < nr; ++i) {
     if (!on_node(p.rp.receives[i].peer)) continue;
-    recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0], recv_cma_[i]);
+    recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0], fifo_.recv_ok(i), recv_cma_[i]);
     if (recv_path_[i] == kCma && pack_.recv_write[i]) recv_path_[i] = kCmaWrite;
     if (recv_path_[i] == kMessage) receive_message(i);
     if (recv_path_[i] == kPush || recv_path_[i] == kCmaWrite)
@@ -619,19 +640,34 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   bool any_push = false;
   for (size_t i = 0; i < ns; ++i) {
     if (!on_node(p.rp.sends[i].peer)) continue;
-    send_path_[i] = decide(src_out_[i][0], dst_in_[i][0], send_cma_[i]);
+    send_path_[i] = decide(src_out_[i][0], dst_in_[i][0], fifo_.send_ok(i), send_cma_[i]);
     if (send_path_[i] == kCma && pack_.send_write[i]) send_path_[i] = kCmaWrite;
     any_push = any_push || send_path_[i] == kPush;
     if (send_path_[i] == kMessage) send_message(i, src);
     if (send_path_[i] == kCma) cma_send(i, src);
     if (send_path_[i] == kPull) post(false, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   }
-  // 3. The copies: push (with the local pieces, in source order), cma writes,
-  // pull, cma reads; "done" after each. A failed mapping, read or write still
-  // sends "done" (no hang) and is agreed below.
+  // 3. The copies: push (with the local pieces, in source order), the rings
+  // (the local pieces while no ring can move), cma writes, pull, cma reads;
+  // "done" after each but the rings. A failed mapping, read or write still sends
+  // "done" (no hang) and is agreed below.
   std::string err;
+  bool any_fifo = false;
+  for (size_t i = 0; i < nr; ++i) any_fifo |= recv_fifo_[i] = recv_path_[i] == kFifo;
+  for (size_t i = 0; i < ns; ++i) any_fifo |= send_fifo_[i] = send_path_[i] == kFifo;
   if (any_push) err = push(src, dst);
-  else copy_locals(p, src, dst);
+  if (any_fifo) {
+    const bool stream = stream_for(p.rp.stats.bytes_local);
+    size_t next = any_push ? p.rp.locals.size() : 0;  // push copied them
+    fifo_.move(p, recv_fifo_, send_fifo_, src, dst, [&] {
+      if (next == p.rp.locals.size()) return false;
+      copy_local(p, next++, src, dst, stream);
+      return true;
+    });
+    stream_fence();
+  } else if (!any_push) {
+    copy_locals(p, src, dst);
+  }
   for (size_t i = 0; i < ns; ++i)
     if (send_path_[i] == kPush) post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
   for (size_t i = 0; i < ns; ++i)
@@ -678,7 +714,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
 // each receive peer's path and why, peers with the same path and reason together.
 std::string Shm::describe() const {
   const PlanCore& p = plan_;
-  index_t pushed = 0, pulled = 0, attached = 0, written = 0, message = 0, off_node = 0;
+  index_t pushed = 0, pulled = 0, ringed = 0, attached = 0, written = 0, message = 0, off_node = 0;
   std::vector<std::pair<std::string, std::vector<int>>> why;  // in order of first appearance
   for (size_t i = 0; i < p.rp.receives.size(); ++i) {
     const index_t b = p.rp.receives[i].bytes;
@@ -686,9 +722,13 @@ std::string Shm::describe() const {
     if (!on_node_[static_cast<size_t>(p.rp.receives[i].peer)]) off_node += b, w = "message (another node)";
     else if (recv_path_[i] == kPush) pushed += b, w = "push (target in a shared window)";
     else if (recv_path_[i] == kPull) pulled += b, w = "pull (source in a shared window)";
-    else if (recv_path_[i] == kCma) attached += b, w = "cma (not in windows: cross-memory attach, read by this rank)";
+    else if (recv_path_[i] == kFifo)
+      ringed += b, w = "fifo (not in windows: packed by the sender into a ring in shared memory, unpacked here)";
+    else if (recv_path_[i] == kCma)
+      attached += b, w = cat("cma (not in windows: cross-memory attach, read by this rank", ring_why(), ")");
     else if (recv_path_[i] == kCmaWrite)
-      attached += b, written += b, w = "cma (not in windows: cross-memory attach, written by the sender: fewer runs here)";
+      attached += b, written += b,
+      w = cat("cma (not in windows: cross-memory attach, written by the sender: fewer runs here", ring_why(), ")");
     else message += b, w = cat("message (not in windows; ", cma_reason(recv_cma_[i]), ")");
     auto it = std::find_if(why.begin(), why.end(), [&](const auto& e) { return e.first == w; });
     if (it == why.end()) it = why.insert(why.end(), {w, {}});
@@ -702,7 +742,8 @@ std::string Shm::describe() const {
     if (ranks.size() > kShown) peers += cat(" and ", ranks.size() - kShown, " more");
   }
   return cat("received ", pushed + pulled, " bytes through shared windows (one copy: ", pushed,
-             " written by their senders, ", pulled, " read by this rank), ", attached,
+             " written by their senders, ", pulled, " read by this rank), ", ringed,
+             " bytes through rings in shared memory (packed by their senders, unpacked here), ", attached,
              " bytes by cross-memory attach (one copy: ", attached - written, " read by this rank, ", written,
              " written by their senders), ", message,
              " bytes by messages from ranks on this node, ", off_node,

@@ -1,0 +1,249 @@
+#include "exec/fifo.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include "exec/pack.hpp"
+#include "kernels/copy.hpp"
+#include "mpi/agree.hpp"
+#include "plan/pieces.hpp"
+
+namespace redist::detail {
+namespace {
+
+constexpr index_t kCtlBytes = 256;  // head at 0, tail at 128: lines of their own
+constexpr size_t kNameBytes = 64;
+
+// What a receiver tells each sender about its ring.
+struct Offer {
+  std::int64_t ok = 0;  // 1: the ring exists
+  std::int64_t offset = 0, region_bytes = 0, slot_bytes = 0, slot_stride = 0;
+  char name[kNameBytes] = {};
+};
+
+index_t round_up(index_t n, index_t to) { return (n + to - 1) / to * to; }
+
+// Payload bytes per slot at most: kFifoSlotBytes; $REDIST_FIFO_SLOT_BYTES
+// (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
+// boxes, the ring wraps many times per execute).
+index_t slot_limit() {
+  const char* v = std::getenv("REDIST_FIFO_SLOT_BYTES");
+  const long long k = v ? std::strtoll(v, nullptr, 10) : 0;
+  return k >= 1 && k <= kFifoSlotBytes ? static_cast<index_t>(k) : kFifoSlotBytes;
+}
+
+std::uint64_t load(std::uint64_t* w) { return std::atomic_ref<std::uint64_t>(*w).load(std::memory_order_acquire); }
+void store(std::uint64_t* w, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(*w).store(v, std::memory_order_release);
+}
+
+// Calls f(piece, at) for the pieces of bytes [c.done, c.done + n) of a pair's
+// message (`at`: the piece's first element from c.done), starting the walk at the
+// segment the cursor reached.
+template <class Cursor, class F>
+void walk(const std::vector<Segment>& segs, Cursor& c, index_t es, index_t n, F&& f) {
+  while (c.seg < segs.size() && c.base + segs[c.seg].elements() * es <= c.done) c.base += segs[c.seg++].elements() * es;
+  for_range(std::span<const Segment>(segs).subspan(c.seg), (c.done - c.base) / es, (c.done + n - c.base) / es, f);
+}
+
+}  // namespace
+
+bool fifo_disabled() {
+  const char* v = std::getenv("REDIST_SHM_FIFO");
+  return v && std::strcmp(v, "0") == 0;
+}
+
+Fifos::~Fifos() {
+  for (Ring& r : send_)
+    if (r.map) munmap(r.map, r.map_bytes);
+  if (own_map_) munmap(own_map_, own_bytes_);
+}
+
+void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag) {
+  const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
+  recv_.assign(nr, {}), send_.assign(ns, {});
+  if (fifo_disabled()) why_not_ = "REDIST_SHM_FIFO=0";
+  const index_t es = p.rp.elem_size, page = sysconf(_SC_PAGESIZE);
+  // The receiver's rings: one region per sender, page-aligned (the sender maps its own).
+  std::vector<Offer> offers(nr);
+  index_t total = 0;
+  for (size_t i = 0; i < nr; ++i) {
+    if (!recv_with[i] || p.rp.receives[i].bytes == 0 || fifo_disabled()) continue;
+    const index_t per = std::min(slot_limit(), (p.rp.receives[i].bytes + kFifoSlots - 1) / kFifoSlots);
+    Offer& o = offers[i];
+    o.slot_bytes = std::max(es, per / es * es);
+    o.slot_stride = round_up(o.slot_bytes, 64);
+    o.region_bytes = round_up(kCtlBytes + kFifoSlots * o.slot_stride, page);
+    o.offset = total;
+    total += o.region_bytes;
+  }
+  std::string name;
+  if (total > 0) {
+    static std::atomic<unsigned> serial{0};
+    name = cat("/redist-fifo-", getpid(), "-", serial++);
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      why_not_ = cat("shm_open: ", std::strerror(errno));
+    } else {
+      if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
+        why_not_ = cat("ftruncate: ", std::strerror(errno));
+      } else {
+        void* m = mmap(nullptr, static_cast<size_t>(total), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) why_not_ = cat("mmap: ", std::strerror(errno));
+        else own_map_ = static_cast<std::byte*>(m), own_bytes_ = static_cast<size_t>(total);
+      }
+      close(fd);
+      if (!own_map_) shm_unlink(name.c_str()), name.clear();
+    }
+  }
+  for (size_t i = 0; i < nr; ++i) {
+    Offer& o = offers[i];
+    if (!own_map_ || o.slot_bytes == 0) continue;
+    o.ok = 1;
+    std::memcpy(o.name, name.c_str(), std::min(name.size(), kNameBytes - 1));
+  }
+  // Offers out, the senders' outcomes back.
+  std::vector<Offer> got(ns);
+  std::vector<int> mapped(ns, -1), replies(nr, -1);
+  std::vector<MPI_Request> req;
+  std::vector<std::string> role;
+  for (size_t i = 0; i < nr; ++i) {
+    if (!recv_with[i]) continue;
+    const int peer = p.rp.receives[i].peer;
+    req.emplace_back(), role.push_back(cat("send to rank ", peer));
+    check_mpi(MPI_Isend(&offers[i], sizeof(Offer), MPI_BYTE, peer, tag, p.comm, &req.back()), "MPI_Isend", p.comm,
+              "send to", peer);
+  }
+  for (size_t i = 0; i < ns; ++i) {
+    if (!send_with[i]) continue;
+    const int peer = p.rp.sends[i].peer;
+    check_mpi(MPI_Recv(&got[i], sizeof(Offer), MPI_BYTE, peer, tag, p.comm, MPI_STATUS_IGNORE), "MPI_Recv", p.comm,
+              "receive from", peer);
+    const Offer& o = got[i];
+    if (!o.ok) continue;
+    const int fd = shm_open(o.name, O_RDWR, 0);
+    mapped[i] = errno;
+    if (fd < 0) continue;
+    void* m = mmap(nullptr, static_cast<size_t>(o.region_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   static_cast<off_t>(o.offset));
+    mapped[i] = m == MAP_FAILED ? errno : 0;
+    close(fd);
+    if (m == MAP_FAILED) continue;
+    Ring& r = send_[i];
+    r.map = static_cast<std::byte*>(m), r.map_bytes = static_cast<size_t>(o.region_bytes);
+    r.head = reinterpret_cast<std::uint64_t*>(r.map), r.tail = reinterpret_cast<std::uint64_t*>(r.map + 128);
+    r.slots = r.map + kCtlBytes, r.slot_bytes = o.slot_bytes, r.slot_stride = o.slot_stride;
+  }
+  for (size_t i = 0; i < ns; ++i) {
+    if (!send_with[i]) continue;
+    const int peer = p.rp.sends[i].peer;
+    req.emplace_back(), role.push_back(cat("send to rank ", peer));
+    check_mpi(MPI_Isend(&mapped[i], 1, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Isend", p.comm, "send to", peer);
+  }
+  for (size_t i = 0; i < nr; ++i) {
+    if (!recv_with[i]) continue;
+    const int peer = p.rp.receives[i].peer;
+    req.emplace_back(), role.push_back(cat("receive from rank ", peer));
+    check_mpi(MPI_Irecv(&replies[i], 1, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Irecv", p.comm, "receive from",
+              peer);
+  }
+  std::vector<MPI_Status> status(req.size());
+  check_wait(MPI_Waitall(static_cast<int>(req.size()), req.data(), status.data()), "MPI_Waitall", p.comm,
+             status.data(), static_cast<int>(req.size()), nullptr, [&](int k) { return role[static_cast<size_t>(k)]; });
+  if (!name.empty()) shm_unlink(name.c_str());  // every sender has mapped it or given up
+  for (size_t i = 0; i < nr; ++i) {
+    const Offer& o = offers[i];
+    if (!o.ok) continue;
+    if (replies[i] != 0) {
+      if (why_not_.empty()) why_not_ = cat("rank ", p.rp.receives[i].peer, " could not map the ring: ", std::strerror(replies[i]));
+      continue;
+    }
+    Ring& r = recv_[i];
+    std::byte* at = own_map_ + o.offset;
+    r.head = reinterpret_cast<std::uint64_t*>(at), r.tail = reinterpret_cast<std::uint64_t*>(at + 128);
+    r.slots = at + kCtlBytes, r.slot_bytes = o.slot_bytes, r.slot_stride = o.slot_stride;
+  }
+}
+
+bool Fifos::pack_some(const PlanCore& p, size_t i, const SrcBlocks& src) {
+  Ring& r = send_[i];
+  Cursor& c = scur_[i];
+  const index_t es = p.rp.elem_size;
+  const std::uint64_t tail = load(r.tail);
+  bool moved = false;
+  while (r.mine - tail < static_cast<std::uint64_t>(kFifoSlots) && c.done < c.total) {
+    const index_t n = std::min(r.slot_bytes, c.total - c.done);
+    std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
+    walk(p.rp.sends[i].segments, c, es, n,
+         [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, false); });
+    store(r.head, ++r.mine);
+    c.done += n, moved = true;
+  }
+  return moved;
+}
+
+bool Fifos::unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool stream) {
+  Ring& r = recv_[i];
+  Cursor& c = rcur_[i];
+  const index_t es = p.rp.elem_size;
+  const Arithmetic* a = arithmetic_of(p);
+  const std::uint64_t head = load(r.head);
+  bool moved = false;
+  while (r.mine < head && c.done < c.total) {
+    const index_t n = std::min(r.slot_bytes, c.total - c.done);
+    const std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
+    walk(p.rp.receives[i].segments, c, es, n,
+         [&](const Segment& s, index_t at) { unpack_run(s, slot + at * es, dst.at(s.at, es), es, stream, a); });
+    store(r.tail, ++r.mine);
+    c.done += n, moved = true;
+  }
+  return moved;
+}
+
+void Fifos::move(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
+                 const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle) {
+  rcur_.assign(recv_.size(), {}), scur_.assign(send_.size(), {});
+  size_t left = 0;
+  for (size_t i = 0; i < recv_.size(); ++i)
+    if (recv_on[i]) rcur_[i].total = p.rp.receives[i].bytes, left += rcur_[i].total > 0;
+  for (size_t i = 0; i < send_.size(); ++i)
+    if (send_on[i]) scur_[i].total = p.rp.sends[i].bytes, left += scur_[i].total > 0;
+  const bool stream = stream_for(p.rp.stats.bytes_received);
+  bool idle_work = true;
+  int spins = 0;
+  while (left > 0) {
+    bool moved = false;
+    for (size_t i = 0; i < send_.size(); ++i)
+      if (scur_[i].done < scur_[i].total && pack_some(p, i, src)) moved = true, left -= scur_[i].done == scur_[i].total;
+    for (size_t i = 0; i < recv_.size(); ++i)
+      if (rcur_[i].done < rcur_[i].total && unpack_some(p, i, dst, stream))
+        moved = true, left -= rcur_[i].done == rcur_[i].total;
+    if (moved) {
+      spins = 0;
+    } else if (!(idle_work && (idle_work = idle()))) {
+      // Nothing to do until a peer moves: spin a while, then give the core away
+      // (ranks may share cores: tests run 4 ranks on 2).
+      if (++spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        sched_yield();
+      }
+    }
+  }
+  while (idle_work && (idle_work = idle())) {
+  }
+  if (stream) stream_fence();
+}
+
+}  // namespace redist::detail

@@ -1,0 +1,92 @@
+// Rings in shared memory between two ranks of a node: `shm`'s `fifo` path for
+// pairs whose arrays are not in shared windows (memory the user allocated,
+// docs/shm.md). The sender packs its rows into a slot of the ring, the receiver
+// unpacks the slot into its target; a ring of kFifoSlots slots of at most
+// kFifoSlotBytes keeps both copies in the caches between them, so each remote
+// byte is read once from the source's memory and written once into the
+// target's, as with one copy, by two cores.
+//
+// Why not cross-memory attach (exec/cma.hpp) alone: the kernel pins every 4 KB
+// page of the remote side apart. Issue 14's case a on the heap (8000^2 doubles,
+// 2 ranks, 1.6 KB rows): the receiver reading took 60-64 ms, the sender writing
+// 38-39 ms, alltoallw (Open MPI's own copy-in/copy-out) 34 ms, a copy program with
+// such a ring 31-32 ms against 18 ms for one streaming copy of every target byte.
+//
+// Once per plan (collective over the pairs that take part): each receiver
+// creates one POSIX shared-memory object holding a ring per sender, tells each
+// sender its name and place; the sender maps its ring and says whether it could;
+// the receiver then unlinks the name (the mappings stay until the plan goes).
+// Per execute, no message: head and tail counters in the ring (the sender's
+// release of a slot after packing it, the receiver's after unpacking it) are the
+// only synchronization. They only grow, across executes: each execute moves the
+// pair's bytes in the same number of slots on both sides.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/strategy.hpp"
+
+namespace redist::detail {
+
+inline constexpr int kFifoSlots = 4;
+inline constexpr index_t kFifoSlotBytes = index_t{64} << 10;
+
+// $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
+// cross-memory attach, as before them): read when a plan sets its rings up.
+bool fifo_disabled();
+
+class Fifos {
+ public:
+  Fifos() = default;
+  Fifos(const Fifos&) = delete;
+  Fifos& operator=(const Fifos&) = delete;
+  ~Fifos();
+
+  // Collective over the pairs that take part: recv_with[i] per receive peer,
+  // send_with[i] per send peer, true on both sides of a pair. Afterwards
+  // recv_ok(i) / send_ok(i) say whether the pair's ring exists (the same on both
+  // sides); why_not() says why a receiver's rings could not be made.
+  void setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag);
+  bool recv_ok(size_t i) const { return i < recv_.size() && recv_[i].slots != nullptr; }
+  bool send_ok(size_t i) const { return i < send_.size() && send_[i].slots != nullptr; }
+  const std::string& why_not() const { return why_not_; }
+
+  // Moves every pair with recv_on[i] / send_on[i] (each must be ok): packs the
+  // sends into their rings and unpacks the receives as slots fill, until all
+  // are through; between them, when no ring can move, `idle` is called (it
+  // returns false when it has nothing left to do; the caller's local copies).
+  void move(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
+            const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle);
+
+ private:
+  struct Ring {
+    std::byte* map = nullptr;  // the mapping (the receiver's: its whole object)
+    size_t map_bytes = 0;
+    std::byte* slots = nullptr;
+    std::uint64_t* head = nullptr;  // slots filled (written by the sender)
+    std::uint64_t* tail = nullptr;  // slots emptied (written by the receiver)
+    std::uint64_t mine = 0;         // this side's counter (head as sender, tail as receiver)
+    index_t slot_bytes = 0;         // payload per slot, a multiple of the element size
+    index_t slot_stride = 0;        // bytes between slots
+  };
+  // Moves what it can through one ring: true when it moved a slot.
+  bool pack_some(const PlanCore& p, size_t i, const SrcBlocks& src);
+  bool unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool stream);
+
+  std::vector<Ring> recv_, send_;
+  std::byte* own_map_ = nullptr;  // the receiver's object, mapped once
+  size_t own_bytes_ = 0;
+  std::string why_not_;
+  // Per execute: bytes moved so far per pair, and where the walk of the pair's
+  // segments stands (the segment reached and its first byte in the message).
+  struct Cursor {
+    index_t done = 0, total = 0, base = 0;
+    size_t seg = 0;
+  };
+  std::vector<Cursor> rcur_, scur_;
+};
+
+}  // namespace redist::detail
