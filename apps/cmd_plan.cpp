@@ -40,7 +40,7 @@ options:
   --calibration F   machine figures for --predict (default: the `redist calibrate` file)
   --storage S       heap (default) or shared: where the arrays would live; a
                     strategy whose model depends on it predicts for that storage
-                    (shm: shared windows, or cross-memory attach as direct on the
+                    (shm: shared windows, or rings in shared memory on the
                     heap), as auto does (docs/shm.md)
   --dot FILE        write the taskgraph strategy's task graph on P ranks (Init, Send,
                     Receive, Finish; unrolled: small cases only) as Graphviz DOT to FILE

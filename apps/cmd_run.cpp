@@ -76,9 +76,10 @@ options:
   --storage S      where the harness allocates the arrays: heap (default) or
                    shared (MPI-3 shared windows, redist::shared_allocate: the
                    shm strategy then copies once; on the heap it moves rows
-                   between ranks of the node with cross-memory attach, read by
-                   the receiver or written by the sender, unless $REDIST_CMA=0;
-                   docs/shm.md); also $REDIST_STORAGE
+                   between ranks of the node through rings in shared memory,
+                   packed by the sender, unpacked by the receiver, or with
+                   $REDIST_SHM_FIFO=0 by cross-memory attach; docs/shm.md);
+                   also $REDIST_STORAGE
   --auto-trials K  auto times its two best-predicted strategies in turn on its
                    first 2K executes, then keeps the faster (Options::auto_trials;
                    default 0: the model alone); the trials run before the

@@ -35,7 +35,7 @@ struct StrategyInfo {
   // When its cost model holds (empty: always; shm: "arrays in shared windows").
   std::string model_condition;
   // Its model for arrays on the heap, where model_condition fails, in words (shm:
-  // cross-memory attach, as direct); empty with a model_condition: none, and auto
+  // rings in shared memory, packed and unpacked); empty with a model_condition: none, and auto
   // and `redist plan` leave it out for heap arrays.
   std::string heap_model;
 };

@@ -32,14 +32,15 @@ struct Offer {
 
 index_t round_up(index_t n, index_t to) { return (n + to - 1) / to * to; }
 
-// Payload bytes per slot at most: kFifoSlotBytes; $REDIST_FIFO_SLOT_BYTES
-// (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
-// boxes, the ring wraps many times per execute).
-index_t slot_limit() {
+}  // namespace
+
+index_t fifo_slot_limit() {
   const char* v = std::getenv("REDIST_FIFO_SLOT_BYTES");
   const long long k = v ? std::strtoll(v, nullptr, 10) : 0;
   return k >= 1 && k <= kFifoSlotBytes ? static_cast<index_t>(k) : kFifoSlotBytes;
 }
+
+namespace {
 
 std::uint64_t load(std::uint64_t* w) { return std::atomic_ref<std::uint64_t>(*w).load(std::memory_order_acquire); }
 void store(std::uint64_t* w, std::uint64_t v) {
@@ -78,7 +79,7 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
   index_t total = 0;
   for (size_t i = 0; i < nr; ++i) {
     if (!recv_with[i] || p.rp.receives[i].bytes == 0 || fifo_disabled()) continue;
-    const index_t per = std::min(slot_limit(), (p.rp.receives[i].bytes + kFifoSlots - 1) / kFifoSlots);
+    const index_t per = std::min(fifo_slot_limit(), (p.rp.receives[i].bytes + kFifoSlots - 1) / kFifoSlots);
     Offer& o = offers[i];
     o.slot_bytes = std::max(es, per / es * es);
     o.slot_stride = round_up(o.slot_bytes, 64);

@@ -37,6 +37,10 @@ inline constexpr index_t kFifoSlotBytes = index_t{64} << 10;
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.
 bool fifo_disabled();
+// Payload bytes per slot at most: kFifoSlotBytes; $REDIST_FIFO_SLOT_BYTES
+// (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
+// boxes, the ring wraps many times per execute, the local copies are cut).
+index_t fifo_slot_limit();
 
 class Fifos {
  public:

@@ -1,5 +1,8 @@
 #include "exec/pack.hpp"
 
+#include <span>
+#include <vector>
+
 #include "kernels/arith.hpp"
 #include "kernels/copy.hpp"
 #include "plan/pieces.hpp"
@@ -28,6 +31,30 @@ void copy_local(const PlanCore& p, size_t k, const SrcBlocks& src, const DstBloc
   else
     copy_run(c.shape, c.run, es, c.count, src.at(c.from, es), c.from.strides, c.from_step, dst.at(c.to, es),
              c.to.strides, c.to_step, stream);
+}
+
+void copy_local_range(const PlanCore& p, size_t k, index_t a, index_t b, const SrcBlocks& src, const DstBlocks& dst,
+                      bool stream) {
+  const index_t es = p.rp.elem_size;
+  const LocalCopy& c = p.rp.locals[k];
+  const Arithmetic* ar = arithmetic_of(p);
+  // The run as two Segments, one per side: for_range cuts both alike (same shape
+  // and counts), so their pieces pair up in order.
+  const Segment from{c.shape, c.from, c.run, c.count, c.from_step}, to{c.shape, c.to, c.run, c.count, c.to_step};
+  thread_local std::vector<Segment> targets;
+  targets.clear();
+  for_range(std::span<const Segment>(&to, 1), a, b, [&](const Segment& t, index_t) { targets.push_back(t); });
+  size_t i = 0;
+  for_range(std::span<const Segment>(&from, 1), a, b, [&](const Segment& f, index_t) {
+    const Segment& t = targets[i++];
+    const index_t run = std::min(f.run, t.run);
+    if (ar)
+      axpby_run(*ar, f.shape, run, es, f.count, src.at(f.at, es), f.at.strides, f.step, dst.at(t.at, es), t.at.strides,
+                t.step);
+    else
+      copy_run(f.shape, run, es, f.count, src.at(f.at, es), f.at.strides, f.step, dst.at(t.at, es), t.at.strides,
+               t.step, stream);
+  });
 }
 
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {

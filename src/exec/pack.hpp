@@ -23,6 +23,10 @@ inline const Arithmetic* arithmetic_of(const PlanCore& p) {
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
 // One of them, rp.locals[k] (`stream`: stream_for of all of them; the caller fences).
 void copy_local(const PlanCore& p, size_t k, const SrcBlocks& src, const DstBlocks& dst, bool stream);
+// Elements [a, b) of it, in its packed order (its pieces one after another, each
+// column-major): a long local copy done a part at a time.
+void copy_local_range(const PlanCore& p, size_t k, index_t a, index_t b, const SrcBlocks& src, const DstBlocks& dst,
+                      bool stream);
 // Packs the segments sent to peer `i` of rp.sends into `buf`, one after another.
 void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
 // Unpacks the message of peer `i` of rp.receives from `buf` into the target, with

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "redist/cost.hpp"
 #include "redist/exec.hpp"  // predict(rank plan, strategy name, machine)
@@ -176,8 +177,12 @@ struct Flat {
 // copy (windows) or the cross-memory attach read (heap: rows under 2 KB packed,
 // read, unpacked; a startup more per peer with such rows), on another node a
 // message (pack, exchange, unpack); 2 startups per peer on the node.
-Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::vector<int>& node_of) {
+// `heap`: arrays on the heap, through rings (packed, unpacked) or, with
+// `cma`, cross-memory attach (read; short rows packed and unpacked).
+Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::vector<int>& node_of, bool cma = false) {
   const index_t es = rp.elem_size;
+  const bool rings = heap && !cma;
+  heap = heap && cma;
   const auto on = [&](int peer) { return node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)]; };
   const auto short_bytes = [&](const PeerPlan& pp) {
     index_t b = 0;
@@ -192,7 +197,7 @@ Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::
       sent += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
     } else {
       ++on_s;
-      copied += static_cast<double>(heap ? short_bytes(pp) : pp.bytes);
+      copied += static_cast<double>(heap ? short_bytes(pp) : pp.bytes);  // windows: copied; rings: packed
       packed_s += heap && short_bytes(pp) > 0;
     }
   for (const PeerPlan& pp : rp.receives)
@@ -200,6 +205,7 @@ Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::
       received += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
     } else {
       ++on_r;
+      if (rings) copied += static_cast<double>(pp.bytes);  // unpacked
       if (!heap) continue;
       copied += static_cast<double>(short_bytes(pp));  // unpacked
       read += static_cast<double>(pp.bytes);
@@ -228,17 +234,21 @@ TEST(Cost, ShmChargesPeersOnOtherNodesAsMessages) {
       bool off = false;
       for (const PeerPlan& pp : rp.sends) off = off || nodes[static_cast<size_t>(pp.peer)] != nodes[static_cast<size_t>(r)];
       ASSERT_TRUE(off) << "rank " << r << " has no peer on the other node";
-      for (bool heap : {false, true}) {
-        const std::string what = std::string(heap ? "heap" : "windows") + " rank " + std::to_string(r) + " " + src.spec();
-        const Prediction got = predict(rp, "shm", m, heap, nodes), want = shm_by_hand(rp, f, heap, nodes);
+      for (const int mode : {0, 1, 2}) {  // windows, heap through rings, heap through cma
+        const bool heap = mode > 0, cma = mode == 2;
+        if (cma) setenv("REDIST_SHM_FIFO", "0", 1);
+        const std::string what = std::string(heap ? cma ? "heap cma" : "heap" : "windows") + " rank " +
+                                 std::to_string(r) + " " + src.spec();
+        const Prediction got = predict(rp, "shm", m, heap, nodes), want = shm_by_hand(rp, f, heap, nodes, cma);
         EXPECT_NEAR(got.comm, want.comm, 1e-12 + 1e-9 * want.comm) << what;
         EXPECT_NEAR(got.memcpy, want.memcpy, 1e-12 + 1e-9 * want.memcpy) << what;
         // One node: the model without nodes, and the hand sum with every peer on it.
         const Prediction all = predict(rp, "shm", m, heap), same = predict(rp, "shm", m, heap, one);
         EXPECT_DOUBLE_EQ(same.total(), all.total()) << what;
-        EXPECT_NEAR(all.total(), shm_by_hand(rp, f, heap, one).total(), 1e-9 * all.total()) << what;
+        EXPECT_NEAR(all.total(), shm_by_hand(rp, f, heap, one, cma).total(), 1e-9 * all.total()) << what;
         // Messages cost pack + exchange + unpack against one copy or one read: more.
         EXPECT_GT(got.total(), all.total()) << what;
+        unsetenv("REDIST_SHM_FIFO");
       }
       // Every rank its own node: comm is p2p's (messages only, no startups for headers).
       const std::vector<int> alone = {0, 1, 2, 3};

@@ -657,11 +657,18 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < ns; ++i) any_fifo |= send_fifo_[i] = send_path_[i] == kFifo;
   if (any_push) err = push(src, dst);
   if (any_fifo) {
+    // The local copies fill the waits, a ring's bytes at a time (256 KB; a
+    // compressed plan may hold them as one run of 128 MB: the peers' rings would
+    // wait for all of it: case a on the heap 36-41 ms, cut 27 ms).
     const bool stream = stream_for(p.rp.stats.bytes_local);
+    const index_t part = std::max<index_t>(1, kFifoSlots * fifo_slot_limit() / p.rp.elem_size);
     size_t next = any_push ? p.rp.locals.size() : 0;  // push copied them
+    index_t at = 0;  // elements of locals[next] done
     fifo_.move(p, recv_fifo_, send_fifo_, src, dst, [&] {
       if (next == p.rp.locals.size()) return false;
-      copy_local(p, next++, src, dst, stream);
+      const index_t n = p.rp.locals[next].elements(), end = std::min(n, at + part);
+      copy_local_range(p, next, at, end, src, dst, stream);
+      if ((at = end) == n) ++next, at = 0;
       return true;
     });
     stream_fence();
@@ -757,7 +764,10 @@ std::string Shm::describe() const {
 // "Cost model"); node_of[r]: rank r's node, empty: every peer on this rank's node.
 //   a peer on the node, arrays in shared windows: each sent segment copied once
 //     into its target (push; pull is the same copy by the other side);
-//   a peer on the node, arrays on the heap: the cross-memory attach of `direct`
+//   a peer on the node, arrays on the heap: a ring (exec/fifo.hpp): each sent
+//     segment packed into it, each received one unpacked, at the row-copy curve
+//     as p2p's packing; with the rings off ($REDIST_SHM_FIFO=0) the
+//     cross-memory attach of `direct`
 //     (exec/cma.hpp, cma_predict's terms): this rank reads each received segment
 //     at the calibrated process_vm_readv rate per row size; rows under
 //     kCmaPackBelow packed by the sender, read as one run and unpacked; one more
@@ -765,16 +775,17 @@ std::string Shm::describe() const {
 //   a peer on another node: a message, as p2p: packed, sent, unpacked, the
 //     exchange curve per message.
 // T_comm = 2 t_m per peer on the node (headers, done) [+ t_m per peer with
-// packed rows, heap] + max(sum over sends, sum over receives) of the exchange
+// packed rows, heap through cma] + max(sum over sends, sum over receives) of the exchange
 // time of each message to or from another node;
 // T_memcpy = local copies + the on-node copies or reads above + packing and
 // unpacking the messages (the row-copy curve of a single copy's footprint, for
-// every term). On the heap without a process_vm_readv curve (calibrate could not
-// read) every peer goes by message: p2p's model, what runs then.
+// every term). On the heap through cma without a process_vm_readv curve
+// (calibrate could not read) every peer goes by message: p2p's model, what runs then.
 // The model cannot know where execute's buffers will live; `suits` checks them
 // for auto, which takes the heap model where they are not in windows.
 Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) {
-  if (heap && m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
+  const bool cma = heap && fifo_disabled(), rings = heap && !cma;
+  if (cma && m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
   const auto on_node = [&](int peer) {
     return node_of.empty() || node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)];
   };
@@ -792,9 +803,9 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
       continue;
     }
     ++on_sends;
-    packed_sends += heap && short_rows(pp);
-    for (const Segment& g : pp.segments)  // windows: copied into the target; heap: short rows packed
-      if (!heap || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
+    packed_sends += cma && short_rows(pp);
+    for (const Segment& g : pp.segments)  // windows: copied into the target; rings: packed; cma: short rows packed
+      if (!cma || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
   }
   for (const PeerPlan& pp : rp.receives) {
     if (!on_node(pp.peer)) {  // a message: unpacked
@@ -804,6 +815,10 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
     }
     ++on_receives;
     if (!heap) continue;  // written by the sender (or pulled: the same copy)
+    if (rings) {  // unpacked from the ring
+      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
+      continue;
+    }
     packed_receives += short_rows(pp);
     for (const Segment& g : pp.segments) copies += cma_read_time(g, es, rt);
   }
@@ -841,7 +856,7 @@ StrategyEntry shm_strategy() {
   e.suits = suits;
   e.model_condition = "arrays in shared windows (redist::shared_allocate)";
   e.predict_heap = predict_heap;
-  e.heap_model = "cross-memory attach, as direct";
+  e.heap_model = "rings in shared memory: packed and unpacked, as p2p without its messages";
   e.predict_nodes = model;
   return e;
 }
