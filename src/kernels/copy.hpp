@@ -142,6 +142,15 @@ inline void copy_small_rows(std::byte* to, index_t ts0, index_t ts1, const std::
 // Copies n1 x n0 rows of `row` bytes with constant byte steps (see copy_small_rows).
 inline void copy_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1,
                       index_t n0, index_t n1, index_t row, bool stream) {
+  // Short rows that follow one another in the target (a column gathered from
+  // rows at gaps: issue 14's case d unpacked and copied locally, 80-byte rows into
+  // 8 KB columns) stream as one chain (copy_row_chained): whole lines leave the
+  // core without being read first.
+  if (stream && ts0 == row && row < kStreamRowMin && row % 8 == 0 && n0 * row >= kStreamRowMin) {
+    for (index_t j = 0; j < n1; ++j)
+      for (index_t i = 0; i < n0; ++i) copy_row_chained(to + j * ts1 + i * ts0, from + j * fs1 + i * fs0, static_cast<size_t>(row));
+    return;
+  }
   switch (row) {
     case 1: return copy_small_rows<1>(to, ts0, ts1, from, fs0, fs1, n0, n1);
     case 2: return copy_small_rows<2>(to, ts0, ts1, from, fs0, fs1, n0, n1);

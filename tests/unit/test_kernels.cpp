@@ -67,3 +67,29 @@ TEST(Kernels, ChainedRowsIntoTwoTargets) {
   EXPECT_EQ(got[0], want[0]);
   EXPECT_EQ(got[1], want[1]);
 }
+
+// copy_rows streamed, rows adjacent in the target and at gaps in the source (a
+// column gathered: issue 14's case d, 80-byte rows), rows of 4 to 264 bytes,
+// targets at every 8-byte skew and some odd ones (the chained stores need
+// multiples of 8; the others take copy_row): every target byte, nothing beside
+// the rows written.
+TEST(Kernels, RowsAdjacentInTheTargetStreamAsAChain) {
+  std::mt19937_64 rng(13);
+  for (int c = 0; c < 600; ++c) {
+    const index_t row = c < 40 ? 4 + 8 * (c % 33) : static_cast<index_t>(4 * (1 + rng() % 66));
+    const index_t n0 = 1 + static_cast<index_t>(rng() % 70), n1 = 1 + static_cast<index_t>(rng() % 4);
+    const index_t gap = static_cast<index_t>(rng() % 3) * 8, fs0 = row + gap, fs1 = n0 * fs0 + 24;
+    const index_t ts1 = n0 * row + 8 * static_cast<index_t>(rng() % 3);  // the next column, maybe beyond a gap
+    const size_t skew = c % 5 == 4 ? rng() % 64 : 8 * (rng() % 8), guard = 128;
+    std::vector<std::byte> from(static_cast<size_t>(n1 * fs1 + 64));
+    for (std::byte& b : from) b = static_cast<std::byte>(rng());
+    std::vector<std::byte> got(static_cast<size_t>(n1 * ts1) + 2 * guard + 64, std::byte{0x5a}), want = got;
+    for (index_t j = 0; j < n1; ++j)
+      for (index_t i = 0; i < n0; ++i)
+        for (index_t b = 0; b < row; ++b)
+          want[guard + skew + static_cast<size_t>(j * ts1 + i * row + b)] = from[static_cast<size_t>(j * fs1 + i * fs0 + b)];
+    detail::copy_rows(got.data() + guard + skew, row, ts1, from.data(), fs0, fs1, n0, n1, row, true);
+    detail::stream_fence();
+    ASSERT_EQ(got, want) << "row " << row << " n0 " << n0 << " n1 " << n1 << " gap " << gap << " skew " << skew;
+  }
+}
