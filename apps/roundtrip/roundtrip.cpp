@@ -152,7 +152,7 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   std::ostringstream o;
   o << options.tile << ' ' << options.inner << ' ' << options.threads << ' ' << options.strategy << ' '
     << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1) << ' '
-    << static_cast<int>(options.comm_mode);
+    << static_cast<int>(options.comm_mode) << ' ' << options.push;
   items.push_back({"options differ", o.str()});
   redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
 }
@@ -163,6 +163,7 @@ runtime::Options runtime_options(const Options& options) {
   int level = MPI_THREAD_SINGLE;
   redist::detail::check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
   o.comm_mode = options.comm_mode;
+  o.push = options.push;
   // The runtime's requirement (runtime::run): multiple, and workers with more than one
   // thread, need MPI_THREAD_MULTIPLE; funneled works at any level.
   if (level < MPI_THREAD_MULTIPLE && (o.comm_mode == runtime::CommMode::multiple ||

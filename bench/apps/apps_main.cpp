@@ -49,6 +49,8 @@ const char* kUsage =
     "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
     "  --comm-mode M    multiple, funneled or workers: how the runtime's workers reach MPI\n"
     "                   (apps::Options::comm_mode, default workers: no communication thread)\n"
+    "  --push 0|1       runtime::Options::push: tiles above the eager limit sent with their\n"
+    "                   activation, no GET (apps::Options::push, default 1)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
@@ -169,11 +171,11 @@ int main(int argc, char** argv) {
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     rb::report_cpus(threads);
     if (rank == 0)
-      std::printf("# ranks=%d threads/rank=%d comm_mode=%s source: tile=%lld grid=1x%d storage=local_array\n"
+      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d source: tile=%lld grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
-                  ranks, threads, mode.c_str(), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF",
-                  "poor_GF", "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF",
-                  "rep_to_s");
+                  ranks, threads, mode.c_str(), static_cast<int>(args.get("--push", 1)),
+                  static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
+                  "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
     for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
         if (good.tile == 0 && alg == "gemm") good.tile = redist::apps::gemm_model_tile(n, ranks * threads);
         good.strategy = args.str("--strategy", "direct");
         good.comm_mode = comm_mode;
+        good.push = args.get("--push", 1) != 0;
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);

@@ -21,7 +21,9 @@ const char* kUsage =
     "  --reps R           interleaved repetitions, medians reported (default 7)\n"
     "  --eager B          eager limit of the runtime (default 16384)\n"
     "  --mode multiple|funneled|workers   who calls MPI (default multiple; workers: no\n"
-    "                   communication thread, the worker progresses MPI itself)\n";
+    "                   communication thread, the worker progresses MPI itself)\n"
+    "  --push 0|1         runtime::Options::push: payloads above the eager limit sent with\n"
+    "                   their activation, no GET (default 0)\n";
 
 double raw_pingpong(int rank, std::vector<std::byte>& buf, int iters) {
   MPI_Barrier(MPI_COMM_WORLD);
@@ -54,13 +56,16 @@ int run_pingpong(int argc, char** argv) {
   rt::Options o;
   o.threads = 1;
   o.eager_limit = static_cast<std::size_t>(args.get("--eager", 16384));
+  o.push = args.get("--push", 0) != 0;
   const std::string mode = args.str("--mode", "multiple");
   o.comm_mode = mode == "funneled" ? rt::CommMode::funneled
                 : mode == "workers"  ? rt::CommMode::workers
                                      : rt::CommMode::multiple;
   if (rank == 0)
-    std::printf("# ranks=2 threads=1 mode=%s eager=%zu reps=%d (medians)\n%10s %7s %12s %12s %8s %12s %12s %8s\n",
-                mode == "funneled" || mode == "workers" ? mode.c_str() : "multiple", o.eager_limit, reps,
+    std::printf("# ranks=2 threads=1 mode=%s eager=%zu push=%d reps=%d (medians)\n"
+                "%10s %7s %12s %12s %8s %12s %12s %8s\n",
+                mode == "funneled" || mode == "workers" ? mode.c_str() : "multiple", o.eager_limit,
+                static_cast<int>(o.push), reps,
                 "bytes", "NT", "mpi_lat_us", "rt_lat_us", "lat_x", "mpi_GB/s", "rt_GB/s", "bw_ratio");
   for (std::int64_t s = min_size; s <= max_size; s *= 4) {
     // About 2 GB moved per measure for large sizes, at least 20 round trips.

@@ -34,8 +34,9 @@ const char* kUsage =
     "  --variants a,b,..  runtime settings to compare, interleaved (the order rotated rep\n"
     "                   by rep; rep r starts with variant r mod count); default\n"
     "                   multiple): a communication mode (multiple, funneled, workers),\n"
-    "                   then optionally -noslot (no placeholder slot) and -nobound (no\n"
-    "                   bound on rendezvous transfers), e.g. multiple,workers,multiple-noslot\n"
+    "                   then optionally -noslot (no placeholder slot), -nobound (no\n"
+    "                   bound on rendezvous transfers) and -push (runtime::Options::push:\n"
+    "                   rendezvous data sent unasked, no GET), e.g. workers,workers-push\n"
     "GFLOP/s count N^3/3 flops. DGEMM peak: one core's DGEMM rate while every core\n"
     "runs the same DGEMM, times the number of cores (paper 004, sec. IV-C); %alone_nb\n"
     "uses one core's rate with every other core idle instead (stricter).\n"
@@ -45,13 +46,15 @@ const char* kUsage =
 int g_rank = 0, g_ranks = 1;
 
 // A --variants item: "multiple", "funneled" or "workers", then optionally "-noslot"
-// (no placeholder slot) and "-nobound" (no bound on rendezvous transfers).
+// (no placeholder slot), "-nobound" (no bound on rendezvous transfers) and "-push"
+// (rendezvous data sent with the activation, no GET), in this order.
 bool parse_variant(std::string v, rt::Options& o) {
   auto strip = [&v](const std::string& suffix) {
     const bool has = v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0;
     if (has) v.resize(v.size() - suffix.size());
     return has;
   };
+  if (strip("-push")) o.push = true;
   if (strip("-nobound")) o.max_rendezvous = 0;
   if (strip("-noslot")) o.placeholder = false;
   if (v == "multiple")

@@ -68,6 +68,10 @@ struct Options {
   // (docs/apps.md). Where MPI was initialized below MPI_THREAD_MULTIPLE and the
   // mode needs it (multiple; workers with threads > 1), the call runs funneled.
   runtime::CommMode comm_mode = runtime::CommMode::workers;
+  // runtime::Options::push: the producer of a tile above the eager limit posts its
+  // send with the activation, no GET round trip. true (default): 2 ranks x 1 thread
+  // no longer wait for the producer to see the GET between two tasks (docs/apps.md).
+  bool push = true;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
   // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's

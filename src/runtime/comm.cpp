@@ -15,6 +15,9 @@ constexpr int kControlTag = 1;
 constexpr int kDataTagBase = 16;
 enum : std::int64_t { kActivate = 1, kGet = 2, kAbort = 3, kTile = 4, kWrite = 5 };
 constexpr std::int64_t kEager = -1, kControl = -2;
+// A rendezvous handle h >= 0 travels as h (the receiver sends GET) or, pushed by the
+// producer (Options::push), as kPushed - h.
+constexpr std::int64_t kPushed = -3;
 // Below Open MPI's shared-memory eager limit (4 KiB), so MPI_Send does not wait for
 // the receiver.
 constexpr std::size_t kBlockingSendMax = 4096;
@@ -122,7 +125,7 @@ void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
   pending_.fetch_add(1, std::memory_order_acq_rel);
   if (options_.comm_mode == CommMode::funneled) {
     std::lock_guard lock(command_mutex_);
-    commands_.emplace_back(dest, std::move(msg));
+    commands_.push_back(Command{dest, std::move(msg), Data{}, kControlTag});
     return;
   }
   const void* buf = msg.data();
@@ -138,7 +141,7 @@ void Comm::post(int dest, std::vector<std::int64_t>&& msg) {
   isend(dest, buf, bytes, kControlTag, std::move(msg), Data{});
 }
 
-void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d) {
+void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d, std::vector<Push>& pushes) {
   if (d.size() <= options_.eager_limit) {
     // Piggybacked on the message (activation or tile): no second one (paper 000, sec. 6.2.3).
     msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kEager});
@@ -153,16 +156,32 @@ void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d) {
   {
     std::lock_guard lock(handle_mutex_);
     h = next_handle_++;
-    handles_.emplace(h, d);
+    if (!options_.push) handles_.emplace(h, d);
   }
-  pending_.fetch_add(1, std::memory_order_acq_rel);
-  msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), h});
+  pending_.fetch_add(1, std::memory_order_acq_rel);  // the data send's, once posted
+  if (options_.push) pushes.push_back(Push{h, d});
+  msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), options_.push ? kPushed - h : h});
+}
+
+void Comm::push_data(int dest, std::vector<Push>& pushes) {
+  for (Push& p : pushes) {
+    rendezvous_bytes_ += static_cast<std::int64_t>(p.data.size());
+    if (options_.comm_mode == CommMode::funneled) {
+      std::lock_guard lock(command_mutex_);
+      commands_.push_back(Command{dest, {}, std::move(p.data), data_tag(p.handle)});
+      continue;
+    }
+    const void* buf = p.data.bytes();
+    const std::size_t bytes = p.data.size();
+    isend(dest, buf, bytes, data_tag(p.handle), {}, std::move(p.data));
+  }
 }
 
 void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::vector<int>& flows,
                     const Data* flow_data) {
   std::vector<std::int64_t> msg{kActivate, cls.id(), p[0], p[1], p[2], p[3],
                                 static_cast<std::int64_t>(flows.size())};
+  std::vector<Push> pushes;
   for (int f : flows) {
     if (cls.flow_at(f).control) {
       msg.insert(msg.end(), {f, 0, kControl});
@@ -173,10 +192,11 @@ void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::
       fail("output ", cls.flow_at(f).name, " of ", cls.describe(p), " has ", d.size(),
            " bytes; at most ", INT_MAX, " bytes travel on one flow");
     msg.push_back(f);
-    append_data(msg, d);
+    append_data(msg, d, pushes);
   }
   ++activations_;
   post(dest, std::move(msg));
+  push_data(dest, pushes);
 }
 
 void Comm::send_tile(int dest, bool write, const TileKey& key, const Data& d) {
@@ -184,9 +204,11 @@ void Comm::send_tile(int dest, bool write, const TileKey& key, const Data& d) {
     fail("tile (", key.tile.m, ", ", key.tile.n, ") of ", graph_.collection(key.coll).describe(), " has ",
          d.size(), " bytes; at most ", INT_MAX, " bytes travel to another rank");
   std::vector<std::int64_t> msg{write ? kWrite : kTile, key.coll, key.tile.m, key.tile.n};
-  append_data(msg, d);
+  std::vector<Push> pushes;
+  append_data(msg, d, pushes);
   ++(write ? tiles_written_ : tiles_read_);
   post(dest, std::move(msg));
+  push_data(dest, pushes);
 }
 
 void Comm::landed(const TileKey& key, const Data& d) {
@@ -247,7 +269,9 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
       into = Data::allocate(size);
     }
     pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
-    waiting_.push_back(Recv{std::move(into), nullptr, {}, -1, source, msg[5], msg[0], key});
+    const bool pushed = msg[5] <= kPushed;
+    waiting_.push_back(
+        Recv{std::move(into), nullptr, {}, -1, source, pushed ? kPushed - msg[5] : msg[5], msg[0], key, pushed});
     start_waiting();
     return;
   }
@@ -274,7 +298,9 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
       handlers_.data(worker, cls, p, flow, d);
     } else {
       pending_.fetch_add(1, std::memory_order_acq_rel);  // until the data arrived
-      waiting_.push_back(Recv{landing(cls, p, flow, size), &cls, p, flow, source, how, kActivate, {}});
+      const bool pushed = how <= kPushed;
+      waiting_.push_back(Recv{landing(cls, p, flow, size), &cls, p, flow, source, pushed ? kPushed - how : how,
+                              kActivate, {}, pushed});
       start_waiting();
     }
   }
@@ -288,10 +314,14 @@ void Comm::start_transfer(Recv&& r) {
   check_mpi(MPI_Irecv(r.data.bytes(), w.count, w.type, r.source, data_tag(r.handle), comm_, &req), "MPI_Irecv");
   const int source = r.source;
   const std::int64_t handle = r.handle;
+  const bool pushed = r.pushed;
   recv_reqs_.push_back(req);
   recvs_.push_back(std::move(r));
   rendezvous_peak_ = std::max(rendezvous_peak_, static_cast<std::int64_t>(recv_reqs_.size()));
-  post(source, {kGet, handle});
+  if (!pushed) {  // a pushed payload is on its way already
+    ++gets_sent_;
+    post(source, {kGet, handle});
+  }
 }
 
 // Starts waiting transfers while fewer than options.max_rendezvous are in flight
@@ -316,15 +346,21 @@ bool Comm::progress(int worker, bool blocking) {
   bool did = false;
 
   if (options_.comm_mode == CommMode::funneled) {
-    std::vector<std::pair<int, std::vector<std::int64_t>>> cmds;
+    std::vector<Command> cmds;
     {
       std::lock_guard cl(command_mutex_);
       cmds.swap(commands_);
     }
-    for (auto& [dest, msg] : cmds) {
-      const void* buf = msg.data();
-      std::size_t bytes = msg.size() * 8;
-      isend(dest, buf, bytes, kControlTag, std::move(msg), Data{});
+    for (Command& c : cmds) {
+      if (c.tag != kControlTag) {  // a pushed payload
+        const void* buf = c.data.bytes();
+        const std::size_t bytes = c.data.size();
+        isend(c.dest, buf, bytes, c.tag, {}, std::move(c.data));
+        continue;
+      }
+      const void* buf = c.msg.data();
+      std::size_t bytes = c.msg.size() * 8;
+      isend(c.dest, buf, bytes, kControlTag, std::move(c.msg), Data{});
     }
     did = did || !cmds.empty();
   }

@@ -7,8 +7,14 @@
 // either the payload itself (size <= eager_limit) or a rendezvous handle. For a
 // handle the receiver allocates the buffer, posts the receive, and sends GET; the
 // producer then sends the data (payloads are never unexpected, paper 004 sec.
-// III-C). The receiver evaluates the producer's OUT dependencies itself to find its
-// local successors, so the message names no consumer.
+// III-C). With Options::push the producer posts the data send right after the
+// ACTIVATE (the handle marked pushed in it) and the receiver sends no GET: the
+// send waits in MPI, unmatched (above MPI's own eager limit only its header
+// travels before the receive is posted), until the receiver posts its receive,
+// under the same bound; with Open MPI's shared-memory single copy (CMA) the
+// receiver then reads the data itself, whatever the producer is doing. The
+// receiver evaluates the producer's OUT dependencies itself to find its local
+// successors, so the message names no consumer.
 //
 // Remote collection reads and writes (remote_io.hpp) travel the same way, one tile
 // per message: TILE (the owner sends a tile that tasks of the receiver read) and
@@ -80,6 +86,8 @@ class Comm {
   std::int64_t rendezvous_bytes() const { return rendezvous_bytes_; }
   // The most rendezvous receives that were in flight at once on this rank.
   std::int64_t rendezvous_peak() const { return rendezvous_peak_; }
+  // GET requests this rank sent (rendezvous transfers that were not pushed).
+  std::int64_t gets_sent() const { return gets_sent_; }
   // Tiles this rank sent to serve remote reads, and as remote writes.
   std::int64_t tiles_read() const { return tiles_read_; }
   std::int64_t tiles_written() const { return tiles_written_; }
@@ -94,9 +102,19 @@ class Comm {
     std::int64_t handle;
     std::int64_t kind;  // kTile / kWrite: a collection tile
     TileKey key;
+    bool pushed = false;  // the producer sends the data unasked: no GET
   };
-  // Appends a flow's size and either its payload or a rendezvous handle to `msg`.
-  void append_data(std::vector<std::int64_t>& msg, const Data& d);
+  // A rendezvous payload the producer sends itself (Options::push) once its
+  // announcement is posted.
+  struct Push {
+    std::int64_t handle;
+    Data data;
+  };
+  // Appends a flow's size and either its payload or a rendezvous handle to `msg`;
+  // a pushed handle's data goes to `pushes`.
+  void append_data(std::vector<std::int64_t>& msg, const Data& d, std::vector<Push>& pushes);
+  // Posts the data sends of `pushes` to `dest` (after their announcement).
+  void push_data(int dest, std::vector<Push>& pushes);
   // A remote write has landed in this rank's storage.
   void landed(const TileKey& key, const Data& d);
   void completed(int worker, Recv& r);
@@ -131,6 +149,7 @@ class Comm {
   // receive is posted (and GET sent) when one in flight completes.
   std::deque<Recv> waiting_;
   std::int64_t rendezvous_peak_ = 0;
+  std::int64_t gets_sent_ = 0;  // under progress_mutex_
 
   std::mutex send_mutex_;  // sends may be posted by any worker (CommMode::multiple)
   std::vector<MPI_Request> send_reqs_;
@@ -141,7 +160,13 @@ class Comm {
   std::vector<SendKeep> send_keep_;
 
   std::mutex command_mutex_;  // CommMode::funneled: sends queued for the comm thread
-  std::vector<std::pair<int, std::vector<std::int64_t>>> commands_;
+  struct Command {
+    int dest;
+    std::vector<std::int64_t> msg;  // a control message, or
+    Data data;                      // a pushed payload (tag >= kDataTagBase)
+    int tag;
+  };
+  std::vector<Command> commands_;
 
   std::mutex handle_mutex_;  // rendezvous data waiting for a GET
   std::unordered_map<std::int64_t, Data> handles_;

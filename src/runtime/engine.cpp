@@ -87,6 +87,7 @@ class Engine {
       stats.placeholder_hits += w->placeholder_hits;
     }
     stats.rendezvous_peak = comm_.rendezvous_peak();
+    stats.gets_sent = comm_.gets_sent();
     stats.activations_sent = comm_.activations_sent();
     stats.eager_bytes = comm_.eager_bytes();
     stats.rendezvous_bytes = comm_.rendezvous_bytes();

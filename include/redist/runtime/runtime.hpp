@@ -39,6 +39,12 @@ struct Options {
   // not complete); the rest wait in arrival order (paper 004, sec. III-C: DAGuE
   // allows 3). 0: no bound.
   int max_rendezvous = 3;
+  // A payload above eager_limit: false, the receiver asks for it (ACTIVATE, GET,
+  // data: the producer sends only when it sees the GET, paper 004 sec. III-C);
+  // true, the producer posts the data send together with the ACTIVATE and the
+  // receiver posts its receive when it handles the ACTIVATE (under the same bound;
+  // no GET, so the producer need not progress MPI before the data moves).
+  bool push = false;
   // Idle workers steal first from workers on their own NUMA node (hwloc), then
   // from the others; false, or a build without hwloc: round robin.
   bool numa_steal = true;
@@ -52,6 +58,7 @@ struct Stats {
   std::int64_t steals = 0;
   std::int64_t placeholder_hits = 0;   // tasks run from a worker's placeholder slot
   std::int64_t rendezvous_peak = 0;    // most rendezvous receives in flight at once
+  std::int64_t gets_sent = 0;          // GET requests for rendezvous data (none with Options::push)
   std::int64_t tiles_read = 0;     // own collection tiles sent to other ranks' readers (once per rank)
   std::int64_t tiles_written = 0;  // outputs sent to collection tiles of other ranks
   double seconds = 0;                 // wall time of run() on this rank

@@ -175,6 +175,33 @@ TEST_P(Potrf, EveryCommModeBitIdentical) {
   }
 }
 
+// Tiles above the runtime's eager limit (48 x 48 doubles: 18 KB > 16 KB) travel by
+// rendezvous, pushed with their activation (apps::Options::push, the default) or
+// asked for with GET: the same bits either way, in every comm_mode, as the direct
+// run (which asks with GET).
+TEST_P(Potrf, PushedTilesBitIdentical) {
+  constexpr int n = 150;  // 3 x 48 + 6: a ragged last tile
+  apps::Options o = options(GetParam());
+  o.tile = 48;
+  EXPECT_TRUE(apps::Options().push);
+  const std::vector<double> ref = direct(apps::work_layout(n, n, world_size(), o), o.threads);
+  const redist::Layout user = redist::Layout::parse("150x150 tile=10x10 block_cyclic grid=1x" +
+                                                    std::to_string(world_size()) + " storage=local_array");
+  for (bool push : {true, false})
+    for (rt::CommMode mode : {rt::CommMode::workers, rt::CommMode::multiple, rt::CommMode::funneled}) {
+      SCOPED_TRACE(std::string(push ? "push " : "get ") + std::to_string(static_cast<int>(mode)));
+      std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, n); });
+      apps::Options om = o;
+      om.push = push;
+      om.comm_mode = mode;
+      apps::potrf(user, a.data(), MPI_COMM_WORLD, om);
+      const std::vector<double> got = gather_root(user, a.data());
+      bool same = true;
+      if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
+      EXPECT_TRUE(all_ranks(same));
+    }
+}
+
 TEST_P(Potrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   const apps::Options o = options(GetParam());

@@ -60,8 +60,10 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
     SCOPED_TRACE(k.x + " / " + k.y + " / " + k.z);
     const redist::Layout lx = redist::Layout::parse(k.x), ly = redist::Layout::parse(k.y),
                          lz = redist::Layout::parse(k.z), lv = redist::Layout::parse(k.v);
-    for (std::size_t eager : {std::size_t{16384}, std::size_t{64}}) {
-      SCOPED_TRACE("eager_limit " + std::to_string(eager));
+    for (int variant : {0, 1, 2}) {  // eager; by rendezvous with GET; by rendezvous pushed
+      const std::size_t eager = variant == 0 ? 16384 : 64;
+      const bool push = variant == 2;
+      SCOPED_TRACE("eager_limit " + std::to_string(eager) + (push ? " push" : ""));
       rt::LayoutCollection X(lx, MPI_COMM_WORLD), Y(ly, MPI_COMM_WORLD), Z(lz, MPI_COMM_WORLD),
           V(lv, MPI_COMM_WORLD);
       fill(X, x_value);
@@ -111,6 +113,7 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
       });
       rt::Options o = options_of(GetParam());
       o.eager_limit = eager;
+      o.push = push;
       rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
 
       // Serial counts: tiles travel once per (tile, reading rank other than the owner).
@@ -136,6 +139,12 @@ TEST_P(Remote, ReadsAndWritesTilesOfOtherRanks) {
       EXPECT_EQ(s.tasks, tasks);
       EXPECT_EQ(sum_all(s.tiles_read), static_cast<std::int64_t>(reads.size()) + z_reads);
       EXPECT_EQ(sum_all(s.tiles_written), writes);
+      const std::int64_t gets = sum_all(s.gets_sent);
+      if (push) {
+        EXPECT_EQ(gets, 0);  // pushed tiles need no GET
+      } else if (variant == 1 && world_size() > 1) {
+        EXPECT_GT(gets, 0);
+      }
 
       const std::vector<double> x = gather_on_root<double>(X), y = gather_on_root<double>(Y),
                                 z = gather_on_root<double>(Z), v = gather_on_root<double>(V);
