@@ -22,6 +22,7 @@ namespace {
 
 constexpr index_t kCtlBytes = 256;  // head at 0, tail at 128: lines of their own
 constexpr size_t kNameBytes = 64;
+constexpr int kRingsOff = -1;  // a sender's answer: its rings are off
 
 // What a receiver tells each sender about its ring.
 struct Offer {
@@ -95,8 +96,11 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     if (fd < 0) {
       why_not_ = cat("shm_open: ", std::strerror(errno));
     } else {
-      if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
-        why_not_ = cat("ftruncate: ", std::strerror(errno));
+      // The pages reserved now: a tmpfs too small for them (a container's 64 MB
+      // /dev/shm) refuses here, instead of a SIGBUS when a slot is first touched.
+      const int e = posix_fallocate(fd, 0, static_cast<off_t>(total));
+      if (e != 0) {
+        why_not_ = cat("posix_fallocate of ", total, " bytes in /dev/shm: ", std::strerror(e));
       } else {
         void* m = mmap(nullptr, static_cast<size_t>(total), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (m == MAP_FAILED) why_not_ = cat("mmap: ", std::strerror(errno));
@@ -131,6 +135,10 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
               "receive from", peer);
     const Offer& o = got[i];
     if (!o.ok) continue;
+    if (fifo_disabled()) {  // this rank's rings are off, as a sender too
+      mapped[i] = kRingsOff;
+      continue;
+    }
     const int fd = shm_open(o.name, O_RDWR, 0);
     mapped[i] = errno;
     if (fd < 0) continue;
@@ -165,7 +173,10 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     const Offer& o = offers[i];
     if (!o.ok) continue;
     if (replies[i] != 0) {
-      if (why_not_.empty()) why_not_ = cat("rank ", p.rp.receives[i].peer, " could not map the ring: ", std::strerror(replies[i]));
+      const int peer = p.rp.receives[i].peer;
+      if (why_not_.empty())
+        why_not_ = replies[i] == kRingsOff ? cat("rank ", peer, " has its rings off, REDIST_SHM_FIFO=0")
+                                           : cat("rank ", peer, " could not map the ring: ", std::strerror(replies[i]));
       continue;
     }
     Ring& r = recv_[i];

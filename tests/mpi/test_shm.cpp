@@ -243,6 +243,40 @@ TEST(Shm, ProbeFailsOnOneRank) {
   unsetenv("REDIST_NODE_SIZE");
 }
 
+// One rank has its rings off ($REDIST_SHM_FIFO=0 on that rank alone): every
+// pair it takes part in, both ways, goes by cross-memory attach (or messages),
+// both sides agreeing, each naming why; the other pairs keep their rings. Every
+// element right, no hang.
+TEST(Shm, RingsOffOnOneRank) {
+  const int p = world_size(), rank = world_rank(), off = p - 1;
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  const Layout src = block_cyclic_layout({1999, 37}, {500, 3}, {1, p}, 8, StorageKind::local_array);
+  const Layout dst = block_cyclic_layout({1999, 37}, {211, 5}, {p, 1}, 8, StorageKind::local_array);
+  const Region r = Region::parse("1990x30 from=3x4 to=1x7");
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+  if (rank == off) setenv("REDIST_SHM_FIFO", "0", 1);  // read when the plan first runs shm
+  execute_twice(plan, src, dst, s, d, r, 61, "rings off on one rank");
+  unsetenv("REDIST_SHM_FIFO");
+  const std::string desc = plan.describe("shm");
+  const Paths got = paths_of(desc);
+  for (const PeerPlan& pp : plan.rank_plan().receives) {
+    ASSERT_EQ(got.peer.count(pp.peer), 1u) << desc;
+    const std::string& why = got.peer.at(pp.peer);
+    if (rank != off && pp.peer != off) {
+      EXPECT_EQ(why.rfind("fifo (", 0), 0u) << desc;
+      continue;
+    }
+    EXPECT_EQ(why.rfind(cma_works() ? "cma (" : "message (", 0), 0u) << desc;
+    if (cma_works()) {
+      const std::string reason = rank == off ? "; no ring: REDIST_SHM_FIFO=0)"
+                                             : "; no ring: rank " + std::to_string(off) +
+                                                   " has its rings off, REDIST_SHM_FIFO=0)";
+      EXPECT_NE(why.find(reason), std::string::npos) << desc;
+    }
+  }
+}
+
 // Memory the user allocated: a pair moves its bytes from the side with more runs,
 // the kernel pinning the other side's (remote) runs. Rows of 211 elements at gaps
 // down the sender's columns into whole columns of the receiver's target: the
