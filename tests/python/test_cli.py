@@ -352,7 +352,7 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
         assert p.returncode == 0, p.stderr
         times = dict(re.findall(r"^\s+(" + "|".join(STRATEGIES) + r")\s+([\d.]+ \w+)", p.stdout, re.M))
         assert set(times) == set(STRATEGIES), p.stdout
-        picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto$", p.stdout, re.M)
+        picks = re.findall(r"^\s+(\w+)\s+[\d.]+ \w+\s+<- auto\b", p.stdout, re.M)
         assert len(picks) == 1, p.stdout
         env = dict(os.environ, REDIST_CALIBRATION=str(out))
         r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "run", src, dst, "--strategy", "p2p",

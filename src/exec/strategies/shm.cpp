@@ -94,12 +94,12 @@ class Shm final : public Strategy {
   bool available() override;
   void run(const SrcBlocks& src, const DstBlocks& dst) override;
   std::string describe() const override;
+
+ private:
   // Why a heap pair on the node took cross-memory attach rather than a ring.
   std::string ring_why() const {
     return fifo_.why_not().empty() ? std::string() : cat("; no ring: ", fifo_.why_not());
   }
-
- private:
   bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
   Path decide(std::int64_t source_ok, std::int64_t target_ok, bool fifo, int cma) const {
     if (target_ok && arithmetic_of(plan_) == nullptr) return kPush;
