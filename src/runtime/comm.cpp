@@ -18,9 +18,14 @@ constexpr std::int64_t kEager = -1, kControl = -2;
 // A rendezvous handle h >= 0 travels as h (the receiver sends GET) or, pushed by the
 // producer (Options::push), as kPushed - h.
 constexpr std::int64_t kPushed = -3;
-// Below Open MPI's shared-memory eager limit (4 KiB), so MPI_Send does not wait for
-// the receiver.
-constexpr std::size_t kBlockingSendMax = 4096;
+// Below Open MPI's shared-memory eager limit, so MPI_Send does not wait for the
+// receiver. That limit (btl_vader_eager_limit, 4096) counts the headers too: a
+// message of 4,096 bytes went by rendezvous, and two ranks sending each other one
+// at once both waited in MPI_Send for a receive neither would post (taskgraph hung
+// every few hundred executes: `redist run "1000x1000 tile=100x100 block_cyclic
+// grid=1x2" "1000x1000 tile=70x90 block_cyclic grid=2x1" --strategy taskgraph
+// --reps 1000`). 256 bytes of margin for the headers.
+constexpr std::size_t kBlockingSendMax = 4096 - 256;
 
 std::size_t words_for(std::size_t bytes) { return (bytes + 7) / 8; }
 
