@@ -63,6 +63,33 @@ TEST_P(Transfer, PayloadsAroundEagerLimit) {
   }
 }
 
+// Activations of 3.8-4.1 KB (payloads piggybacked) between every pair of
+// neighbouring ranks at once, both ways: around Open MPI's shared-memory eager
+// limit, which counts its headers. A control message sent with a blocking
+// MPI_Send that MPI takes by rendezvous left two ranks each waiting in MPI_Send
+// for a receive the other would never post (hung with the 4,096-byte threshold).
+TEST_P(Transfer, ActivationsAtMpisEagerLimitBothWays) {
+  const int ranks = world_size(), n = 64 * ranks;
+  for (std::size_t size = 3736; size <= 4040; size += 8) {
+    std::atomic<int> bad{0};
+    rt::TaskGraph g;
+    auto& prod = g.task_class("Producer");
+    auto& cons = g.task_class("Consumer");
+    prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+    prod.flow("out").out(rt::to(cons, "in", [](auto i) { return Targets{i}; }));
+    prod.body([&](rt::TaskContext& c, auto i) { fill(c.allocate("out", size), i); });
+    cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
+    cons.flow("in", rt::Access::read).in(rt::from(prod, "out", [](auto i) { return Targets{i}; }));
+    cons.body([&](rt::TaskContext& c, auto i) {
+      if (c.data("in").size() != size || !check(c.data("in"), i)) ++bad;
+    });
+    rt::Options o = options_of(GetParam());
+    o.eager_limit = 8192;  // piggybacked: the activation carries the payload
+    rt::run(g, MPI_COMM_WORLD, o);
+    EXPECT_EQ(sum_all(bad), 0) << "payload of " << size << " bytes";
+  }
+}
+
 // Producer(i) decides its output size at run time (allocate, or shrink with set_size).
 TEST_P(Transfer, DynamicSizes) {
   const int ranks = world_size(), n = 12;
