@@ -73,13 +73,14 @@ Fifos::~Fifos() {
 void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag) {
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   recv_.assign(nr, {}), send_.assign(ns, {});
-  if (fifo_disabled()) why_not_ = "REDIST_SHM_FIFO=0";
+  const bool off = fifo_disabled();  // this rank's rings, as receiver and sender
+  if (off) why_not_ = "REDIST_SHM_FIFO=0";
   const index_t es = p.rp.elem_size, page = sysconf(_SC_PAGESIZE);
   // The receiver's rings: one region per sender, page-aligned (the sender maps its own).
   std::vector<Offer> offers(nr);
   index_t total = 0;
   for (size_t i = 0; i < nr; ++i) {
-    if (!recv_with[i] || p.rp.receives[i].bytes == 0 || fifo_disabled()) continue;
+    if (!recv_with[i] || p.rp.receives[i].bytes == 0 || off) continue;
     const index_t per = std::min(fifo_slot_limit(), (p.rp.receives[i].bytes + kFifoSlots - 1) / kFifoSlots);
     Offer& o = offers[i];
     o.slot_bytes = std::max(es, per / es * es);
@@ -135,7 +136,7 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
               "receive from", peer);
     const Offer& o = got[i];
     if (!o.ok) continue;
-    if (fifo_disabled()) {  // this rank's rings are off, as a sender too
+    if (off) {  // this rank's rings are off, as a sender too
       mapped[i] = kRingsOff;
       continue;
     }

@@ -40,6 +40,15 @@ std::vector<double> direct(const redist::Layout& work, int threads) {
   return gather_on_root<double>(a);
 }
 
+// apps::potrf with `om` on an SPD matrix of order n in the user's layout, gathered
+// on rank 0: true there when its bits equal `ref`'s (true on the other ranks).
+bool potrf_bits_equal(const redist::Layout& user, int n, const apps::Options& om, const std::vector<double>& ref) {
+  std::vector<double> a = make_local(user, [n](auto i, auto j) { return spd_element(i, j, n); });
+  apps::potrf(user, a.data(), MPI_COMM_WORLD, om);
+  const std::vector<double> got = gather_root(user, a.data());
+  return world_rank() != 0 || std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
+}
+
 // The caller's layouts: ScaLAPACK local arrays on a 1xP grid (one with a larger
 // leading dimension on every rank, a different one per rank), random owners in
 // tile storage, and the working layout itself.
@@ -164,14 +173,9 @@ TEST_P(Potrf, EveryCommModeBitIdentical) {
                                                     std::to_string(world_size()) + " storage=local_array");
   for (rt::CommMode mode : {rt::CommMode::workers, rt::CommMode::multiple, rt::CommMode::funneled}) {
     SCOPED_TRACE(static_cast<int>(mode));
-    std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, kN); });
     apps::Options om = o;
     om.comm_mode = mode;
-    apps::potrf(user, a.data(), MPI_COMM_WORLD, om);
-    const std::vector<double> got = gather_root(user, a.data());
-    bool same = true;
-    if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
-    EXPECT_TRUE(all_ranks(same));
+    EXPECT_TRUE(all_ranks(potrf_bits_equal(user, kN, om, ref)));
   }
 }
 
@@ -190,15 +194,10 @@ TEST_P(Potrf, PushedTilesBitIdentical) {
   for (bool push : {true, false})
     for (rt::CommMode mode : {rt::CommMode::workers, rt::CommMode::multiple, rt::CommMode::funneled}) {
       SCOPED_TRACE(std::string(push ? "push " : "get ") + std::to_string(static_cast<int>(mode)));
-      std::vector<double> a = make_local(user, [](auto i, auto j) { return spd_element(i, j, n); });
       apps::Options om = o;
       om.push = push;
       om.comm_mode = mode;
-      apps::potrf(user, a.data(), MPI_COMM_WORLD, om);
-      const std::vector<double> got = gather_root(user, a.data());
-      bool same = true;
-      if (world_rank() == 0) same = std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0;
-      EXPECT_TRUE(all_ranks(same));
+      EXPECT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref)));
     }
 }
 
