@@ -76,6 +76,22 @@ std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb:
 
 // A Python owner function, called with the GIL held; freed with it too (the
 // core copies layouts, and so this, from any thread).
+// A tile's coordinates in l's tile grid: one int per dimension (a bare int for a
+// 1-D layout), each in [0, tiles along it); anything else raises, naming the grid.
+Coord tile_of(const Layout& l, nb::handle tile) {
+  const Coord t = to_coord(tile, "tile"), n = l.ntiles();
+  std::string grid;
+  for (int d = 0; d < n.ndim(); ++d) grid += detail::cat(d ? "x" : "", n[d]);
+  if (t.ndim() != n.ndim())
+    throw Error(detail::cat("tile has ", t.ndim(), " coordinate", t.ndim() == 1 ? "" : "s", "; this layout's tile grid ",
+                            grid, " needs ", n.ndim(), " (one per dimension)"));
+  for (int d = 0; d < n.ndim(); ++d)
+    if (t[d] < 0 || t[d] >= n[d])
+      throw Error(detail::cat("tile coordinate ", t[d], " in dimension ", d, " is outside the tile grid ", grid,
+                              " (0 to ", n[d] - 1, ")"));
+  return t;
+}
+
 OwnerFunction owner_function(nb::callable fn) {
   std::shared_ptr<nb::object> f(new nb::object(std::move(fn)), [](nb::object* o) {
     if (!Py_IsInitialized()) {  // the registry's static map, destroyed after Python: leave the object be
@@ -174,11 +190,15 @@ void bind_layout(nb::module_& m) {
         return b;
       }, nb::arg("d"), "The tile boundaries along dimension d: [0, ..., extent].")
       .def("tile_box", [](const Layout& l, nb::handle tile) {
-        Box b = l.tile_box(to_coord(tile, "tile"));
+        Box b = l.tile_box(tile_of(l, tile));
         return nb::make_tuple(from_coord(b.lo), from_coord(b.size));
       }, nb::arg("tile"), "(lo, size) of a tile, in global elements.")
-      .def("owner", [](const Layout& l, nb::handle tile) { return l.owner(to_coord(tile, "tile")); }, nb::arg("tile"))
-      .def("check", &Layout::check, nb::arg("comm_size"),
+      .def("owner", [](const Layout& l, nb::handle tile) { return l.owner(tile_of(l, tile)); }, nb::arg("tile"),
+           "The rank owning a tile, given by its coordinates in the tile grid (one int per dimension).")
+      .def("check", [](const Layout& l, int comm_size) {
+        if (comm_size < 1) throw Error(detail::cat("comm_size ", comm_size, ": a communicator has at least 1 rank"));
+        return l.check(comm_size);
+      }, nb::arg("comm_size"),
            "'' when valid for comm_size ranks, else what is wrong (make_plan raises it on every rank).")
       .def("hash", &Layout::hash)
       .def("with_esize", [](const Layout& l, index_t esize) {

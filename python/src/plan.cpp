@@ -17,6 +17,12 @@
 namespace redist::python {
 namespace {
 
+// plan_stats and predict plan one simulated rank: `rank` of `ranks`.
+void check_rank(const char* what, int rank, int ranks) {
+  if (ranks < 1) throw Error(detail::cat(what, ": ranks ", ranks, ": a communicator has at least 1 rank"));
+  if (rank < 0 || rank >= ranks) throw Error(detail::cat(what, ": rank ", rank, " must be in [0, ", ranks, ")"));
+}
+
 struct PyPlan {
   std::optional<Plan> plan;
   LocalIndex src_map, dst_map;  // for the binding's checks of the buffers it is given
@@ -222,6 +228,7 @@ void bind_plan(nb::module_& m) {
       .def("__repr__", [](const PlanStats& s) { return "PlanStats(" + nb::cast<std::string>(nb::repr(stats_dict(s))) + ")"; });
 
   m.def("plan_stats", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks) {
+    check_rank("plan_stats", rank, ranks);
     Layout s = as_layout(src, "src"), d = as_layout(dst, "dst");
     Region r = as_region(region, s.shape());
     for (const std::string& e : {s.check(ranks), d.check(ranks), r.check(s.shape(), d.shape())})
@@ -231,6 +238,7 @@ void bind_plan(nb::module_& m) {
      "No MPI: the statistics of `rank`'s plan among `ranks` ranks (redist plan --ranks).");
   m.def("predict", [](nb::handle src, nb::handle dst, nb::handle region, int rank, int ranks, const Machine& machine,
                       const std::string& storage, int ranks_per_node) {
+    check_rank("predict", rank, ranks);
     Layout s = as_layout(src, "src"), d = as_layout(dst, "dst");
     Region r = as_region(region, s.shape());
     for (const std::string& e : {s.check(ranks), d.check(ranks), r.check(s.shape(), d.shape())})
@@ -238,7 +246,6 @@ void bind_plan(nb::module_& m) {
     if (storage != "heap" && storage != "shared")
       throw Error(detail::cat("predict: storage '", storage, "': expected heap or shared"));
     if (ranks_per_node < 0) throw Error(detail::cat("predict: ranks_per_node must be >= 0, got ", ranks_per_node));
-    if (rank < 0 || rank >= ranks) throw Error(detail::cat("predict: rank ", rank, " must be in [0, ", ranks, ")"));
     RankPlan rp = plan_rank(s, d, r, rank, ranks);
     std::vector<int> node_of;  // nodes of ranks_per_node consecutive ranks (0: one node)
     if (ranks_per_node > 0)

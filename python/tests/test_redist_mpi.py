@@ -2,6 +2,7 @@
 mpirun): every layout kind, storage, dtype, regions, plans, strategies and
 errors, checked against numpy on the gathered result and on each rank's tiles."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -252,6 +253,33 @@ def test_auto_and_predictions():
         offline = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine)
         assert set(offline) == set(pred)
     check_tiles(b, value)
+
+
+def test_owner_and_tile_box_take_tile_coordinates():
+    """Layout.owner and Layout.tile_box take a tile's coordinates, one per
+    dimension, each inside the tile grid: the README's 10x10 tile=4x3 grid=2x2
+    table, checked against the block-cyclic rule; a bare int on a 2-D layout (it
+    once read as the tile (1,) and answered rank 1 for tile (1, 0), owned by rank
+    2), a coordinate outside the grid and a negative one raise, naming the grid."""
+    l = redist.Layout("10x10 tile=4x3 block_cyclic grid=2x2")
+    for i in range(3):
+        for j in range(4):
+            assert l.owner((i, j)) == (i % 2) * 2 + j % 2, (i, j)  # row-major grid order
+            lo, size = l.tile_box((i, j))
+            assert lo == (4 * i, 3 * j) and size == (min(4, 10 - 4 * i), min(3, 10 - 3 * j)), (i, j, lo, size)
+    assert l.owner((1, 0)) == 2
+    for bad, words in [(1, "needs 2"), ((1, 0, 0), "needs 2"), ((3, 0), "outside the tile grid 3x4"),
+                       ((0, -1), "outside the tile grid 3x4"), ((0, 4), "(0 to 3)")]:
+        for call in (l.owner, l.tile_box):
+            with pytest.raises(redist.Error, match=re.escape(words)):
+                call(bad)
+    one = redist.Layout("10 tile=4")
+    assert one.owner(2) == 0 and one.tile_box(2) == ((8,), (2,))
+    with pytest.raises(redist.Error, match="at least 1 rank"):
+        l.check(0)
+    for rank, ranks in [(5, 2), (-1, 2), (0, 0)]:
+        with pytest.raises(redist.Error, match=r"plan_stats: (rank|ranks)"):
+            redist.plan_stats(l, l, rank=rank, ranks=ranks)
 
 
 def test_predictions_take_the_storage():
