@@ -480,9 +480,18 @@ int main(int argc, char** argv) {
   doc.run = harness::run_info(MPI_COMM_WORLD);
   doc.machine = machine.get();
   Report report(doc);
+  // The results folder is made and written once before any case runs: a folder
+  // that cannot be written fails here, on every rank, not after the whole suite.
+  int writable = 1;
   if (rank_ == 0) {
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
+    writable = report.write(out) ? 1 : 0;
+  }
+  MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!writable) fail("cannot write results.json and results.csv into --out " + out);
+  bool written = true;
+  if (rank_ == 0) {
     report.print_header(stdout);
     if (launches_note || report.run().oversubscribed()) report.print_launches(stdout);
   }
@@ -500,15 +509,20 @@ int main(int argc, char** argv) {
       if (!cases[i].variants.empty()) print_effects(cases[i], r);
     }
     report.add(std::move(r));
-    if (rank_ == 0 && !report.write(out)) std::fprintf(stderr, "redist bench: cannot write to %s\n", out.c_str());
+    if (rank_ == 0 && !report.write(out)) {
+      std::fprintf(stderr, "redist bench: cannot write to %s\n", out.c_str());
+      written = false;
+    }
   }
   if (rank_ == 0 && suite == "repartition") repartition_summary(stdout, report.cases());
   if (rank_ == 0) {
     report.print_summary(stdout);
-    std::printf("results: %s/results.json, %s/results.csv (%.1f s)\n", out.c_str(), out.c_str(), MPI_Wtime() - t0);
-    if (plots) plot(out);
+    if (written)
+      std::printf("results: %s/results.json, %s/results.csv (%.1f s)\n", out.c_str(), out.c_str(), MPI_Wtime() - t0);
+    if (plots && written) plot(out);
     if (!all_ok) std::fprintf(stderr, "redist bench: a verification FAILED\n");
   }
+  MPI_Bcast(&written, 1, MPI_CXX_BOOL, 0, MPI_COMM_WORLD);
   MPI_Finalize();
-  return all_ok ? 0 : 1;
+  return all_ok && written ? 0 : 1;
 }

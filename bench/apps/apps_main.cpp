@@ -85,8 +85,11 @@ double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank
   Cblacs_gridinit(&ctx, "Row", 1, ranks);
   Cblacs_gridinfo(ctx, &pr, &pc, &myr, &myc);
   const redist::LocalIndex local(src, rank);
-  const int lld = static_cast<int>(std::max<index_t>(1, local.ld()));
+  // Grid 1xP: every rank holds all n rows (a rank without columns too: ScaLAPACK
+  // wants lld >= its local rows even then, else DESCINIT warns).
+  const int lld = static_cast<int>(std::max<index_t>({1, local.ld(), n}));
   descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
+  if (info != 0) throw redist::Error("DESCINIT failed: info " + std::to_string(info));
   std::vector<double> a = make_local(src, rank, n, alg == "potrf" ? 0 : 7), b, c, tau, work;
   if (alg == "gemm") b = make_local(src, rank, n, 11), c = make_local(src, rank, n, 13);
   if (alg == "geqrf") {
@@ -150,17 +153,32 @@ int main(int argc, char** argv) {
       return 0;
     }
     openblas_set_num_threads(1);
-    const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1));
-    const int reps = static_cast<int>(args.get("--reps", 1));
-    const index_t src_tile = args.get("--src-tile", 1280);
+    const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
+    const int reps = static_cast<int>(args.get("--reps", 1, 1));
+    const index_t src_tile = args.get("--src-tile", 1280, 1);
+    const std::vector<std::int64_t> sizes = args.list("--n", {2000, 4000, 6000}, 1);
+    const index_t tile = args.get("--tile", 0, 0);
+    const std::int64_t push = args.get("--push", 1, 0);
+    if (push > 1) throw redist::Error("--push must be 0 or 1, got " + std::to_string(push));
     const std::string csv = args.str("--csv", "");
     const bool repeat = args.flag("--repeat");
     std::vector<std::string> algs;
-    for (std::string s = args.str("--alg", "potrf,geqrf,gemm"), item; !s.empty();) {
+    for (std::string s = args.str("--alg", "potrf,geqrf,gemm"), item; !s.empty() || algs.empty();) {
       const auto comma = s.find(',');
       algs.push_back(s.substr(0, comma));
+      if (algs.back() != "potrf" && algs.back() != "geqrf" && algs.back() != "gemm")
+        throw redist::Error("--alg: unknown algorithm '" + algs.back() + "': potrf, geqrf or gemm, comma-separated");
       s = comma == std::string::npos ? "" : s.substr(comma + 1);
     }
+    // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything runs.
+    int csv_ok = 1;
+    if (rank == 0 && !csv.empty())
+      if (FILE* out = std::fopen(csv.c_str(), "a"))
+        std::fclose(out);
+      else
+        csv_ok = 0;
+    MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!csv_ok) throw redist::Error("--csv " + csv + ": cannot open it for appending");
     const std::string mode = args.str("--comm-mode", "workers");
     redist::runtime::CommMode comm_mode = redist::runtime::CommMode::workers;
     if (mode == "multiple")
@@ -173,10 +191,10 @@ int main(int argc, char** argv) {
     if (rank == 0)
       std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d source: tile=%lld grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
-                  ranks, threads, mode.c_str(), static_cast<int>(args.get("--push", 1)),
+                  ranks, threads, mode.c_str(), static_cast<int>(push),
                   static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
                   "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
-    for (std::int64_t n : args.list("--n", {2000, 4000, 6000}))
+    for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);
         const std::string st = std::to_string(std::min<index_t>(src_tile, n));
@@ -184,12 +202,12 @@ int main(int argc, char** argv) {
                                          std::to_string(ranks) + " storage=local_array");
         redist::apps::Options good;
         good.threads = threads;
-        good.tile = args.get("--tile", 0);
+        good.tile = tile;
         // gemm chooses its tile as gemm_model_tile: `good` must run on its working layout
         if (good.tile == 0 && alg == "gemm") good.tile = redist::apps::gemm_model_tile(n, ranks * threads);
         good.strategy = args.str("--strategy", "direct");
         good.comm_mode = comm_mode;
-        good.push = args.get("--push", 1) != 0;
+        good.push = push != 0;
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);
@@ -234,8 +252,12 @@ int main(int argc, char** argv) {
             }
         }
       }
+  } catch (const redist::Error& e) {
+    // Bad arguments and the library's errors are the same on every rank: rank 0 speaks for all.
+    if (rb::world_rank() == 0) std::fprintf(stderr, "redist-apps: %s\n", e.what());
+    rc = 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "redist-apps: %s\n", e.what());
+    std::fprintf(stderr, "redist-apps: rank %d: %s\n", rb::world_rank(), e.what());
     rc = 1;
   }
   MPI_Finalize();

@@ -50,14 +50,18 @@ int run_pingpong(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "redist-bench-pingpong needs 2 ranks\n");
     return 1;
   }
-  const std::int64_t min_size = args.get("--min", 8), max_size = args.get("--max", 16 << 20);
-  const int reps = static_cast<int>(args.get("--reps", 7));
-  const int iters_small = static_cast<int>(args.get("--iters", 4000));
+  const std::int64_t min_size = args.get("--min", 8, 1), max_size = args.get("--max", 16 << 20, 1);
+  const int reps = static_cast<int>(args.get("--reps", 7, 1));
+  const int iters_small = static_cast<int>(args.get("--iters", 4000, 1));
   rt::Options o;
   o.threads = 1;
-  o.eager_limit = static_cast<std::size_t>(args.get("--eager", 16384));
-  o.push = args.get("--push", 0) != 0;
+  o.eager_limit = static_cast<std::size_t>(args.get("--eager", 16384, 0));
+  o.push = args.get("--push", 0, 0) != 0;
   const std::string mode = args.str("--mode", "multiple");
+  if (mode != "multiple" && mode != "funneled" && mode != "workers")
+    throw redist::Error("--mode must be multiple, funneled or workers, got '" + mode + "'");
+  if (max_size < min_size)
+    throw redist::Error("--max " + std::to_string(max_size) + " is below --min " + std::to_string(min_size));
   o.comm_mode = mode == "funneled" ? rt::CommMode::funneled
                 : mode == "workers"  ? rt::CommMode::workers
                                      : rt::CommMode::multiple;

@@ -34,16 +34,17 @@ int run_sched(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // one core per task (paper 004, sec. IV-C)
-  const int threads = static_cast<int>(args.get("--threads", 2));
-  const int reps = static_cast<int>(args.get("--reps", 5));
-  const double work = static_cast<double>(args.get("--work", 2000000000));
+  const int threads = static_cast<int>(args.get("--threads", 2, 1));
+  const int reps = static_cast<int>(args.get("--reps", 5, 1));
+  const double work = static_cast<double>(args.get("--work", 2000000000, 1));
+  const std::vector<std::int64_t> sizes = args.list("--sizes", {10, 20, 30, 50, 100, 200}, 1);
   report_cpus(threads);
   settle_blas();
   if (rank == 0)
     std::printf("# ranks=%d threads=%d reps=%d (runtime and threads: medians; seq: fastest)\n"
                 "%6s %9s %10s %10s %10s %10s %10s %10s\n", ranks, threads, reps, "N", "Nb", "seq_s",
                 "ideal_s", "threads_s", "runtime_s", "ratio_seq", "ratio_thr");
-  for (std::int64_t n : args.list("--sizes", {10, 20, 30, 50, 100, 200})) {
+  for (std::int64_t n : sizes) {
     const std::int64_t nb_tasks = std::max<std::int64_t>(64, static_cast<std::int64_t>(work / (2.0 * n * n * n)));
     // One set of operands per worker thread, so threads do not share cache lines.
     std::vector<std::vector<double>> mats(threads + 1, std::vector<double>(3 * n * n, 1.0 / n));

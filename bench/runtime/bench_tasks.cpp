@@ -23,13 +23,14 @@ int run_tasks(int argc, char** argv) {
   const int rank = world_rank(), ranks = world_size();
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
-  const std::int64_t n = args.get("--tasks", 1000000);
-  const int reps = static_cast<int>(args.get("--reps", 5));
+  const std::int64_t n = args.get("--tasks", 1000000, 1);
+  const int reps = static_cast<int>(args.get("--reps", 5, 1));
+  const std::vector<std::int64_t> thread_counts = args.list("--threads", {1, 2}, 1);
   if (rank == 0)
     std::printf("# ranks=%d tasks/rank=%lld reps=%d (medians)\n%12s %8s %14s %16s %12s\n", ranks,
                 static_cast<long long>(n), reps, "shape", "threads", "tasks/s/rank", "tasks/s/thread",
                 "us/task");
-  for (std::int64_t threads : args.list("--threads", {1, 2})) {
+  for (std::int64_t threads : thread_counts) {
     for (const char* shape : {"independent", "fan-out"}) {
       const bool fan = std::string(shape) == "fan-out";
       rt::TaskGraph g;

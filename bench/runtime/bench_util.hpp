@@ -3,10 +3,15 @@
 // another program (runtime_benches.hpp).
 #pragma once
 
+#include <cblas.h>
 #include <mpi.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -16,10 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "redist/error.hpp"
+
 namespace redist::runtime_bench {
 
 // Parses "--name value" and "--flag". With --help or -h, help() is true and rank 0
-// has printed `usage`: the benchmark returns 0 without running.
+// has printed `usage`: the benchmark returns 0 without running. An option that
+// `usage` does not name, a number that is not one ("1000x", "abc") or one below
+// the minimum the benchmark gives throw redist::Error (the same on every rank:
+// every rank parses the same command line).
 class Args {
  public:
   Args(int argc, char** argv, const char* usage) : args_(argv + 1, argv + argc) {
@@ -28,18 +38,34 @@ class Args {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (help_ && rank == 0) std::printf("%s", usage);
+    if (help_) return;
+    const std::string u = usage;
+    for (const auto& a : args_) {
+      if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;  // a value (negative numbers too)
+      bool known = false;
+      for (std::size_t at = u.find(a); at != std::string::npos && !known; at = u.find(a, at + 1)) {
+        const std::size_t end = at + a.size();
+        known = (at == 0 || !is_name_char(u[at - 1])) && (end == u.size() || !is_name_char(u[end]));
+      }
+      if (!known) throw redist::Error("unknown option " + a + " (--help lists the options)");
+    }
   }
   bool help() const { return help_; }
-  std::int64_t get(const std::string& name, std::int64_t def) const {
+  // The integer value of `name` (def when absent), at least `least`; "2e9" is read
+  // as the integer it names.
+  std::int64_t get(const std::string& name, std::int64_t def,
+                   std::int64_t least = std::numeric_limits<std::int64_t>::min()) const {
     const std::string* v = find(name);
-    return v ? std::atoll(v->c_str()) : def;
+    return v ? number(name, *v, least) : def;
   }
-  std::vector<std::int64_t> list(const std::string& name, std::vector<std::int64_t> def) const {
+  std::vector<std::int64_t> list(const std::string& name, std::vector<std::int64_t> def,
+                                 std::int64_t least = std::numeric_limits<std::int64_t>::min()) const {
     const std::string* v = find(name);
     if (!v) return def;
     std::vector<std::int64_t> out;
     std::stringstream ss(*v);
-    for (std::string item; std::getline(ss, item, ',');) out.push_back(std::atoll(item.c_str()));
+    for (std::string item; std::getline(ss, item, ',');) out.push_back(number(name, item, least));
+    if (out.empty()) throw redist::Error(name + " needs a comma-separated list of numbers, got '" + *v + "'");
     return out;
   }
   std::string str(const std::string& name, const std::string& def) const {
@@ -51,6 +77,21 @@ class Args {
   }
 
  private:
+  static bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+  static std::int64_t number(const std::string& name, const std::string& text, std::int64_t least) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != '\0' || errno == ERANGE) {  // "2e9": a number written as a double
+      const double d = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || d != std::floor(d) || std::fabs(d) > 9e18)
+        throw redist::Error(name + " needs an integer, got '" + text + "'");
+      v = static_cast<long long>(d);
+    }
+    if (v < least)
+      throw redist::Error(name + " must be at least " + std::to_string(least) + ", got " + std::to_string(v));
+    return v;
+  }
   const std::string* find(const std::string& name) const {
     for (std::size_t i = 0; i + 1 < args_.size(); ++i)
       if (args_[i] == name) return &args_[i + 1];
@@ -82,6 +123,25 @@ inline int cpus_available() {
   return CPU_COUNT(&set);
 }
 
+// OpenBLAS picks its kernels by CPU model at start-up; a model newer than the
+// library (Debian 12's 0.3.21 on family 6 model 207) gets its generic Prescott
+// kernels: DGEMM at 7.7 GFLOP/s on one core here against 55 with
+// OPENBLAS_CORETYPE=SkylakeX. Every GFLOP/s a benchmark prints would be ~7x low:
+// say so (rank 0), with the setting that fixes it.
+inline void warn_generic_blas() {
+#if defined(__x86_64__)
+  const std::string core = openblas_get_corename();
+  const bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" || core == "Nehalem" ||
+                       core == "Dunnington" || core == "Atom" || core == "Katmai" || core == "Northwood";
+  if (!generic || std::getenv("OPENBLAS_CORETYPE")) return;
+  const char* fast = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : nullptr;
+  if (fast)
+    std::printf("# WARNING: OpenBLAS runs its generic %s kernels on this CPU (a model it does not know, with %s):\n"
+                "#          BLAS is several times slower than it can be; export OPENBLAS_CORETYPE=%s\n",
+                core.c_str(), std::string(fast) == "SkylakeX" ? "AVX-512" : "AVX2", fast);
+#endif
+}
+
 // Prints the CPUs each rank may use, and a warning on ranks with fewer than
 // `threads` (their threads would share cores and every ratio would be off).
 inline void report_cpus(int threads) {
@@ -93,6 +153,7 @@ inline void report_cpus(int threads) {
   std::printf("# cpus per rank (affinity): %d; threads per rank: %d\n", least, threads);
   if (least < threads)
     std::printf("# WARNING: fewer cpus than threads per rank: launch with mpirun --bind-to none\n");
+  warn_generic_blas();
 }
 
 // OpenBLAS's helper threads spin (sched_yield) for ~0.1 s (2^28 cycles,

@@ -206,9 +206,9 @@ int run_cholesky(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // single-threaded kernels per task
-  const int n = static_cast<int>(args.get("--n", 8000));
-  const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1));
-  const int reps = static_cast<int>(args.get("--reps", 1));
+  const int n = static_cast<int>(args.get("--n", 8000, 1));
+  const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1, 1));
+  const int reps = static_cast<int>(args.get("--reps", 1, 1));
   int p = 1;
   for (int d = 1; d * d <= g_ranks; ++d)
     if (g_ranks % d == 0) p = d;
@@ -222,7 +222,7 @@ int run_cholesky(int argc, char** argv) {
   const int cores = g_ranks * threads;
   report_cpus(threads);
   settle_blas();
-  std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400});
+  std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400}, 1);
   std::vector<std::string> variants;
   std::vector<rt::Options> variant_options;
   {

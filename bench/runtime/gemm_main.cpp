@@ -58,10 +58,10 @@ int run_gemm(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // single-threaded kernels per task
-  const std::int64_t n = args.get("--n", 4000);
-  const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1));
-  const int reps = static_cast<int>(args.get("--reps", 4));
-  const int warmup = static_cast<int>(args.get("--warmup", 1));
+  const std::int64_t n = args.get("--n", 4000, 1);
+  const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
+  const int reps = static_cast<int>(args.get("--reps", 4, 1));
+  const int warmup = static_cast<int>(args.get("--warmup", 1, 0));
   int p = 1;
   for (int d = 1; d * d <= ranks; ++d)
     if (ranks % d == 0) p = d;
@@ -92,7 +92,7 @@ int run_gemm(int argc, char** argv) {
                 "activations", "rdv_bytes", "time / first form's, per rep");
   }
   bool same = true;
-  for (std::int64_t nb : args.list("--nb", {400})) {
+  for (std::int64_t nb : args.list("--nb", {400}, 1)) {
     const Layout l = block_cyclic_layout({n, n}, {nb, nb}, {p, q});
     std::vector<std::vector<double>> times(forms.size());
     std::vector<std::int64_t> tiles_read(forms.size()), activations(forms.size()), rdv(forms.size());

@@ -135,6 +135,42 @@ def test_redist_bench_subcommand(tmp_path):
     assert tasks.returncode == 0, tasks.stdout + tasks.stderr
 
 
+def test_bad_arguments_fail_before_running(tmp_path):
+    """Bad arguments end a benchmark at once with one message and a non-zero exit,
+    before anything runs: a results folder that cannot be written (it once ran
+    the whole suite, said "cannot write" and exited 0), redist-apps' unknown
+    algorithm (it once crashed in DGEMM), unknown option (it once ran the default
+    sizes) and CSV that cannot be opened, the runtime benchmarks' sizes below 1
+    and numbers that are not numbers."""
+    from conftest import REDIST
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the folder should be
+    r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "volume", "--smoke", "--no-plots", "--out",
+                        str(blocked / "sub")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "cannot write results.json" in r.stderr, r.stdout + r.stderr
+    assert "[1/" not in r.stderr + r.stdout  # no case ran
+    apps = BUILD / "bench" / "apps" / "redist-apps"
+    for args, words in [(["--alg", "potrf,foo", "--n", "100"], "unknown algorithm 'foo'"),
+                        (["--bogus"], "unknown option --bogus"),
+                        (["--n", "1000x"], "--n needs an integer, got '1000x'"),
+                        (["--n", "-5"], "--n must be at least 1"),
+                        (["--reps", "0"], "--reps must be at least 1"),
+                        (["--push", "2"], "--push must be 0 or 1"),
+                        (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it")]:
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
+        assert r.stderr.count("redist-apps:") == 1, r.stderr  # rank 0 speaks for all
+        assert "GF" not in r.stdout  # nothing timed
+    for args, words in [(["sched", "--sizes", "-10"], "--sizes must be at least 1"),
+                        (["cholesky", "--n", "-3"], "--n must be at least 1"),
+                        (["cholesky", "--n", "300", "--bogus"], "unknown option --bogus"),
+                        (["pingpong", "--mode", "bogus"], "--mode must be multiple, funneled or workers"),
+                        (["pingpong", "--min", "100", "--max", "10"], "--max 10 is below --min 100")]:
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + args, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
+
+
 def test_bench_compare_suite(tmp_path):
     """`redist bench compare SRC DST REGION`: the user's case beside pdgemr2d (it was redist-compare)."""
     from conftest import REDIST
