@@ -148,8 +148,14 @@ double scalapack_seconds(int n, int nb, int p, int q, int threads) {
   // ScaLAPACK's local array is the core's storage=local_array of the same layout.
   const Layout layout = block_cyclic_layout({n, n}, {nb, nb}, {p, q}, sizeof(double), StorageKind::local_array);
   const LocalIndex local(layout, g_rank);
-  const int lld = static_cast<int>(std::max<index_t>(1, local.ld()));
+  // ScaLAPACK wants lld >= this process row's local rows, also on a rank that
+  // holds no column (its local.ld() is 0 then): count them.
+  index_t rows = 0;
+  for (index_t i0 = static_cast<index_t>(myrow) * nb; i0 < n; i0 += static_cast<index_t>(p) * nb)
+    rows += std::min<index_t>(nb, n - i0);
+  const int lld = static_cast<int>(std::max<index_t>({1, local.ld(), rows}));
   descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
+  if (info != 0) throw redist::Error("DESCINIT failed: info " + std::to_string(info));
   std::vector<double> a(static_cast<std::size_t>(std::max<index_t>(1, local.elements())));
   for (index_t o = 0; o < local.ntiles(); ++o) {
     const Coord t = local.tile(o);
