@@ -22,7 +22,7 @@
 namespace redist::cli {
 namespace {
 
-const char* kUsage = R"(usage: redist plan SRC DST [REGION] --ranks P [options]
+const char* kUsage = R"(usage: redist plan SRC DST [REGION] [--ranks P] [options]
 
 Plans the redistribution for P simulated ranks without MPI and prints the volume
 moved (remote and local), messages, runs and segments per rank (a run is a

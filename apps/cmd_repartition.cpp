@@ -40,7 +40,9 @@ with every element of every patch verified.
 options:
   --shape XxYxZ      the volume (default 128x128x128)
   --grid AxBxC       the rank grid, A*B*C = P (default: P factored, near-cubic)
-  --patch XxYxZ      the patch size (default 32x32x32); edge patches are clipped
+  --patch XxYxZ      the patch size (default 48x48x48: patches that straddle the
+                     rank blocks; patches that tile each block exactly move
+                     nothing); edge patches are clipped
   --placement W      greedy, balanced or both (default both)
   --comm W           per-patch, per-rank or both (default both)
   --reps N           timed repetitions (default 5)
@@ -51,7 +53,7 @@ The layouts are spec strings (docs/spec.md): the target is
 gives the same figures without MPI at any scale.
 
 example:
-  mpirun -np 4 redist repartition --shape 256x256x256 --patch 32x32x32
+  mpirun -np 4 redist repartition --shape 256x256x256 --patch 48x48x48
 )USAGE";
 
 // "AxBxC" -> 3 positive integers.
@@ -112,7 +114,7 @@ int cmd_repartition(int argc, char** argv) {
     if (!a.positional.empty()) detail::fail("repartition takes options only, got '", a.positional[0], "'");
     const Coord shape = parse_3d("--shape", a.get("--shape", "128x128x128"));
     const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size);
-    const Coord patch = parse_3d("--patch", a.get("--patch", "32x32x32"));
+    const Coord patch = parse_3d("--patch", a.get("--patch", "48x48x48"));
     if (grid[0] * grid[1] * grid[2] != size)
       detail::fail("--grid ", grid.str(), " has ", grid[0] * grid[1] * grid[2], " ranks, ", size, " are launched");
     const auto placements = choices(a, "--placement", "greedy", "balanced");

@@ -57,7 +57,9 @@ options:
                    (default all)
   --reps N         timed repetitions per strategy, interleaved (default 5)
   --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch)
-  --max-message B  split messages above B bytes (default 1073741824)
+  --max-message B  split messages above B bytes into several (p2p, segment, phased,
+                   shm's messages; default 1073741824); MPI's collectives
+                   (alltoallv, alltoallw) are not split
   --type T         element type for arithmetic: f32, f64, c64, c128 (esize must
                    match), i32, i64 or bytes (default bytes: moved as they are)
   --alpha A        target = alpha * op(source) + beta * target while copying

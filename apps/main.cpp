@@ -32,7 +32,7 @@ SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
 REGION (default: the whole source) is "SIZE [from=SRC_OFFSET] [to=DST_OFFSET] [axes=A,B,..]",
 e.g. "7000x7000 from=500x300 to=1000x0"; axes= permutes dimensions (target
 dimension d reads source dimension A_d; SIZE and to= in the target's order, from=
-in the source's), `transpose` is axes=1,0 (docs/transforms.md)
+in the source's), `transpose` is axes=1,0 after the size ("400x600 transpose"; docs/transforms.md)
 
 Run 'redist help run' or 'redist run --help' for the options of a subcommand.
 )";

@@ -265,6 +265,11 @@ class Plan {
     execute_sized(src.data(), static_cast<index_t>(src.size_bytes()), dst.data(),
                   static_cast<index_t>(dst.size_bytes()), static_cast<index_t>(sizeof(T)), strategy);
   }
+  // The same with vectors (sized as LocalIndex(layout, rank).elements()).
+  template <class T, class A, class B>
+  void execute(const std::vector<T, A>& src, std::vector<T, B>& dst, std::string_view strategy = {}) {
+    execute(std::span<const T>(src), std::span<T>(dst), strategy);
+  }
 
  private:
   friend struct detail::PlanAccess;

@@ -315,6 +315,14 @@ TEST(ConformanceShared, TypedSpans) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(last)), std::string::npos) << e.what();
   }
+  // Vectors (the README's form), sized by LocalIndex: the same move.
+  std::vector<double> va(a.begin(), a.end()), vb(static_cast<size_t>(LocalIndex(dst, rank).elements()));
+  fill_pattern(dst, rank, d.blocks(), 202);
+  std::copy(b.begin(), b.end(), vb.begin());
+  plan.execute(va, vb);
+  std::copy(vb.begin(), vb.end(), b.begin());
+  const CheckResult kv = check_redistributed(dst, rank, d.blocks(), r, src, 101, 202);
+  EXPECT_TRUE(all_ok(kv.ok())) << kv.first_error;
 }
 
 // The registry is the list: a new strategy is tested by being registered.
