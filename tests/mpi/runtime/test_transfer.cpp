@@ -1,9 +1,16 @@
 // Remote data: payloads on both sides of the eager threshold, sizes decided at run
 // time, coalesced activations, one transfer shared by several local consumers, the
-// bound on concurrent rendezvous transfers.
+// bound on concurrent rendezvous transfers, large payloads in pooled receive
+// buffers and the buffer pool itself.
+#include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "test_util.hpp"
@@ -211,6 +218,52 @@ TEST_P(Transfer, BoundedRendezvous) {
   }
 }
 
+// Rendezvous payloads of 128 KB to 4 MB in eight of the buffer pool's power-of-two
+// size classes (just below, at and above a class boundary), eight alive at once per
+// consumer, each graph run twice in one process: the second run receives into
+// buffers the first released to the pool (stale bytes of the first run's tags
+// would fail the check).
+TEST_P(Transfer, LargePayloadsInPooledBuffers) {
+  const int ranks = world_size(), n = 4;
+  constexpr std::size_t K = 1024;
+  const std::vector<std::size_t> sizes = {128 * K + 1, 256 * K - 1, 256 * K, 256 * K + 1,
+                                          1024 * K + 3, 2048 * K - 1, 2048 * K + 1, 4096 * K + 5};
+  std::vector<std::string> names;
+  for (std::size_t f = 0; f < sizes.size(); ++f) names.push_back(std::string(1, 'f') += static_cast<char>('0' + f));
+  for (bool push : {false, true}) {
+    for (int round = 0; round < 2; ++round) {
+      std::atomic<int> bad{0}, seen{0};
+      rt::TaskGraph g;
+      auto& prod = g.task_class("P");
+      auto& cons = g.task_class("C");
+      prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+      cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
+      for (const std::string& name : names) {
+        prod.flow(name).out(rt::to(cons, name, [](auto i) { return Targets{i}; }));
+        cons.flow(name, rt::Access::read).in(rt::from(prod, name, [](auto i) { return Targets{i}; }));
+      }
+      const auto tag = [&](std::int64_t i, std::size_t f) {
+        return static_cast<std::int64_t>(((round * 2 + push) * n + i) * 16 + static_cast<std::int64_t>(f));
+      };
+      prod.body([&](rt::TaskContext& c, auto i) {
+        for (std::size_t f = 0; f < sizes.size(); ++f) fill(c.allocate(names[f], sizes[f]), tag(i, f));
+      });
+      cons.body([&](rt::TaskContext& c, auto i) {
+        ++seen;
+        for (std::size_t f = 0; f < sizes.size(); ++f) {
+          const rt::Data& d = c.data(names[f]);
+          if (d.size() != sizes[f] || d.capacity() < sizes[f] || !check(d, tag(i, f))) ++bad;
+        }
+      });
+      rt::Options o = options_of(GetParam());
+      o.push = push;
+      rt::run(g, MPI_COMM_WORLD, o);
+      EXPECT_EQ(sum_all(seen), n);
+      EXPECT_EQ(sum_all(bad), 0) << "round " << round << (push ? ", pushed" : "");
+    }
+  }
+}
+
 TEST(TransferOptions, NegativeBoundRejectedOnEveryRank) {
   rt::TaskGraph g;
   g.task_class("T").affinity([] { return 0; }).body([](rt::TaskContext&) {});
@@ -224,6 +277,90 @@ TEST(TransferOptions, NegativeBoundRejectedOnEveryRank) {
   }
   EXPECT_NE(msg.find("options.max_rendezvous must be >= 0, got -1"), std::string::npos) << msg;
   EXPECT_TRUE(same_on_all(msg));
+}
+
+namespace {
+// 8-byte words from a hash of (tag, word index), so that every buffer's bytes
+// differ from every other's; the last size % 8 bytes from the last word's hash.
+std::uint64_t word_of(std::int64_t tag, std::size_t w) {
+  std::uint64_t z = (static_cast<std::uint64_t>(tag) << 32) + w + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+void fill_words(rt::Data& d, std::int64_t tag) {
+  const std::size_t words = d.size() / 8;
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t v = word_of(tag, w);
+    std::memcpy(d.bytes() + 8 * w, &v, 8);
+  }
+  std::uint64_t v = word_of(tag, words);
+  std::memcpy(d.bytes() + 8 * words, &v, d.size() % 8);
+}
+bool check_words(const rt::Data& d, std::int64_t tag) {
+  const std::size_t words = d.size() / 8;
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t v = word_of(tag, w), got = 0;
+    std::memcpy(&got, d.bytes() + 8 * w, 8);
+    if (got != v) return false;
+  }
+  std::uint64_t v = word_of(tag, words);
+  return std::memcmp(d.bytes() + 8 * words, &v, d.size() % 8) == 0;
+}
+}  // namespace
+
+// The pool behind Data::allocate itself: buffers of every size class from 4 KB to
+// 8 MiB, 2^c - 1, 2^c and 2^c + 1 bytes, several alive at once: each has the
+// power-of-two capacity (below 4,096 bytes: its size, not pooled), none overlaps
+// another, each holds its own bytes after all were written, also after every second
+// one was released and taken again; three rounds (the later ones from reused
+// buffers), from two threads at once.
+TEST(BufferPool, EveryClassReusedAndDisjoint) {
+  auto work = [](int seed, int& failures) {
+    for (int round = 0; round < 3; ++round) {
+      std::vector<rt::Data> live;
+      std::vector<std::int64_t> tags;
+      for (int c = 12; c <= 23; ++c) {
+        const std::size_t p = std::size_t{1} << c;
+        for (std::size_t bytes : {p - 1, p, p + 1}) {
+          for (int k = 0; k < 3; ++k) {
+            rt::Data d = rt::Data::allocate(bytes);
+            const std::size_t cap = bytes < 4096 ? bytes : std::size_t{1} << std::bit_width(bytes - 1);
+            if (d.size() != bytes || d.capacity() != cap) ++failures;
+            std::int64_t tag = static_cast<std::int64_t>((((seed * 3 + round) * 64 + c) * 4 + (bytes - p + 1)) * 4) + k;
+            fill_words(d, tag);
+            live.push_back(d);
+            tags.push_back(tag);
+          }
+        }
+      }
+      // Every second one released and taken again at once (a reused buffer, while
+      // the others stay alive), written with a new tag.
+      for (std::size_t j = 0; j < live.size(); j += 2) {
+        const std::size_t bytes = live[j].size();
+        live[j] = rt::Data();
+        live[j] = rt::Data::allocate(bytes);
+        tags[j] += std::int64_t{1} << 24;
+        fill_words(live[j], tags[j]);
+      }
+      for (std::size_t j = 0; j < live.size(); ++j)
+        if (!check_words(live[j], tags[j])) ++failures;
+      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;
+      for (const rt::Data& d : live) {
+        auto a = reinterpret_cast<std::uintptr_t>(d.bytes());
+        spans.emplace_back(a, a + d.capacity());
+      }
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t j = 1; j < spans.size(); ++j)
+        if (spans[j].first < spans[j - 1].second) ++failures;
+    }
+  };
+  int f0 = 0, f1 = 0;
+  std::thread other(work, 1, std::ref(f1));
+  work(0, f0);
+  other.join();
+  EXPECT_EQ(f0, 0);
+  EXPECT_EQ(f1, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, Transfer, RUNTIME_CONFIGS);
