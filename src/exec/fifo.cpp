@@ -28,8 +28,74 @@ constexpr int kRingsOff = -1;  // a sender's answer: its rings are off
 struct Offer {
   std::int64_t ok = 0;  // 1: the ring exists
   std::int64_t offset = 0, region_bytes = 0, slot_bytes = 0, slot_stride = 0;
+  std::uint64_t columns = 0;  // not 0: column order asked for; the receiver's runs' signature
   char name[kNameBytes] = {};
 };
+// A sender's answer: 0, errno of a failed mapping, or kRingsOff; and whether the
+// pair's message goes in column order.
+struct Reply {
+  int error = -1, columns = 0;
+};
+
+// A run that column order splits: 2-D, repeated down (count[0] > 1), several columns.
+bool splits(const Segment& g) { return g.shape.ndim() == 2 && g.count[0] > 1 && g.shape[1] > 1; }
+
+// What both sides of a pair must share for column order: each run's shape and
+// counts, in order (FNV-1a; never 0).
+std::uint64_t signature(const std::vector<Segment>& segs) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(segs.size());
+  for (const Segment& g : segs) {
+    mix(static_cast<std::uint64_t>(g.shape.ndim()));
+    for (index_t e : g.shape) mix(static_cast<std::uint64_t>(e));
+    mix(static_cast<std::uint64_t>(g.count[0])), mix(static_cast<std::uint64_t>(g.count[1]));
+  }
+  return h | 1;
+}
+
+// Does column order write whole columns into this receiver's target? Some run
+// splits, and every run that does holds its repetitions one below the other
+// (step[0] = the box's height, columns contiguous).
+bool columns_help(const std::vector<Segment>& segs) {
+  bool any = false;
+  for (const Segment& g : segs) {
+    if (!splits(g)) continue;
+    if (g.step[0] != g.shape[0] || g.at.strides[0] != 1) return false;
+    any = true;
+  }
+  return any;
+}
+
+// A run of a 2-D box of R x C repeated I x J times, as J runs of one column:
+// box R x 1 repeated I times down (step[0]) and C times across (the storage's
+// column stride), so that the message holds column c of every repetition down
+// before column c + 1. The same split on both sides of a pair gives the same
+// element order (each side with its own storage).
+std::vector<Segment> column_order(const std::vector<Segment>& in) {
+  std::vector<Segment> out;
+  for (const Segment& g : in) {
+    if (!splits(g)) {
+      out.push_back(g);
+      continue;
+    }
+    for (index_t j = 0; j < g.count[1]; ++j) {
+      Segment h = g;
+      h.shape = Coord{g.shape[0], 1};
+      h.at.offset = g.at.offset + j * g.step[1];
+      h.run = std::min(g.run, g.shape[0]);
+      h.count = {g.count[0], g.shape[1]};
+      h.step = {g.step[0], g.at.strides[1]};
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
+bool columns_disabled() {
+  const char* v = std::getenv("REDIST_FIFO_COLUMNS");
+  return v && std::strcmp(v, "0") == 0;
+}
 
 index_t round_up(index_t n, index_t to) { return (n + to - 1) / to * to; }
 
@@ -111,15 +177,18 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
       if (!own_map_) shm_unlink(name.c_str()), name.clear();
     }
   }
+  const bool columns_off = columns_disabled();
   for (size_t i = 0; i < nr; ++i) {
     Offer& o = offers[i];
     if (!own_map_ || o.slot_bytes == 0) continue;
     o.ok = 1;
+    if (!columns_off && columns_help(p.rp.receives[i].segments)) o.columns = signature(p.rp.receives[i].segments);
     std::memcpy(o.name, name.c_str(), std::min(name.size(), kNameBytes - 1));
   }
   // Offers out, the senders' outcomes back.
   std::vector<Offer> got(ns);
-  std::vector<int> mapped(ns, -1), replies(nr, -1);
+  std::vector<Reply> mapped(ns), replies(nr);
+  rsegs_.assign(nr, {}), ssegs_.assign(ns, {});
   std::vector<MPI_Request> req;
   std::vector<std::string> role;
   for (size_t i = 0; i < nr; ++i) {
@@ -137,17 +206,21 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     const Offer& o = got[i];
     if (!o.ok) continue;
     if (off) {  // this rank's rings are off, as a sender too
-      mapped[i] = kRingsOff;
+      mapped[i].error = kRingsOff;
       continue;
     }
     const int fd = shm_open(o.name, O_RDWR, 0);
-    mapped[i] = errno;
+    mapped[i].error = errno;
     if (fd < 0) continue;
     void* m = mmap(nullptr, static_cast<size_t>(o.region_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                    static_cast<off_t>(o.offset));
-    mapped[i] = m == MAP_FAILED ? errno : 0;
+    mapped[i].error = m == MAP_FAILED ? errno : 0;
     close(fd);
     if (m == MAP_FAILED) continue;
+    if (o.columns != 0 && o.columns == signature(p.rp.sends[i].segments)) {
+      mapped[i].columns = 1;
+      ssegs_[i] = column_order(p.rp.sends[i].segments);
+    }
     Ring& r = send_[i];
     r.map = static_cast<std::byte*>(m), r.map_bytes = static_cast<size_t>(o.region_bytes);
     r.head = reinterpret_cast<std::uint64_t*>(r.map), r.tail = reinterpret_cast<std::uint64_t*>(r.map + 128);
@@ -157,13 +230,13 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     if (!send_with[i]) continue;
     const int peer = p.rp.sends[i].peer;
     req.emplace_back(), role.push_back(cat("send to rank ", peer));
-    check_mpi(MPI_Isend(&mapped[i], 1, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Isend", p.comm, "send to", peer);
+    check_mpi(MPI_Isend(&mapped[i], 2, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Isend", p.comm, "send to", peer);
   }
   for (size_t i = 0; i < nr; ++i) {
     if (!recv_with[i]) continue;
     const int peer = p.rp.receives[i].peer;
     req.emplace_back(), role.push_back(cat("receive from rank ", peer));
-    check_mpi(MPI_Irecv(&replies[i], 1, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Irecv", p.comm, "receive from",
+    check_mpi(MPI_Irecv(&replies[i], 2, MPI_INT, peer, tag, p.comm, &req.back()), "MPI_Irecv", p.comm, "receive from",
               peer);
   }
   std::vector<MPI_Status> status(req.size());
@@ -173,18 +246,28 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
   for (size_t i = 0; i < nr; ++i) {
     const Offer& o = offers[i];
     if (!o.ok) continue;
-    if (replies[i] != 0) {
+    if (replies[i].error != 0) {
       const int peer = p.rp.receives[i].peer;
       if (why_not_.empty())
-        why_not_ = replies[i] == kRingsOff ? cat("rank ", peer, " has its rings off, REDIST_SHM_FIFO=0")
-                                           : cat("rank ", peer, " could not map the ring: ", std::strerror(replies[i]));
+        why_not_ = replies[i].error == kRingsOff
+                       ? cat("rank ", peer, " has its rings off, REDIST_SHM_FIFO=0")
+                       : cat("rank ", peer, " could not map the ring: ", std::strerror(replies[i].error));
       continue;
     }
+    if (replies[i].columns) rsegs_[i] = column_order(p.rp.receives[i].segments);
     Ring& r = recv_[i];
     std::byte* at = own_map_ + o.offset;
     r.head = reinterpret_cast<std::uint64_t*>(at), r.tail = reinterpret_cast<std::uint64_t*>(at + 128);
     r.slots = at + kCtlBytes, r.slot_bytes = o.slot_bytes, r.slot_stride = o.slot_stride;
   }
+}
+
+const std::vector<Segment>& Fifos::recv_segments(const PlanCore& p, size_t i) const {
+  return recv_columns(i) ? rsegs_[i] : p.rp.receives[i].segments;
+}
+
+const std::vector<Segment>& Fifos::send_segments(const PlanCore& p, size_t i) const {
+  return i < ssegs_.size() && !ssegs_[i].empty() ? ssegs_[i] : p.rp.sends[i].segments;
 }
 
 bool Fifos::pack_some(const PlanCore& p, size_t i, const SrcBlocks& src) {
@@ -196,7 +279,7 @@ bool Fifos::pack_some(const PlanCore& p, size_t i, const SrcBlocks& src) {
   while (r.mine - tail < static_cast<std::uint64_t>(kFifoSlots) && c.done < c.total) {
     const index_t n = std::min(r.slot_bytes, c.total - c.done);
     std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
-    walk(p.rp.sends[i].segments, c, es, n,
+    walk(send_segments(p, i), c, es, n,
          [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, false); });
     store(r.head, ++r.mine);
     c.done += n, moved = true;
@@ -214,7 +297,7 @@ bool Fifos::unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool 
   while (r.mine < head && c.done < c.total) {
     const index_t n = std::min(r.slot_bytes, c.total - c.done);
     const std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
-    walk(p.rp.receives[i].segments, c, es, n,
+    walk(recv_segments(p, i), c, es, n,
          [&](const Segment& s, index_t at) { unpack_run(s, slot + at * es, dst.at(s.at, es), es, stream, a); });
     store(r.tail, ++r.mine);
     c.done += n, moved = true;

@@ -56,6 +56,8 @@ class Fifos {
   void setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag);
   bool recv_ok(size_t i) const { return i < recv_.size() && recv_[i].slots != nullptr; }
   bool send_ok(size_t i) const { return i < send_.size() && send_[i].slots != nullptr; }
+  // Does receive pair i's ring carry its runs in column order (below)?
+  bool recv_columns(size_t i) const { return i < rsegs_.size() && !rsegs_[i].empty(); }
   const std::string& why_not() const { return why_not_; }
 
   // Moves every pair with recv_on[i] / send_on[i] (each must be ok): packs the
@@ -79,6 +81,20 @@ class Fifos {
   // Moves what it can through one ring: true when it moved a slot.
   bool pack_some(const PlanCore& p, size_t i, const SrcBlocks& src);
   bool unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool stream);
+
+  // A pair's message order. The plan's: each run's segments one after another,
+  // each column-major. Column order, where the receiver asks for it and both
+  // sides hold the pair's runs alike (the same shapes and counts: a signature
+  // travels with the offer): a 2-D run of count[0] > 1 repetitions down its
+  // columns is sent column by column, the repetitions of one column together
+  // (as segments of one column each: column_order()). When the target holds the
+  // repetitions one below the other, the receiver then writes whole columns:
+  // issue 14's case d, 80-byte rows that make 8 KB target columns, unpacked
+  // as such (docs/shm.md). Empty: the plan's list; $REDIST_FIFO_COLUMNS=0 keeps
+  // the plan's order everywhere (tests, measurements).
+  std::vector<std::vector<Segment>> rsegs_, ssegs_;
+  const std::vector<Segment>& recv_segments(const PlanCore& p, size_t i) const;
+  const std::vector<Segment>& send_segments(const PlanCore& p, size_t i) const;
 
   std::vector<Ring> recv_, send_;
   std::byte* own_map_ = nullptr;  // the receiver's object, mapped once

@@ -180,6 +180,38 @@ TEST(Shm, HeapStorageGoesThroughRings) {
   run(false, false, 0, true);
   run(false, false, 0, true, true);
 }
+// A ring carries its runs in column order where the target holds a run's
+// repetitions one below the other (issue 14's case d in small: tiles 10 on 1xP ->
+// Px1, ScaLAPACK storage: every target column is whole repetitions), named so in
+// describe; $REDIST_FIFO_COLUMNS=0, or a tile-storage target (a repetition is the
+// next tile, not the rows below), keep the plan's order. The oracle's bytes in
+// all three (execute_twice).
+TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
+  const int p = world_size(), rank = world_rank();
+  for (int k = 0; k < 3; ++k) {
+    const bool off = k == 1, tiles = k == 2;
+    if (off) setenv("REDIST_FIFO_COLUMNS", "0", 1);  // read when the plan sets its rings up
+    const Layout src = block_cyclic_layout({203, 61}, {10, 10}, {1, p}, 8, StorageKind::local_array);
+    const Layout dst = block_cyclic_layout({203, 61}, {10, 10}, {p, 1}, 8,
+                                           tiles ? StorageKind::tile : StorageKind::local_array);
+    const Region r = Region::whole(src.shape());
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+    execute_twice(plan, src, dst, s, d, r, 13, label("column order case ", k));
+    unsetenv("REDIST_FIFO_COLUMNS");
+    const Paths got = paths_of(plan.describe("shm"));
+    for (const PeerPlan& pp : plan.rank_plan().receives) {
+      if (!got.peer.count(pp.peer)) {
+        ADD_FAILURE() << "rank " << pp.peer << " missing: " << plan.describe("shm");
+        continue;
+      }
+      const std::string& why = got.peer.at(pp.peer);
+      EXPECT_EQ(why.rfind("fifo", 0), 0u) << why;
+      EXPECT_EQ(why.find("runs in column order") != std::string::npos, k == 0) << "case " << k << ": " << why;
+    }
+  }
+}
+
 TEST(Shm, HeapStorageTakesCrossMemoryAttachWithoutRings) { run(false, false, 0, false, false, -1, false); }
 TEST(Shm, HeapStorageGoesByMessagesWithoutRingsOrCma) {
   run(false, false, 0, false, true, -1, false);

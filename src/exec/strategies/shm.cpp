@@ -730,7 +730,8 @@ std::string Shm::describe() const {
     else if (recv_path_[i] == kPush) pushed += b, w = "push (target in a shared window)";
     else if (recv_path_[i] == kPull) pulled += b, w = "pull (source in a shared window)";
     else if (recv_path_[i] == kFifo)
-      ringed += b, w = "fifo (not in windows: packed by the sender into a ring in shared memory, unpacked here)";
+      ringed += b, w = cat("fifo (not in windows: packed by the sender into a ring in shared memory, unpacked here",
+                           fifo_.recv_columns(i) ? "; runs in column order" : "", ")");
     else if (recv_path_[i] == kCma)
       attached += b, w = cat("cma (not in windows: cross-memory attach, read by this rank", ring_why(), ")");
     else if (recv_path_[i] == kCmaWrite)
