@@ -3,7 +3,9 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "cli.hpp"
 #include "redist/cost.hpp"
@@ -55,6 +57,21 @@ void summary(const Machine& m, const std::string& path) {
   curve("process_vm_readv rows", m.vm_read);
 }
 
+// Empty when `path` can be written (its folder made if missing), else why not.
+std::string unwritable(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path), dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return detail::cat("--out ", path, ": cannot make its folder ", dir.string(), ": ", ec.message());
+  const bool existed = fs::exists(p, ec);
+  std::FILE* f = std::fopen(path.c_str(), "a");  // as save_machine will write it (root passes access())
+  if (!f) return detail::cat("--out ", path, ": cannot write it: ", std::strerror(errno));
+  std::fclose(f);
+  if (!existed) fs::remove(p, ec);
+  return {};
+}
+
 }  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
@@ -78,6 +95,11 @@ int cmd_calibrate(int argc, char** argv) {
       }
     } else {
       if (size < 2) detail::fail("calibrate needs 2 or more ranks (ping-pong between ranks 0 and 1); got 1");
+      // A file it could not write fails now, not after the measurement.
+      std::string where = rank == 0 ? unwritable(path) : std::string();
+      int cannot = !where.empty();
+      MPI_Bcast(&cannot, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (cannot) detail::fail(rank == 0 ? where : std::string("rank 0 cannot write the calibration file"));
       const double t0 = MPI_Wtime();
       Machine m = calibrate(MPI_COMM_WORLD, opt, [](const std::string& s) {
         std::fprintf(stderr, "calibrate: %s\n", s.c_str());

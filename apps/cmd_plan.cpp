@@ -224,8 +224,10 @@ int cmd_plan(int argc, char** argv) {
     const bool predict_times = a.has("--predict") || a.has("--calibration");
     Machine machine;
     const std::string cal = a.get("--calibration", default_calibration_path());
-    if (predict_times && !load_machine(cal, machine))
-      detail::fail("--predict needs machine figures: cannot read ", cal, " (run `redist calibrate` first)");
+    std::string why;
+    if (predict_times && !load_machine(cal, machine, &why))
+      detail::fail(a.has("--predict") ? "--predict" : "--calibration (it implies --predict)",
+                   " needs machine figures: ", why, " (run `redist calibrate --out ", cal, "` first)");
     const std::vector<std::string> names = strategy_names();
     // Nodes of --ranks-per-node K consecutive ranks for the models that depend on
     // them (shm: peers on other nodes by messages); without it, one node.

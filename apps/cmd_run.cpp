@@ -330,6 +330,9 @@ int cmd_run(int argc, char** argv) {
                 static_cast<long long>(g.max_segments_per_tile));
     if (machine->source == "quick")
       std::printf("calibration quick, measured in this run (no file: `redist calibrate` saves one)\n");
+    else if (machine->source.rfind("quick (", 0) == 0)  // the default file could not serve
+      std::printf("calibration quick, measured in this run: %s; `redist calibrate --force` replaces it\n",
+                  machine->source.substr(7, machine->source.size() - 8).c_str());
     else
       std::printf("calibration %s (%s, %s)\n", machine->source.c_str(), machine->hostname.c_str(),
                   machine->created.c_str());

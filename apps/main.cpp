@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
       if (!std::strcmp(argv[2], "repartition")) return redist::cli::cmd_repartition(3, args);
       if (!std::strcmp(argv[2], "bench")) return exec_bench(args);
+      std::fprintf(stderr,
+                   "redist help: no topic '%s': the topics are run, plan, calibrate, repartition, bench, spec and "
+                   "strategies\n",
+                   argv[2]);
+      return 2;
     }
     std::fputs(kHelp, stdout);
     return 0;

@@ -51,7 +51,8 @@ struct Machine {
   // detail::rates; empty: log-linear in the footprint).
   Curve footprint;
   // Where it came from and on what.
-  std::string source;  // the file read, or "quick" (measured in this run)
+  std::string source;  // the file read, or "quick" (measured in this run; "quick (why)" when the
+                       // default file exists but is not a calibration)
   std::string hostname, build, mpi_library, created;
   int cores = 0, ranks = 0;
 
@@ -74,7 +75,9 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& options = {},
 std::string default_calibration_path();
 std::string to_json(const Machine& m);
 Machine machine_from_json(const std::string& text);  // throws redist::Error
-bool load_machine(const std::string& path, Machine& m);  // false when missing or unreadable
+// False when missing or unreadable; then `why`, when given, says which (the
+// file cannot be opened, or what in it is not a calibration).
+bool load_machine(const std::string& path, Machine& m, std::string* why = nullptr);
 void save_machine(const std::string& path, const Machine& m);  // creates the folder; throws
 
 // Collective: rank 0 reads the calibration file at `path` (empty: the default

@@ -299,23 +299,30 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
   int rank;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
   const std::string file = path.empty() ? default_calibration_path() : path;
-  std::string js, src;
+  std::string js, src, why;
   if (rank == 0) {
     std::lock_guard<std::mutex> lock(cached_mutex);
     auto it = cached.find(file);
     if (it == cached.end()) {
       Machine m;
-      if (load_machine(file, m)) it = cached.emplace(file, m).first;
+      if (load_machine(file, m, &why)) it = cached.emplace(file, m).first;
     }
     if (it != cached.end()) js = to_json(it->second), src = it->second.source;
   }
-  long long n[2] = {static_cast<long long>(js.size()), static_cast<long long>(src.size())};
-  check_mpi(MPI_Bcast(n, 2, MPI_LONG_LONG, 0, comm), "MPI_Bcast", comm);
+  long long n[3] = {static_cast<long long>(js.size()), static_cast<long long>(src.size()),
+                    static_cast<long long>(why.size())};
+  check_mpi(MPI_Bcast(n, 3, MPI_LONG_LONG, 0, comm), "MPI_Bcast", comm);
+  if (n[0] == 0) {
+    why.resize(static_cast<size_t>(n[2]));
+    check_mpi(MPI_Bcast(why.data(), static_cast<int>(n[2]), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
+  }
   if (n[0] == 0 && !path.empty())  // a file named by the caller is never replaced by a measurement
-    throw Error("redist: rank 0 cannot read the calibration file '" + path +
-                "'; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
-  if (n[0] == 0) {  // no default file: a quick in-run calibration, kept for later plans
+    throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why +
+                "; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
+  if (n[0] == 0) {  // no usable default file: a quick in-run calibration, kept for later plans
     Machine m = calibrate(comm, {index_t{64} << 20, true});
+    // A default file that exists but is not a calibration is named (a missing one is the usual case).
+    if (why.rfind("cannot open", 0) != 0) m.source = "quick (" + why + ")";
     if (rank == 0) {
       std::lock_guard<std::mutex> lock(cached_mutex);
       cached[file] = m;

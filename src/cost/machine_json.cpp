@@ -187,14 +187,18 @@ Machine machine_from_json(const std::string& text) {
   return m;
 }
 
-bool load_machine(const std::string& path, Machine& m) {
+bool load_machine(const std::string& path, Machine& m, std::string* why) {
   std::ifstream f(path);
-  if (!f) return false;
+  if (!f) {
+    if (why) *why = "cannot open " + path;
+    return false;
+  }
   std::stringstream ss;
   ss << f.rdbuf();
   try {
     m = machine_from_json(ss.str());
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (why) *why = path + " is not a calibration file (" + e.what() + ")";
     return false;  // unreadable: re-measure rather than trust it
   }
   m.source = path;

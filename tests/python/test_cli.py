@@ -315,6 +315,34 @@ def test_calibrate_needs_two_ranks(redist, tmp_path):
     assert r.returncode == 2 and "needs 2 or more ranks" in r.stderr
 
 
+def test_calibration_files_that_cannot_serve_say_why(redist, tmp_path):
+    """A calibration file that is not one, or missing, is named with the reason
+    (it once said "cannot read" of a file it had read); --calibration alone says
+    it implies --predict; calibrate refuses an --out it cannot write before it
+    measures (it once measured for seconds first), leaving nothing behind; `redist
+    help` of an unknown topic is an error naming the topics."""
+    import os
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    junk = tmp_path / "junk.json"
+    junk.write_text("not json")
+    src, dst = "100x100 tile=10x10 block_cyclic grid=1x2", "100x100 tile=7x9 block_cyclic grid=2x1"
+    r = redist(["plan", src, dst, "--predict", "--calibration", str(junk)])
+    assert r.returncode == 2 and f"{junk} is not a calibration file" in r.stderr, r.stderr
+    r = redist(["plan", src, dst, "--calibration", str(tmp_path / "none.json")])
+    assert r.returncode == 2 and "--calibration (it implies --predict)" in r.stderr and "cannot open" in r.stderr
+    env = dict(os.environ, REDIST_CALIBRATION=str(junk))  # the default file: measured quickly, the reason said
+    r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "run", src, dst, "--reps", "1", "--strategy", "p2p"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and f"measured in this run: {junk} is not a calibration file" in r.stdout, r.stdout
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    r = redist(["calibrate", "--out", str(blocked / "c.json")], ranks=2)
+    assert r.returncode == 2 and "cannot make its folder" in r.stderr and "ping-pong" not in r.stderr, r.stderr
+    r = redist(["help", "bogus"])
+    assert r.returncode == 2 and "no topic 'bogus'" in r.stderr and "spec and strategies" in r.stderr
+
+
 def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
     import os
     import subprocess
