@@ -319,9 +319,13 @@ int cmd_run(int argc, char** argv) {
       std::fputs(harness::to_json(doc).c_str(), stdout);
       return res.ok() ? 0 : 1;
     }
-    std::printf("redist run on %d ranks\n  source  %s\n  target  %s\n  region  %s (%s)\n", size,
-                pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str(),
+    std::printf("redist run on %d rank%s\n  source  %s\n  target  %s\n  region  %s (%s)\n", size,
+                size == 1 ? "" : "s", pb.src.spec().c_str(), pb.dst.spec().c_str(), pb.region.str().c_str(),
                 human_bytes(pb.region.empty() ? 0.0 : double(pb.region.size.volume()) * pb.src.elem_size()).c_str());
+    if (doc.run.oversubscribed())
+      std::printf("WARNING  %d ranks on a node of %u cores (oversubscribed): the times below check correctness, "
+                  "they do not measure speed\n",
+                  doc.run.ranks_per_node, doc.run.cores);
     std::printf("plan     %s (slowest rank), %s (largest); remote %s, local %s; %lld messages, %lld runs, "
                 "%lld segments, <= %lld segments per target tile\n",
                 human_time(res.plan_seconds).c_str(), human_bytes(double(g.max_plan_bytes)).c_str(),

@@ -107,6 +107,20 @@ def test_taskgraph_groups_many_tiny_segments_in_few_tiles(redist, tmp_path):
     assert r.returncode == 0 and "ok (" in r.stdout, r.stdout + r.stderr
 
 
+def test_run_warns_when_ranks_outnumber_cores(redist):
+    """More ranks on the node than cores: the text says the times do not measure
+    speed (the JSON said so alone before); fewer: no warning. Cores as the
+    harness counts them (hardware threads of the node)."""
+    import os
+    r = redist(["run", "100x100", "100x100 tile=30x30 block_cyclic grid=3x1", "--reps", "1", "--strategy", "p2p"],
+               ranks=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("redist run on 3 ranks\n")
+    assert ("oversubscribed" in r.stdout) == (3 > os.cpu_count()), r.stdout
+    one = redist(["run", "100x100", "100x100 tile=30x30", "--reps", "1", "--strategy", "p2p"], ranks=1)
+    assert one.returncode == 0 and one.stdout.startswith("redist run on 1 rank\n") and "oversubscribed" not in one.stdout
+
+
 def test_plan_statistics_for_many_ranks(redist):
     # 4096 ranks, 512 -> 384 tiles: all bytes of the array are accounted for.
     r = redist(["plan", "65536x65536 tile=512x512 block_cyclic grid=64x64",
