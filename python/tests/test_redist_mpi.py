@@ -310,8 +310,12 @@ def test_predictions_take_the_storage():
         if P > 1:
             assert online["heap"]["shm"] != online["shared"]["shm"]
             # nodes of one rank: every pair a message, more than one copy through a window
-            alone = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="shared", ranks_per_node=1)
-            whole = redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="shared")
+            # (a case of 7 MB: on the 40x36 one a few hundred bytes per pair made the
+            # messages' startups and the windows' two per peer a toss-up, by calibration)
+            big_src, big_dst = f"1000x900 tile=50x60 block_cyclic grid=1x{P}", f"1000x900 tile=70x40 block_cyclic grid={P}x1"
+            alone = redist.predict(big_src, big_dst, rank=R, ranks=P, machine=plan.machine, storage="shared",
+                                   ranks_per_node=1)
+            whole = redist.predict(big_src, big_dst, rank=R, ranks=P, machine=plan.machine, storage="shared")
             assert MPI.COMM_WORLD.allreduce(alone["shm"], op=MPI.MAX) > MPI.COMM_WORLD.allreduce(whole["shm"], op=MPI.MAX)
             assert alone["p2p"] == whole["p2p"]
         plan.execute(a, b)

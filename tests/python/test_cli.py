@@ -420,7 +420,7 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["cases"][0]["model_choice"] == picks[0]
     missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
-    assert missing.returncode == 2 and "cannot read" in missing.stderr and "redist calibrate" in missing.stderr
+    assert missing.returncode == 2 and "cannot open" in missing.stderr and "redist calibrate" in missing.stderr
 
 
 # Faults (docs/strategies.md, "Faults"): a rank that dies or stops in the middle
