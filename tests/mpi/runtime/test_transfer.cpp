@@ -33,6 +33,28 @@ bool check(const rt::Data& d, std::int64_t hop) {
     if (d.as<unsigned char>()[j] != pattern(hop, j)) return false;
   return true;
 }
+
+// Flows "f0", "f1", ... (count < 10).
+std::vector<std::string> flow_names(std::size_t count) {
+  std::vector<std::string> names;
+  for (std::size_t f = 0; f < count; ++f) names.push_back(std::string(1, 'f') += static_cast<char>('0' + f));
+  return names;
+}
+
+// P(i) on rank i % ranks sends every flow of `names` to C(i) on the next rank,
+// i in [0, n); the bodies are the caller's.
+std::pair<rt::TaskClass&, rt::TaskClass&> to_next_rank(rt::TaskGraph& g, const std::vector<std::string>& names,
+                                                       std::int64_t n, int ranks) {
+  auto& prod = g.task_class("P");
+  auto& cons = g.task_class("C");
+  prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
+  cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
+  for (const std::string& name : names) {
+    prod.flow(name).out(rt::to(cons, name, [](auto i) { return Targets{i}; }));
+    cons.flow(name, rt::Access::read).in(rt::from(prod, name, [](auto i) { return Targets{i}; }));
+  }
+  return {prod, cons};
+}
 }  // namespace
 
 // Hop(i) -> Hop(i+1) around the ranks with payloads from 0 B to 200 KB.
@@ -80,15 +102,10 @@ TEST_P(Transfer, ActivationsAtMpisEagerLimitBothWays) {
   for (std::size_t size = 3736; size <= 4040; size += 8) {
     std::atomic<int> bad{0};
     rt::TaskGraph g;
-    auto& prod = g.task_class("Producer");
-    auto& cons = g.task_class("Consumer");
-    prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
-    prod.flow("out").out(rt::to(cons, "in", [](auto i) { return Targets{i}; }));
-    prod.body([&](rt::TaskContext& c, auto i) { fill(c.allocate("out", size), i); });
-    cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
-    cons.flow("in", rt::Access::read).in(rt::from(prod, "out", [](auto i) { return Targets{i}; }));
+    auto [prod, cons] = to_next_rank(g, {"f0"}, n, ranks);
+    prod.body([&](rt::TaskContext& c, auto i) { fill(c.allocate("f0", size), i); });
     cons.body([&](rt::TaskContext& c, auto i) {
-      if (c.data("in").size() != size || !check(c.data("in"), i)) ++bad;
+      if (c.data("f0").size() != size || !check(c.data("f0"), i)) ++bad;
     });
     rt::Options o = options_of(GetParam());
     o.eager_limit = 8192;  // piggybacked: the activation carries the payload
@@ -174,20 +191,12 @@ TEST_P(Transfer, CoalescedAndShared) {
 TEST_P(Transfer, BoundedRendezvous) {
   const int ranks = world_size(), n = 6, flows = 8;
   auto size_of = [](std::int64_t i, int f) { return static_cast<std::size_t>(20000 + 37 * i + f); };
-  std::vector<std::string> names;
-  for (int f = 0; f < flows; ++f) names.push_back(std::string(1, 'f') += static_cast<char>('0' + f));
+  const std::vector<std::string> names = flow_names(flows);
   for (bool push : {false, true}) {
     for (int bound : {1, 3, 0}) {
       std::atomic<int> bad{0}, seen{0};
       rt::TaskGraph g;
-      auto& prod = g.task_class("P");
-      auto& cons = g.task_class("C");
-      prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
-      cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
-      for (const std::string& name : names) {
-        prod.flow(name).out(rt::to(cons, name, [](auto i) { return Targets{i}; }));
-        cons.flow(name, rt::Access::read).in(rt::from(prod, name, [](auto i) { return Targets{i}; }));
-      }
+      auto [prod, cons] = to_next_rank(g, names, n, ranks);
       prod.body([&](rt::TaskContext& c, auto i) {
         for (int f = 0; f < flows; ++f) fill(c.allocate(names[f], size_of(i, f)), i * flows + f);
       });
@@ -228,20 +237,12 @@ TEST_P(Transfer, LargePayloadsInPooledBuffers) {
   constexpr std::size_t K = 1024;
   const std::vector<std::size_t> sizes = {128 * K + 1, 256 * K - 1, 256 * K, 256 * K + 1,
                                           1024 * K + 3, 2048 * K - 1, 2048 * K + 1, 4096 * K + 5};
-  std::vector<std::string> names;
-  for (std::size_t f = 0; f < sizes.size(); ++f) names.push_back(std::string(1, 'f') += static_cast<char>('0' + f));
+  const std::vector<std::string> names = flow_names(sizes.size());
   for (bool push : {false, true}) {
     for (int round = 0; round < 2; ++round) {
       std::atomic<int> bad{0}, seen{0};
       rt::TaskGraph g;
-      auto& prod = g.task_class("P");
-      auto& cons = g.task_class("C");
-      prod.param("i", 0, n - 1).affinity([=](auto i) { return i % ranks; });
-      cons.param("i", 0, n - 1).affinity([=](auto i) { return (i + 1) % ranks; });
-      for (const std::string& name : names) {
-        prod.flow(name).out(rt::to(cons, name, [](auto i) { return Targets{i}; }));
-        cons.flow(name, rt::Access::read).in(rt::from(prod, name, [](auto i) { return Targets{i}; }));
-      }
+      auto [prod, cons] = to_next_rank(g, names, n, ranks);
       const auto tag = [&](std::int64_t i, std::size_t f) {
         return static_cast<std::int64_t>(((round * 2 + push) * n + i) * 16 + static_cast<std::int64_t>(f));
       };
