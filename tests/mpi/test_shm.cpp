@@ -245,6 +245,42 @@ TEST(Shm, ForcedNodeSizes) {
   }
 }
 
+// Rings on each node and messages between nodes in one execute, ranks arriving
+// in every order: no rank may wait for its messages to other nodes before its
+// rings move. Their receivers may be spinning on a ring by then, and a message
+// above the eager limit completes only while its receiver is in MPI: rank 0 in
+// a ring with 1, 1 waiting for its message to 2, 2 in a ring with 3, 3 waiting
+// for its message to 0 (the CI's test_conformance_shm_heap_nodes2 on 4 ranks
+// hung so; this test, before the fix, in 4 of 10 launches). Needs two nodes of
+// two ranks: 4 ranks, node size 2. 100 executes, each after a random pause of up
+// to 2 ms per rank (arrivals in every order); the last one checked.
+TEST(Shm, RingsDoNotWaitForMessagesToOtherNodes) {
+  const int p = world_size(), rank = world_rank();
+  if (p != 4) GTEST_SKIP() << "needs 4 ranks (two nodes of two)";
+  setenv("REDIST_NODE_SIZE", "2", 1);
+  Options opt;
+  opt.node_size = 2;
+  const Layout src = block_cyclic_layout({2000, 2000}, {100, 100}, {2, 2}, 8, StorageKind::local_array);
+  const Layout dst = block_cyclic_layout({2000, 2000}, {70, 70}, {4, 1}, 8, StorageKind::local_array);
+  const Region r = Region::whole(src.shape());
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+  fill_pattern(src, rank, s.blocks(), 21);
+  fill_pattern(dst, rank, d.blocks(), 22);
+  std::uint64_t x = 88172645463325252ull + static_cast<std::uint64_t>(rank);
+  for (int rep = 0; rep < 100; ++rep) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    usleep(static_cast<useconds_t>(x % 2000));
+    plan.execute(s.const_blocks(), d.blocks(), "shm");
+  }
+  unsetenv("REDIST_NODE_SIZE");
+  const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, 21, 22);
+  EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
+  const Paths got = paths_of(plan.describe("shm"));
+  EXPECT_GT(got.off_node, 0);
+  EXPECT_GT(got.ring, 0);
+}
+
 // One rank cannot read the others' memory (a seccomp filter makes its
 // process_vm_readv fail with EPERM, as a ptrace/yama restriction would): its pairs
 // (rings off: they would carry them) go by message in both directions of agreement (it tells its senders), the pairs

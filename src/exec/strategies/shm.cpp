@@ -596,7 +596,15 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   std::fill(pending_.begin(), pending_.end(), 0);
   auto on_node = [&](int peer) { return on_node_[static_cast<size_t>(peer)] != 0; };
   // 1. Headers both ways with the peers on the node (sources and targets ready);
-  // messages with the others.
+  // messages with the others. Only the headers are waited for here: a wait on
+  // the messages to other nodes could hang. Their receivers may be spinning on a
+  // ring by then (Fifos::move), and a message above the eager limit completes
+  // only while its receiver is in MPI: 0 in a ring with 1, 1 waiting for its
+  // message to 2, 2 in a ring with 3, 3 waiting for its message to 0
+  // (test_conformance_shm_heap_nodes2 on 4 ranks under ASan hung so in CI).
+  for (size_t i = 0; i < ns; ++i)
+    if (!on_node(p.rp.sends[i].peer)) send_path_[i] = kMessage, send_message(i, src);
+  const size_t messages = sq_.size();  // waited for in step 4
   for (size_t i = 0; i < nr; ++i) {
     const int peer = p.rp.receives[i].peer;
     if (!on_node(peer)) {
@@ -610,20 +618,17 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   }
   for (size_t i = 0; i < ns; ++i) {
     const int peer = p.rp.sends[i].peer;
-    if (!on_node(peer)) {
-      send_path_[i] = kMessage;
-      send_message(i, src);
-      continue;
-    }
+    if (!on_node(peer)) continue;
     header(src.ptr.data(), *p.src_local, send_src_blocks_[i], peer, src_out_[i]);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the source's stores before the header
     post(true, src_out_[i].data(), static_cast<std::int64_t>(src_out_[i].size()), MPI_INT64_T, peer, kTagSource);
     post(false, dst_in_[i].data(), static_cast<std::int64_t>(dst_in_[i].size()), MPI_INT64_T, peer, kTagTarget);
   }
+  const int headers = static_cast<int>(sq_.size() - messages);
   status_.resize(sq_.size());
-  check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
-             status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
-  sq_.clear(), swhat_.clear();
+  check_wait(MPI_Waitall(headers, sq_.data() + messages, status_.data()), "MPI_Waitall", p.comm, status_.data(),
+             headers, nullptr, [&](int k) { return swhat_[messages + static_cast<size_t>(k)]; });
+  sq_.resize(messages), swhat_.resize(messages);
   // 2. Each pair's path, the same on both sides (both headers known to both);
   // the "done" each side waits for.
   for (size_t i = 0; i < nr; ++i) {
