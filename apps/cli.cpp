@@ -153,6 +153,10 @@ std::string human_bytes(double b) {
 
 std::string human_rate(double r) { return human_bytes(r) + "/s"; }
 
+std::string counted(long long n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string human_time(double t) {
   char s[32];
   if (t < 1e-3)

@@ -60,6 +60,8 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
 std::string human_bytes(double bytes);
 std::string human_rate(double bytes_per_s);
 std::string human_time(double seconds);
+// "1 round", "3 rounds": n and the noun, plural unless n is 1.
+std::string counted(long long n, const char* one, const char* many);
 
 int cmd_run(int argc, char** argv);
 int cmd_plan(int argc, char** argv);

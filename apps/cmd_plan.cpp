@@ -243,8 +243,9 @@ int cmd_plan(int argc, char** argv) {
     std::printf("redist plan for %d simulated ranks\n  source  %s\n  target  %s\n  region  %s\n", P,
                 pb.src.spec().c_str(), dst_spec.c_str(), pb.region.str().c_str());
     if (S > 0)
-      std::printf("  groups  %d senders (union ranks 0 .. %d) -> %d receivers (union ranks %d .. %d)%s\n", S, S - 1, R,
-                  P - R, P - 1, overlap ? ", overlapping" : "");
+      std::printf("  groups  %s (union ranks 0 .. %d) -> %s (union ranks %d .. %d)%s\n",
+                  counted(S, "sender", "senders").c_str(), S - 1, counted(R, "receiver", "receivers").c_str(), P - R,
+                  P - 1, overlap ? ", overlapping" : "");
     long long remote = 0, local = 0, msgs = 0, segs = 0, runs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
     long long plan_bytes = 0;
     long long max_sent = 0, max_recv = 0, max_msgs = 0;
@@ -334,8 +335,10 @@ int cmd_plan(int argc, char** argv) {
       std::printf("  %-16s %12s%s\n", names[e].c_str(), human_bytes(double(extra[e])).c_str(),
                   budget > 0 && extra[e] > budget ? "  over the budget" : "");
     if (only < 0) {  // paper 002's algorithms: messages and volume per rank
-      std::printf("\npaper 002 algorithms on %d senders -> %d receivers (%zu blocks; routes of every rank in %s)\n",
-                  static_cast<int>(groups.senders.size()), static_cast<int>(groups.receivers.size()), edges.size(),
+      std::printf("\npaper 002 algorithms on %s -> %s (%s; routes of every rank in %s)\n",
+                  counted(static_cast<long long>(groups.senders.size()), "sender", "senders").c_str(),
+                  counted(static_cast<long long>(groups.receivers.size()), "receiver", "receivers").c_str(),
+                  counted(static_cast<long long>(edges.size()), "block", "blocks").c_str(),
                   human_time(route_seconds).c_str());
       std::printf("  %-12s %6s %10s %8s %8s %12s %12s %12s %12s\n", "strategy", "steps", "messages", "max out", "max in",
                   "volume", "max out", "max in", "buffers");
@@ -357,8 +360,8 @@ int cmd_plan(int argc, char** argv) {
       for (size_t i = 0; i < edges.size(); ++i)
         vol[colour[i]] += edge_bytes[i], big[colour[i]] = std::max(big[colour[i]], edge_bytes[i]);
       const size_t r = static_cast<size_t>(std::max_element(vol.begin(), vol.end()) - vol.begin());
-      std::printf("phased    %d rounds (the most peers of a rank); largest round %s in all, its largest message %s\n",
-                  rounds, rounds ? human_bytes(double(vol[r])).c_str() : "0 B",
+      std::printf("phased    %s (the most peers of a rank); largest round %s in all, its largest message %s\n",
+                  counted(rounds, "round", "rounds").c_str(), rounds ? human_bytes(double(vol[r])).c_str() : "0 B",
                   rounds ? human_bytes(double(big[r])).c_str() : "0 B");
       if (!schedule::paper_rounds(pb.src, pb.dst, pb.region, P).empty())
         print_paper_variants(pb.src, pb.dst, P, edges, edge_bytes, predict_times ? &machine : nullptr);

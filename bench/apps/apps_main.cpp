@@ -172,11 +172,12 @@ int main(int argc, char** argv) {
     }
     // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything runs.
     int csv_ok = 1;
-    if (rank == 0 && !csv.empty())
+    if (rank == 0 && !csv.empty()) {
       if (FILE* out = std::fopen(csv.c_str(), "a"))
         std::fclose(out);
       else
         csv_ok = 0;
+    }
     MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!csv_ok) throw redist::Error("--csv " + csv + ": cannot open it for appending");
     const std::string mode = args.str("--comm-mode", "workers");

@@ -218,6 +218,8 @@ class Plan {
   std::string describe(const std::string& strategy) const;
   // Collective: the max over ranks of each strategy's predicted seconds, in
   // strategies() order (the same vector on every rank). Needs a machine model.
+  // Infinity for a strategy the plan's options rule out (over
+  // Options::max_buffer_bytes; without Options::arithmetic when that is set).
   std::vector<double> predictions() const;
   // The same for these source buffers: a strategy whose model needs more than
   // the plan (shm: the source in shared windows) and does not hold for them on

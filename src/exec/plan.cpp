@@ -735,6 +735,14 @@ std::vector<double> PlanImpl::predictions(std::span<const void* const> src_block
   // Paper 000 Eq. 2: the slowest rank decides; MAX makes the vector identical on every rank.
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, core.comm),
             "MPI_Allreduce", core.comm);
+  // What the plan's options rule out cannot run: the memory budget (extra_max,
+  // agreed when the plan was made) and the arithmetic (only the strategies that
+  // unpack apply it). Infinity, as auto must not pick them.
+  for (size_t i = 0; i < extra_max.size(); ++i)
+    if (extra_max[i] > core.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
+  if (!core.options.arithmetic.identity())
+    for (size_t i = 0; i < reg.size(); ++i)
+      if (!reg[i].arithmetic) t[i] = std::numeric_limits<double>::infinity();
   return t;
 }
 
@@ -811,12 +819,8 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
       // Collective once per plan (every rank asked for auto, checked above): the same
       // machine figures everywhere, predictions reduced with MPI_MAX.
       if (auto_choice.empty() && trial_candidates.empty()) {
-        std::vector<double> t = predictions(src_blocks);
-        for (size_t i = 0; i < extra_max.size(); ++i)  // the memory budget first (some strategy fits: make_plan)
-          if (extra_max[i] > p.options.max_buffer_bytes) t[i] = std::numeric_limits<double>::infinity();
-        if (!p.options.arithmetic.identity())  // only the strategies that apply it
-          for (size_t i = 0; i < reg.size(); ++i)
-            if (!reg[i].arithmetic) t[i] = std::numeric_limits<double>::infinity();
+        // Over the budget or without the arithmetic: infinity (some strategy fits: make_plan).
+        const std::vector<double> t = predictions(src_blocks);
         std::vector<int> order(reg.size());
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return t[a] < t[b]; });

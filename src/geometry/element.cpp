@@ -45,6 +45,9 @@ std::string Arithmetic::check(index_t elem_size) const {
   if (size != 0 && size != elem_size)
     return cat("element type ", element_type_name(type), " has ", size, " bytes, the layouts' elements ", elem_size,
                " (esize=)");
+  if (conjugate && !is_floating(type))  // on real types a conjugate is the value itself, as in BLAS
+    return cat("conj needs complex elements: name their type (c64 or c128); ",
+               type == ElementType::bytes ? "opaque elements" : "integer elements", " have no conjugate");
   if (identity()) return {};
   if (!is_floating(type))
     return cat("alpha=", number(alpha), " beta=", number(beta), conjugate ? " conj" : "",

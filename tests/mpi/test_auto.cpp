@@ -125,6 +125,54 @@ TEST_F(Auto, ChoiceFollowsTheReducedPredictions) {
   }
 }
 
+// The plan's options rule strategies out: over the memory budget (extra_memory,
+// max over ranks) or, with arithmetic, those that do not unpack. Their
+// predictions are infinity, the others' those of the same plan without the
+// option, and auto takes the smallest of what is left (before, `redist run
+// --memory` said "model picks shm", a strategy over the budget).
+TEST_F(Auto, PredictionsLeaveOutWhatTheOptionsRuleOut) {
+  const int p = world_size(), rank = world_rank();
+  Layout src = block_cyclic_layout({300, 200}, {10, 10}, {1, p});
+  Layout dst = block_cyclic_layout({300, 200}, {20, 20}, {p, 1});
+  const Region r = Region::whole(src.shape());
+  const std::vector<std::string> all = strategy_names();
+  Options free_opt;
+  free_opt.strategy = "auto";
+  Plan unbounded = make_plan(src, dst, r, MPI_COMM_WORLD, free_opt);
+  const std::vector<double> t0 = unbounded.predictions();
+  for (int k = 0; k < 2; ++k) {
+    Options opt = free_opt;
+    if (k == 0) opt.max_buffer_bytes = 4096;
+    else opt.arithmetic.type = ElementType::f64, opt.arithmetic.alpha = 2.0;
+    Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
+    const std::vector<double> t = plan.predictions();
+    ASSERT_EQ(t.size(), all.size());
+    int ruled_out = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      bool out = false;
+      if (k == 0) {
+        long long need = extra_memory(plan.rank_plan(), all[i], opt.max_buffer_bytes);
+        MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        out = need > opt.max_buffer_bytes;
+      } else {
+        for (const StrategyInfo& info : strategies())
+          if (info.name == all[i]) out = !info.arithmetic;
+      }
+      ruled_out += out;
+      if (out) EXPECT_TRUE(std::isinf(t[i])) << "case " << k << ": " << all[i] << " predicts " << t[i];
+      else EXPECT_EQ(t[i], t0[i]) << "case " << k << ": " << all[i];
+    }
+    if (p > 1) EXPECT_GT(ruled_out, 0) << "case " << k;
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.blocks(), 3);
+    fill_pattern(dst, rank, d.blocks(), 4);
+    const std::vector<double> tb = plan.predictions(s.const_blocks());
+    plan.execute(s.const_blocks(), d.blocks());
+    EXPECT_EQ(plan.auto_choice(), all[static_cast<size_t>(std::min_element(tb.begin(), tb.end()) - tb.begin())]);
+    EXPECT_TRUE(std::isfinite(*std::min_element(tb.begin(), tb.end())));
+  }
+}
+
 // Forced nodes of 2 ranks (Options::node_size): Plan::predictions gives shm the
 // model with its peers on other nodes as messages (issue 14), windows and heap:
 // the max over ranks of predict(..., node_of) with nodes {0,1},{2,3}; with 3 or

@@ -152,6 +152,14 @@ TEST(Validation, TransformErrors) {
   o.arithmetic.alpha = 2.0;
   kind("alpha/beta on integer elements", "make_plan (options.arithmetic)");
   expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=2", "integer elements"}, o);
+  o.arithmetic.alpha = 1.0;
+  o.arithmetic.conjugate = true;
+  kind("a conjugate of opaque or integer elements", "make_plan (options.arithmetic)");
+  expect_plan_error(a, a, Region::whole(a.shape()), {"conj needs complex elements", "integer elements"}, o);
+  o.arithmetic.type = ElementType::bytes;
+  expect_plan_error(a, a, Region::whole(a.shape()), {"conj needs complex elements", "opaque elements"}, o);
+  o.arithmetic.conjugate = false;
+  o.arithmetic.alpha = 2.0;
   o.arithmetic.type = ElementType::f64;
   o.arithmetic.beta = std::complex<double>(0, 1);
   kind("a complex alpha or beta on real elements", "make_plan (options.arithmetic)");
