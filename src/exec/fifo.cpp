@@ -336,7 +336,7 @@ void Fifos::move(const PlanCore& p, const std::vector<char>& recv_on, const std:
         // And let MPI progress: this rank's messages to other nodes, or a header
         // still queued, may need it for a peer to reach its ring (shm.cpp's run).
         int flag = 0;
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, p.comm, &flag, MPI_STATUS_IGNORE);
+        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, p.comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe", p.comm);
         sched_yield();
       }
     }
