@@ -254,7 +254,7 @@ TEST(Shm, ForcedNodeSizes) {
 // hung so; this test, before the fix, in 4 of 10 launches). Needs two nodes of
 // two ranks: 4 ranks, node size 2. 100 executes, each after a random pause of up
 // to 2 ms per rank (arrivals in every order); the last one checked.
-TEST(Shm, RingsDoNotWaitForMessagesToOtherNodes) {
+TEST(Shm, CrossNodeMessagesBesideNodePairsNeverHang) {
   const int p = world_size(), rank = world_rank();
   if (p != 4) GTEST_SKIP() << "needs 4 ranks (two nodes of two)";
   setenv("REDIST_NODE_SIZE", "2", 1);
