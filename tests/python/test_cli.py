@@ -594,7 +594,8 @@ def test_plan_two_groups_paper002_counts(redist, S, R):
     p = redist(["plan", f"{n}x{n} tile={-(-n // S)}x{n} block_cyclic grid={S}x1",
                 f"{n}x{n} tile={n}x{-(-n // R)} block_cyclic grid=1x{R}", "--ranks", str(S + R), "--senders", str(S)])
     assert p.returncode == 0, p.stderr
-    assert f"{S} senders (union ranks 0 .. {S - 1}) -> {R} receivers (union ranks {S} .. {S + R - 1})" in p.stdout
+    senders, receivers = f"{S} sender{'s' * (S != 1)}", f"{R} receiver{'s' * (R != 1)}"
+    assert f"{senders} (union ranks 0 .. {S - 1}) -> {receivers} (union ranks {S} .. {S + R - 1})" in p.stdout
     rows = _paper002(p.stdout)
     C, logp = min(S, R), (S + R - 1).bit_length()
     assert rows["p2p"] == (1, S * R, R, S), p.stdout
