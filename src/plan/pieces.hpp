@@ -10,7 +10,9 @@
 // are contiguous in the packed (column-major) order: whole slabs of the last
 // dimension, and at either end a partial slab, cut the same way one dimension
 // down (a range of dimension d at fixed indices above d, full extents below).
-// At most 2 * ndim + 1 boxes per cut; whole repetitions stay one Segment.
+// At most 2 * ndim + 1 boxes per cut; whole repetitions stay one Segment, and so
+// do whole rows of repetitions (count[0] of them): a range of a run is at most
+// 2 * (2 * ndim + 1) + 3 pieces however many repetitions it holds.
 #pragma once
 
 #include <algorithm>
@@ -68,7 +70,7 @@ void for_range(std::span<const Segment> segments, index_t a, index_t b, F&& f) {
       base += n;
       continue;
     }
-    const index_t vol = s.shape.volume();
+    const index_t vol = s.shape.volume(), row = vol * s.count[0];  // row: count[0] repetitions
     for (index_t e = lo; e < hi;) {
       const index_t j = e / vol, j0 = j % s.count[0], j1 = j / s.count[0];
       Segment one = s;  // repetition j (and those after it in its row)
@@ -81,6 +83,11 @@ void for_range(std::span<const Segment> segments, index_t a, index_t b, F&& f) {
         Segment cut = one;
         cut_box(one, cut, one.shape.ndim() - 1, e - j * vol, end - j * vol, 0, one.at.offset, g);
         e = end;
+      } else if (j0 == 0 && hi - e >= row) {  // whole rows j1 .. j1 + m - 1: one piece, not one per row
+        const index_t m = (hi - e) / row;
+        one.count = {s.count[0], m};
+        f(static_cast<const Segment&>(one), base + e - a);
+        e += m * row;
       } else {  // whole repetitions j0 .. j0 + k - 1 of row j1
         const index_t k = std::min((hi - e) / vol, s.count[0] - j0);
         one.count = {k, 1};
