@@ -93,3 +93,25 @@ TEST(Kernels, RowsAdjacentInTheTargetStreamAsAChain) {
     ASSERT_EQ(got, want) << "row " << row << " n0 " << n0 << " n1 " << n1 << " gap " << gap << " skew " << skew;
   }
 }
+
+// copy_rows, not streamed, rows of every size from 1 to 300 bytes at gaps on both
+// sides: the fixed sizes (copy_small_rows) and copy_row for the others. Every
+// target byte, nothing beside the rows written.
+TEST(Kernels, RowsOfEverySizeAtGaps) {
+  std::mt19937_64 rng(17);
+  for (index_t row = 1; row <= 300; ++row) {
+    const index_t n0 = 1 + static_cast<index_t>(rng() % 9), n1 = 1 + static_cast<index_t>(rng() % 3);
+    const index_t fs0 = row + static_cast<index_t>(rng() % 9), fs1 = n0 * fs0 + static_cast<index_t>(rng() % 5);
+    const index_t ts0 = row + 1 + static_cast<index_t>(rng() % 9), ts1 = n0 * ts0 + static_cast<index_t>(rng() % 5);
+    const size_t guard = 64;
+    std::vector<std::byte> from(static_cast<size_t>(n1 * fs1));
+    for (std::byte& b : from) b = static_cast<std::byte>(rng());
+    std::vector<std::byte> got(static_cast<size_t>(n1 * ts1) + 2 * guard, std::byte{0x5a}), want = got;
+    for (index_t j = 0; j < n1; ++j)
+      for (index_t i = 0; i < n0; ++i)
+        for (index_t b = 0; b < row; ++b)
+          want[guard + static_cast<size_t>(j * ts1 + i * ts0 + b)] = from[static_cast<size_t>(j * fs1 + i * fs0 + b)];
+    detail::copy_rows(got.data() + guard, ts0, ts1, from.data(), fs0, fs1, n0, n1, row, false);
+    ASSERT_EQ(got, want) << "row " << row << " n0 " << n0 << " n1 " << n1;
+  }
+}
