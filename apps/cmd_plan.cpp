@@ -62,7 +62,8 @@ options:
                     messages, as p2p)
 
 Always printed: each strategy's buffers beyond source and target (max over the
-planned ranks), and the rounds of `phased` (an edge colouring of the
+planned ranks; shm's follow --storage and --ranks-per-node, beside what a budget
+counts for it), and the rounds of `phased` (an edge colouring of the
 sender/receiver graph: in each round a rank sends at most one message and
 receives at most one) with the largest round's volume. When the layouts are
 paper 001's case (1-D block-cyclic r -> K*r or K*r -> r, 2 <= K <= P: `phased`
@@ -236,7 +237,9 @@ int cmd_plan(int argc, char** argv) {
     if (per_node > 0)
       for (int r = 0; r < P; ++r) node_of.push_back(r / per_node);
     std::vector<double> predicted(names.size(), 0);
-    std::vector<long long> extra(names.size(), 0);
+    // extra: what a budget counts (Plan's, auto's); here: with this storage and
+    // these nodes (shm: rings or nothing on the node, messages off it).
+    std::vector<long long> extra(names.size(), 0), here(names.size(), 0);
     std::vector<std::pair<int, int>> edges;  // the sender/receiver graph (phased's rounds)
     std::vector<long long> edge_bytes;
 
@@ -263,7 +266,10 @@ int cmd_plan(int argc, char** argv) {
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
           predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of).total());
-      for (size_t e = 0; e < names.size(); ++e) extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
+      for (size_t e = 0; e < names.size(); ++e) {
+        extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
+        here[e] = std::max<long long>(here[e], extra_memory(rp, names[e], budget, storage == "heap", node_of));
+      }
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
       remote += s.bytes_sent;
       local += s.bytes_local;
@@ -332,7 +338,13 @@ int cmd_plan(int argc, char** argv) {
     std::printf("\nbuffers   beyond source and target, max over %d ranks%s\n", planned,
                 budget > 0 ? (", budget " + human_bytes(double(budget))).c_str() : "");
     for (size_t e = 0; e < names.size(); ++e)
-      std::printf("  %-16s %12s%s\n", names[e].c_str(), human_bytes(double(extra[e])).c_str(),
+      std::printf("  %-16s %12s%s%s\n", names[e].c_str(), human_bytes(double(here[e])).c_str(),
+                  here[e] != extra[e]
+                      ? detail::cat("  (", storage == "heap" ? "rings in /dev/shm" : "shared windows",
+                            per_node > 0 ? ", messages to other nodes" : "", "; a budget counts ",
+                            human_bytes(double(extra[e])), ": messages wherever they fail)")
+                            .c_str()
+                      : "",
                   budget > 0 && extra[e] > budget ? "  over the budget" : "");
     if (only < 0) {  // paper 002's algorithms: messages and volume per rank
       std::printf("\npaper 002 algorithms on %s -> %s (%s; routes of every rank in %s)\n",

@@ -73,6 +73,16 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 // (whole elements), so they need at most the budget once it holds two
 // elements. Throws for an unknown name or "auto".
 index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes = 0);
+// The same where the storage and the nodes decide (node_of as for predict; empty:
+// every rank on this rank's node). shm: no buffer for its peers on the node
+// through shared windows; on the heap (`heap`) the rings this rank maps in
+// /dev/shm, one per sender on the node (4 slots of up to 64 KB); the whole volume
+// each way in packed messages only when a peer of that side is on another node
+// (or the rings are off: cma packs short rows). The overload above counts shm's
+// messages always: a plan's budget (Options::max_buffer_bytes) uses that one.
+// The other strategies: the overload above. Throws as predict does.
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes, bool heap,
+                     std::span<const int> node_of);
 
 // --------------------------------------------------------------------- options
 // The `taskgraph` strategy's switches (paper 000, sec. 6.2; docs/taskgraph.md):

@@ -109,6 +109,21 @@ index_t fifo_slot_limit() {
 
 namespace {
 
+struct SlotSize {
+  index_t bytes, stride, region;
+};
+// A receiver's ring for a message of `bytes`: kFifoSlots slots of whole elements,
+// each at most fifo_slot_limit() and a quarter of the message, lines apart, after
+// the control lines; the region page-aligned (the sender maps its own).
+SlotSize slot_size(index_t bytes, index_t es) {
+  const index_t per = std::min(fifo_slot_limit(), (bytes + kFifoSlots - 1) / kFifoSlots);
+  SlotSize z;
+  z.bytes = std::max(es, per / es * es);
+  z.stride = round_up(z.bytes, 64);
+  z.region = round_up(kCtlBytes + kFifoSlots * z.stride, static_cast<index_t>(sysconf(_SC_PAGESIZE)));
+  return z;
+}
+
 std::uint64_t load(std::uint64_t* w) { return std::atomic_ref<std::uint64_t>(*w).load(std::memory_order_acquire); }
 void store(std::uint64_t* w, std::uint64_t v) {
   std::atomic_ref<std::uint64_t>(*w).store(v, std::memory_order_release);
@@ -124,6 +139,8 @@ void walk(const std::vector<Segment>& segs, Cursor& c, index_t es, index_t n, F&
 }
 
 }  // namespace
+
+index_t fifo_ring_bytes(index_t bytes, index_t es) { return bytes > 0 ? slot_size(bytes, es).region : 0; }
 
 bool fifo_disabled() {
   const char* v = std::getenv("REDIST_SHM_FIFO");
@@ -141,17 +158,15 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
   recv_.assign(nr, {}), send_.assign(ns, {});
   const bool off = fifo_disabled();  // this rank's rings, as receiver and sender
   if (off) why_not_ = "REDIST_SHM_FIFO=0";
-  const index_t es = p.rp.elem_size, page = sysconf(_SC_PAGESIZE);
-  // The receiver's rings: one region per sender, page-aligned (the sender maps its own).
+  const index_t es = p.rp.elem_size;
+  // The receiver's rings: one region per sender (slot_size).
   std::vector<Offer> offers(nr);
   index_t total = 0;
   for (size_t i = 0; i < nr; ++i) {
     if (!recv_with[i] || p.rp.receives[i].bytes == 0 || off) continue;
-    const index_t per = std::min(fifo_slot_limit(), (p.rp.receives[i].bytes + kFifoSlots - 1) / kFifoSlots);
+    const SlotSize z = slot_size(p.rp.receives[i].bytes, es);
     Offer& o = offers[i];
-    o.slot_bytes = std::max(es, per / es * es);
-    o.slot_stride = round_up(o.slot_bytes, 64);
-    o.region_bytes = round_up(kCtlBytes + kFifoSlots * o.slot_stride, page);
+    o.slot_bytes = z.bytes, o.slot_stride = z.stride, o.region_bytes = z.region;
     o.offset = total;
     total += o.region_bytes;
   }

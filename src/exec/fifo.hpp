@@ -41,6 +41,9 @@ bool fifo_disabled();
 // (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
 // boxes, the ring wraps many times per execute, the local copies are cut).
 index_t fifo_slot_limit();
+// Bytes of shared memory (/dev/shm) a receiver maps for the ring of one sender
+// whose message is `bytes` long (elements of `es` bytes): what setup reserves.
+index_t fifo_ring_bytes(index_t bytes, index_t es);
 
 class Fifos {
  public:

@@ -42,6 +42,18 @@ int find_strategy(std::string_view name) {
   return -1;
 }
 
+// node_of, where given, names the node of this rank and of each of its peers.
+void check_node_of(const RankPlan& rp, std::span<const int> node_of, const char* what) {
+  if (node_of.empty()) return;
+  const auto covers = [&](int r) { return r >= 0 && static_cast<size_t>(r) < node_of.size(); };
+  bool ok = covers(rp.rank);
+  for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives})
+    for (const PeerPlan& pp : *side) ok = ok && covers(pp.peer);
+  if (!ok)
+    fail(what, ": node_of has ", node_of.size(), " entries; it needs one per rank of the plan (rank ", rp.rank,
+         " and its peers)");
+}
+
 }  // namespace detail
 
 const std::vector<StrategyInfo>& strategies() {
@@ -87,15 +99,7 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
     detail::fail("predict: auto is not a strategy to predict; predict each strategy and take the smallest");
   }
   const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
-  if (!node_of.empty()) {
-    const auto covers = [&](int r) { return r >= 0 && static_cast<size_t>(r) < node_of.size(); };
-    bool ok = covers(rp.rank);
-    for (const std::vector<PeerPlan>* side : {&rp.sends, &rp.receives})
-      for (const PeerPlan& pp : *side) ok = ok && covers(pp.peer);
-    if (!ok)
-      detail::fail("predict: node_of has ", node_of.size(), " entries; it needs one per rank of the plan (rank ",
-                   rp.rank, " and its peers)");
-  }
+  detail::check_node_of(rp, node_of, "predict");
   if (e.predict_nodes) return e.predict_nodes(rp, m, heap && e.suits, node_of);
   if (heap && e.suits) {
     if (e.predict_heap) return e.predict_heap(rp, m);
@@ -114,6 +118,16 @@ index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_
   }
   const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
   return e.extra_bytes ? e.extra_bytes(rp, max_buffer_bytes) : detail::packed_volume(rp);
+}
+
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes, bool heap,
+                     std::span<const int> node_of) {
+  const int i = detail::find_strategy(strategy);
+  if (i >= 0 && detail::registry()[static_cast<size_t>(i)].extra_nodes) {
+    detail::check_node_of(rp, node_of, "extra_memory");
+    return detail::registry()[static_cast<size_t>(i)].extra_nodes(rp, heap, node_of);
+  }
+  return extra_memory(rp, strategy, max_buffer_bytes);
 }
 
 }  // namespace redist

@@ -184,6 +184,11 @@ struct StrategyEntry {
   // shared windows (heap false: `predict`'s model) or on the heap (`predict_heap`'s).
   // redist::predict with nodes and Plan::predictions use it in place of the two.
   Prediction (*predict_nodes)(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) = nullptr;
+  // Optional, local: its buffers on this rank where they depend on the storage and
+  // the nodes (shm: none through shared windows, rings in /dev/shm on the heap,
+  // packed messages only with peers on other nodes), with `predict_nodes`'s
+  // arguments; redist::extra_memory with nodes uses it in place of `extra_bytes`.
+  index_t (*extra_nodes)(const RankPlan& rp, bool heap, std::span<const int> node_of) = nullptr;
   // Collective, optional: its buffers on this rank when they depend on more than
   // this rank's plan (the forwarding strategies' slots); a memory budget
   // (Options::max_buffer_bytes) uses it in place of `extra_bytes`.
@@ -218,5 +223,8 @@ StrategyEntry entry(std::string_view name, std::string_view summary, Prediction 
 const std::vector<StrategyEntry>& registry();
 // Index into registry(), -1 when unknown.
 int find_strategy(std::string_view name);
+// Throws unless node_of is empty or names the node of rp's rank and of its peers
+// (`what`: the caller, for the message).
+void check_node_of(const RankPlan& rp, std::span<const int> node_of, const char* what);
 
 }  // namespace redist::detail

@@ -159,10 +159,15 @@ TEST_F(Auto, PredictionsLeaveOutWhatTheOptionsRuleOut) {
           if (info.name == all[i]) out = !info.arithmetic;
       }
       ruled_out += out;
-      if (out) EXPECT_TRUE(std::isinf(t[i])) << "case " << k << ": " << all[i] << " predicts " << t[i];
-      else EXPECT_EQ(t[i], t0[i]) << "case " << k << ": " << all[i];
+      if (out) {
+        EXPECT_TRUE(std::isinf(t[i])) << "case " << k << ": " << all[i] << " predicts " << t[i];
+      } else {
+        EXPECT_EQ(t[i], t0[i]) << "case " << k << ": " << all[i];
+      }
     }
-    if (p > 1) EXPECT_GT(ruled_out, 0) << "case " << k;
+    if (p > 1) {
+      EXPECT_GT(ruled_out, 0) << "case " << k;
+    }
     harness::LocalStorage s(src, rank), d(dst, rank);
     fill_pattern(src, rank, s.blocks(), 3);
     fill_pattern(dst, rank, d.blocks(), 4);

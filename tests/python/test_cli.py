@@ -132,6 +132,31 @@ def test_plan_statistics_for_many_ranks(redist):
     assert "29241 target tiles" in r.stdout
 
 
+def test_plan_shm_buffers_follow_storage_and_nodes(redist):
+    """`redist plan`'s buffers of shm: nothing through shared windows on one node,
+    a ring per sender on the heap (4 slots of 64 KB and a control page, page
+    aligned), the packed volume each way with peers on other nodes; a budget still
+    counts the packed volume (what Plan and auto count)."""
+    src, dst = "2000x2000 tile=10x10 block_cyclic grid=1x2", "2000x2000 tile=10x10 block_cyclic grid=2x1"
+
+    def line(args, name):
+        r = redist(["plan", src, dst] + args)
+        assert r.returncode == 0, r.stderr
+        return next(l for l in r.stdout.splitlines() if l.split()[:1] == [name] and "B" in l.split()[2])
+
+    p2p = line([], "p2p").split()
+    assert p2p[1:3] == ["16.00", "MB"]   # 8 MB sent + 8 MB received per rank
+    heap = line([], "shm")
+    ring = -(-(256 + 4 * 65536) // 4096) * 4096   # one sender per rank
+    assert heap.split()[1:3] == [f"{ring / 1000:.2f}", "KB"], heap
+    assert "rings in /dev/shm" in heap and "a budget counts 16.00 MB" in heap
+    shared = line(["--storage", "shared"], "shm")
+    assert shared.split()[1:3] == ["0", "B"] and "shared windows" in shared
+    apart = line(["--ranks-per-node", "1"], "shm")   # every peer on another node: messages
+    assert apart.split()[1:3] == ["16.00", "MB"] and "budget" not in apart
+    assert "over the budget" in line(["--memory", "1000000"], "shm")
+
+
 # The bad-input catalogue of the command line (docs/errors.md is written from
 # these lists by scripts/errors_table.py): (input, where it is checked, args,
 # key words of the message). `redist run` cases run on 2 ranks.

@@ -835,6 +835,27 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
   return pr;
 }
 
+// Its buffers (redist::extra_memory with nodes): the scratch of messages is the
+// whole volume each way (PlanCore::send_scratch / recv_scratch), allocated when
+// any peer of that side goes by message (on another node; on the node on the
+// heap through cma, which packs short rows there: counted whenever the rings are
+// off); and on the heap each receiver's rings in /dev/shm, one per sender on
+// the node. Through shared windows on one node: nothing.
+index_t extra_nodes(const RankPlan& rp, bool heap, std::span<const int> node_of) {
+  const bool cma = heap && fifo_disabled(), rings = heap && !cma;
+  const auto by_message = [&](int peer) {
+    return cma || (!node_of.empty() && node_of[static_cast<size_t>(peer)] != node_of[static_cast<size_t>(rp.rank)]);
+  };
+  index_t bytes = 0;
+  bool sends = false, receives = false;
+  for (const PeerPlan& pp : rp.sends) sends = sends || (pp.bytes > 0 && by_message(pp.peer));
+  for (const PeerPlan& pp : rp.receives) {
+    if (pp.bytes > 0 && by_message(pp.peer)) receives = true;
+    else if (rings) bytes += fifo_ring_bytes(pp.bytes, rp.elem_size);
+  }
+  return bytes + (sends ? rp.stats.bytes_sent : 0) + (receives ? rp.stats.bytes_received : 0);
+}
+
 // Every peer on the node, arrays in windows / on the heap (redist::predict
 // without nodes).
 Prediction predict(const RankPlan& rp, const Machine& m) { return model(rp, m, false, {}); }
@@ -864,6 +885,7 @@ StrategyEntry shm_strategy() {
   e.predict_heap = predict_heap;
   e.heap_model = "rings in shared memory: packed and unpacked, as p2p without its messages";
   e.predict_nodes = model;
+  e.extra_nodes = extra_nodes;
   return e;
 }
 
