@@ -117,10 +117,15 @@ def pool(datas):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("inputs", nargs="+", type=pathlib.Path, help="results.json of each launch")
+    ap.add_argument("inputs", nargs="+", type=pathlib.Path,
+                    help="results.json of each launch, or the folder (--out DIR) that holds it")
     ap.add_argument("--out", type=pathlib.Path, required=True, help="folder for the pooled results.json")
     a = ap.parse_args()
-    datas = [json.loads(p.read_text()) for p in a.inputs]
+    files = [p / "results.json" if p.is_dir() else p for p in a.inputs]
+    for f in files:
+        if not f.is_file():
+            sys.exit(f"pool.py: {f}: no such file (give each launch's results.json or its --out folder)")
+    datas = [json.loads(f.read_text()) for f in files]
     pooled = pool(datas)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "results.json").write_text(json.dumps(pooled, indent=1))

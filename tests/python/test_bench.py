@@ -91,9 +91,10 @@ def test_pool_launches(tmp_path):
             # Eq. 3: same numerator, pooled median
             assert abs(m["bandwidth_Bps"] * m["median_s"] - a["bandwidth_Bps"] * a["median_s"]) <= 1e-6 * (
                 a["bandwidth_Bps"] * a["median_s"])
-    # A launch pooled with itself: medians unchanged (each time twice), summary unchanged.
-    res = subprocess.run(pool + [str(tmp_path / "l0" / "results.json")] * 2 + ["--out", str(tmp_path / "self")],
-                         capture_output=True, text=True, timeout=60)
+    # A launch pooled with itself: medians unchanged (each time twice), summary
+    # unchanged; a launch named by its --out folder, as by its results.json.
+    res = subprocess.run(pool + [str(tmp_path / "l0"), str(tmp_path / "l0" / "results.json"),
+                                 "--out", str(tmp_path / "self")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     same = json.loads((tmp_path / "self" / "results.json").read_text())
     for k, case in enumerate(same["cases"]):
@@ -101,6 +102,9 @@ def test_pool_launches(tmp_path):
             # the C++ report prints medians with 6 significant digits
             assert m["median_s"] == pytest.approx(runs[0]["cases"][k]["methods"][j]["median_s"], rel=1e-5)
     assert same["summary"][0]["auto_within_10pct"] == runs[0]["summary"][0]["auto_within_10pct"]
+    res = subprocess.run(pool + [str(tmp_path / "none"), "--out", str(tmp_path / "x")], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode != 0 and "none: no such file" in res.stderr
     # The pooled summary has the C++ report's shape (null speedups included).
     for name, m in runs[0]["summary"][0]["methods"].items():
         assert set(same["summary"][0]["methods"][name]) == set(m), name
