@@ -123,11 +123,10 @@ index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_
 index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes, bool heap,
                      std::span<const int> node_of) {
   const int i = detail::find_strategy(strategy);
-  if (i >= 0 && detail::registry()[static_cast<size_t>(i)].extra_nodes) {
-    detail::check_node_of(rp, node_of, "extra_memory");
-    return detail::registry()[static_cast<size_t>(i)].extra_nodes(rp, heap, node_of);
-  }
-  return extra_memory(rp, strategy, max_buffer_bytes);
+  if (i < 0) return extra_memory(rp, strategy, max_buffer_bytes);  // throws: unknown, or auto
+  detail::check_node_of(rp, node_of, "extra_memory");
+  const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
+  return e.extra_nodes ? e.extra_nodes(rp, heap, node_of) : extra_memory(rp, strategy, max_buffer_bytes);
 }
 
 }  // namespace redist
