@@ -787,14 +787,16 @@ std::string Shm::describe() const {
 // unpacking the messages (the row-copy curve of a single copy's footprint, for
 // every term). On the heap through cma without a process_vm_readv curve
 // (calibrate could not read) every peer goes by message: p2p's model, what runs then.
+// Is `peer` on rp's rank's node (node_of: as model's and extra_nodes'; empty: one node)?
+bool on_node(const RankPlan& rp, std::span<const int> node_of, int peer) {
+  return node_of.empty() || node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)];
+}
+
 // The model cannot know where execute's buffers will live; `suits` checks them
 // for auto, which takes the heap model where they are not in windows.
 Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) {
   const bool cma = heap && fifo_disabled(), rings = heap && !cma;
   if (cma && m.vm_read.empty()) return registry()[static_cast<size_t>(find_strategy("p2p"))].predict(rp, m);
-  const auto on_node = [&](int peer) {
-    return node_of.empty() || node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)];
-  };
   const Rates rt = rates(rp, m, false);
   const index_t es = rp.elem_size;
   const auto short_rows = [&](const PeerPlan& pp) {
@@ -803,7 +805,7 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
   double copies = local_copy_time(rp, rt), sent = 0, received = 0;
   index_t on_sends = 0, on_receives = 0, packed_sends = 0, packed_receives = 0;
   for (const PeerPlan& pp : rp.sends) {
-    if (!on_node(pp.peer)) {  // a message: packed
+    if (!on_node(rp, node_of, pp.peer)) {  // a message: packed
       sent += m.exchange_time(static_cast<double>(pp.bytes));
       for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
       continue;
@@ -814,7 +816,7 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
       if (!cma || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
   }
   for (const PeerPlan& pp : rp.receives) {
-    if (!on_node(pp.peer)) {  // a message: unpacked
+    if (!on_node(rp, node_of, pp.peer)) {  // a message: unpacked
       received += m.exchange_time(static_cast<double>(pp.bytes));
       for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
       continue;
@@ -843,9 +845,7 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
 // the node. Through shared windows on one node: nothing.
 index_t extra_nodes(const RankPlan& rp, bool heap, std::span<const int> node_of) {
   const bool cma = heap && fifo_disabled(), rings = heap && !cma;
-  const auto by_message = [&](int peer) {
-    return cma || (!node_of.empty() && node_of[static_cast<size_t>(peer)] != node_of[static_cast<size_t>(rp.rank)]);
-  };
+  const auto by_message = [&](int peer) { return cma || !on_node(rp, node_of, peer); };
   index_t bytes = 0;
   bool sends = false, receives = false;
   for (const PeerPlan& pp : rp.sends) sends = sends || (pp.bytes > 0 && by_message(pp.peer));
