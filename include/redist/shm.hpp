@@ -16,6 +16,10 @@
 
 #include <mpi.h>
 
+#include <cstddef>
+#include <span>
+#include <vector>
+
 #include "redist/geometry.hpp"
 
 namespace redist {
@@ -32,6 +36,14 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size = 0);
 // of times everywhere). Throws redist::Error when `p` did not come from
 // shared_allocate.
 void shared_free(void* p);
+
+// Collective over `comm`: where each rank's range [p, p + bytes) (its own
+// arguments) lies in this process, one entry per rank of `comm`: the ranges that
+// lie in shared windows of this process's node, mapped here; empty for the others
+// (another node, the heap, bytes 0). Symmetric: rank a sees b's range exactly when
+// b sees a's. What runtime::LayoutCollection::share takes, so that tasks read
+// each other's tiles in place (docs/runtime.md).
+std::vector<std::span<const std::byte>> shared_ranges(MPI_Comm comm, const void* p, index_t bytes);
 
 // The node size in effect: `requested` when > 0, else $REDIST_NODE_SIZE, else 0
 // (the whole shared-memory node). Throws redist::Error on a malformed variable.

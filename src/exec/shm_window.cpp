@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "mpi/agree.hpp"
@@ -12,6 +13,8 @@
 namespace redist {
 namespace detail {
 namespace {
+
+constexpr index_t kPage = 4096;
 
 // One window of shared_allocate: every member's part, mapped in this process.
 struct Window {
@@ -89,6 +92,35 @@ std::byte* window_address(const WindowRef& ref, index_t bytes) {
 
 }  // namespace detail
 
+std::vector<std::span<const std::byte>> shared_ranges(MPI_Comm comm, const void* p, index_t bytes) {
+  detail::agree(comm, bytes < 0 ? detail::cat("shared_ranges: bytes must be >= 0, got ", bytes) : std::string());
+  const detail::WindowRef ref = bytes > 0 ? detail::find_window(p, bytes, nullptr) : detail::WindowRef{};
+  int world = 0, ranks = 1;
+  detail::check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world), "MPI_Comm_rank", comm);
+  detail::check_mpi(MPI_Comm_size(comm, &ranks), "MPI_Comm_size", comm);
+  constexpr int kWords = 5;
+  const std::int64_t mine[kWords] = {static_cast<std::int64_t>(ref.serial), ref.owner, ref.offset, bytes, world};
+  std::vector<std::int64_t> all(static_cast<std::size_t>(ranks) * kWords);
+  detail::check_mpi(MPI_Allgather(mine, kWords, MPI_INT64_T, all.data(), kWords, MPI_INT64_T, comm),
+                    "MPI_Allgather");
+  std::vector<std::span<const std::byte>> out(static_cast<std::size_t>(ranks));
+  detail::Registry& reg = detail::registry_of_windows();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    const std::int64_t* e = all.data() + r * kWords;
+    if (e[1] < 0) continue;  // not in a window
+    // A serial is agreed within a node: the same number may name another node's
+    // window, so the member's world rank must match too.
+    const auto it = reg.windows.find(static_cast<std::uint64_t>(e[0]));
+    if (it == reg.windows.end()) continue;
+    const detail::Window& w = it->second;
+    const auto m = static_cast<std::size_t>(e[1]);
+    if (m >= w.base.size() || w.world[m] != e[4] || !w.base[m] || e[2] + e[3] > w.bytes[m]) continue;
+    out[r] = {w.base[m] + e[2], static_cast<std::size_t>(e[3])};
+  }
+  return out;
+}
+
 int node_size_from(int requested) {
   if (requested > 0) return requested;
   if (requested < 0) throw Error(detail::cat("node size must be >= 0 (0: the whole node), got ", requested));
@@ -119,8 +151,14 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size) {
   // Each part on pages of its own, first touched by its rank (NUMA placement).
   check_mpi(MPI_Info_set(info, "alloc_shared_noncontig", "true"), "MPI_Info_set", comm);
   void* mine = nullptr;
+  // MPI aligns the parts to 8 bytes only (Open MPI 4.1: 264 bytes past a page
+  // boundary); a page more for each part puts it on a page boundary, as a heap
+  // allocation of this size would be. OpenBLAS's results depend on the alignment
+  // of their operands (the tile QR differed in the last bits between parts at 8 and
+  // at 16 bytes), so a window must not change them.
+  const index_t asked = bytes > 0 ? bytes + kPage : 0;
   // unchecked here: a failure is agreed below, so every rank throws the same error
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, w.comm, &mine, &w.win);
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(asked), 1, info, w.comm, &mine, &w.win);
   check_mpi(MPI_Info_free(&info), "MPI_Info_free", comm);
   err = rc == MPI_SUCCESS ? std::string() : cat("shared_allocate: MPI_Win_allocate_shared of ", bytes, " bytes failed");
   agree(comm, err);
@@ -129,14 +167,23 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size) {
   check_mpi(MPI_Comm_rank(w.comm, &w.me), "MPI_Comm_rank", comm);
   w.base.resize(static_cast<size_t>(n));
   w.bytes.resize(static_cast<size_t>(n));
+  // Each member's padding to its page boundary, as it maps the window (the same
+  // everywhere on Linux, where the segment is mapped at a page boundary in every
+  // process; exchanged so that nothing depends on it).
+  const auto page = static_cast<std::uintptr_t>(kPage);
+  const auto pad = asked > 0 ? static_cast<std::int64_t>((page - reinterpret_cast<std::uintptr_t>(mine) % page) % page) : 0;
+  std::vector<std::int64_t> pads(static_cast<size_t>(n));
+  check_mpi(MPI_Allgather(&pad, 1, MPI_INT64_T, pads.data(), 1, MPI_INT64_T, w.comm), "MPI_Allgather", comm);
   for (int r = 0; r < n; ++r) {
     MPI_Aint size = 0;
     int disp = 1;
     void* base = nullptr;
     check_mpi(MPI_Win_shared_query(w.win, r, &size, &disp, &base), "MPI_Win_shared_query", comm);
-    w.base[static_cast<size_t>(r)] = static_cast<std::byte*>(base);
-    w.bytes[static_cast<size_t>(r)] = size;
+    const auto ru = static_cast<size_t>(r);
+    w.base[ru] = size > 0 ? static_cast<std::byte*>(base) + pads[ru] : static_cast<std::byte*>(base);
+    w.bytes[ru] = size > 0 ? size - kPage : 0;
   }
+  if (asked > 0) mine = static_cast<std::byte*>(mine) + pad;
   MPI_Group node_group, world_group;
   check_mpi(MPI_Comm_group(w.comm, &node_group), "MPI_Comm_group", comm);
   check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world_group), "MPI_Comm_group", comm);

@@ -447,4 +447,44 @@ TEST(Shm, SharedAllocateErrors) {
   EXPECT_THROW(make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt), Error);
 }
 
+// Every part of a window starts on a page (MPI gives 8-byte alignment only, and
+// OpenBLAS's bits depend on alignment), and shared_ranges maps exactly the
+// ranks of this rank's node that have bytes: each entry holds what its rank wrote.
+TEST(Shm, SharedPartsArePageAlignedAndSharedRangesMapTheNode) {
+  const int rank = world_rank(), ranks = world_size();
+  for (int node : {0, 1, 2}) {
+    SCOPED_TRACE("node size " + std::to_string(node));
+    const index_t n = rank == 1 ? 0 : 100 + 8 * rank;  // rank 1 holds nothing
+    auto* p = static_cast<unsigned char*>(shared_allocate(MPI_COMM_WORLD, n, node));
+    if (n > 0) {
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 4096, 0u);
+    }
+    for (index_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(rank + 1);
+    const auto mapped = shared_ranges(MPI_COMM_WORLD, p, n);  // collective: the writes are done
+    ASSERT_EQ(mapped.size(), static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      const index_t nr = r == 1 ? 0 : 100 + 8 * r;
+      const bool same_node = node == 0 || r / node == rank / node;
+      const auto& m = mapped[static_cast<std::size_t>(r)];
+      ASSERT_EQ(!m.empty(), same_node && nr > 0);
+      if (m.empty()) continue;
+      EXPECT_EQ(static_cast<index_t>(m.size()), nr);
+      bool all = true;
+      for (std::byte b : m) all = all && b == static_cast<std::byte>(r + 1);
+      EXPECT_TRUE(all);
+    }
+    EXPECT_EQ(mapped[static_cast<std::size_t>(rank)].data(), n > 0 ? reinterpret_cast<const std::byte*>(p) : nullptr);
+    MPI_Barrier(MPI_COMM_WORLD);  // nobody frees while others read
+    shared_free(p);
+  }
+  // Negative on one rank: the same error on every rank, no hang.
+  try {
+    shared_ranges(MPI_COMM_WORLD, nullptr, rank == ranks - 1 ? -1 : 0);
+    ADD_FAILURE() << "negative bytes accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared_ranges: bytes must be >= 0, got -1"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
