@@ -16,6 +16,12 @@ int comm_rank(MPI_Comm comm) {
   return rank;
 }
 
+int comm_size(MPI_Comm comm) {
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  return ranks;
+}
+
 // The layout, after the checks that LocalIndex needs to hold (a valid layout for
 // this communicator, tile storage, 1 or 2 dimensions).
 Layout checked(Layout layout, MPI_Comm comm) {
@@ -43,7 +49,8 @@ LayoutCollection::LayoutCollection(Layout layout, MPI_Comm comm, Unset)
       local_(layout_, rank_),
       ntiles_(layout_.ntiles()),
       bytes_(static_cast<std::size_t>(
-          checked_mul(local_.elements(), layout_.elem_size(), "local storage bytes"))) {}
+          checked_mul(local_.elements(), layout_.elem_size(), "local storage bytes"))),
+      ranks_(comm_size(comm)) {}
 
 LayoutCollection::LayoutCollection(Layout layout, MPI_Comm comm)
     : LayoutCollection(std::move(layout), comm, Unset{}) {
@@ -96,6 +103,26 @@ Data LayoutCollection::data_of(Tile t) const {
 }
 
 std::string LayoutCollection::describe() const { return detail::cat("the collection '", layout_.spec(), "'"); }
+
+void LayoutCollection::share(std::vector<std::span<const std::byte>> mapped) {
+  if (static_cast<int>(mapped.size()) != ranks_)
+    detail::fail("LayoutCollection::share: ", describe(), " has ", ranks_, " ranks, but the mapping names ",
+                 mapped.size());
+  const std::span<const std::byte> own = mapped[static_cast<std::size_t>(rank_)];
+  if (own.empty()) {  // this rank shares nothing
+    mapped_.clear();
+    return;
+  }
+  if (own.data() != storage_ || own.size() < bytes_)
+    detail::fail("LayoutCollection::share: rank ", rank_, "'s own entry must be its storage (", bytes_,
+                 " bytes), got another range of ", own.size(), " bytes");
+  mapped_ = std::move(mapped);
+}
+
+std::span<const std::byte> LayoutCollection::storage_of(int rank) const {
+  if (mapped_.empty() || rank < 0 || rank >= ranks_) return {};
+  return mapped_[static_cast<std::size_t>(rank)];
+}
 
 void LayoutCollection::check_element(std::size_t size) const {
   if (static_cast<index_t>(size) != layout_.elem_size())

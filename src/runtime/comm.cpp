@@ -18,6 +18,9 @@ constexpr std::int64_t kEager = -1, kControl = -2;
 // A rendezvous handle h >= 0 travels as h (the receiver sends GET) or, pushed by the
 // producer (Options::push), as kPushed - h.
 constexpr std::int64_t kPushed = -3;
+// An output read in place (Options::read_in_place): followed by the collection's
+// index and the byte offset in the producer's storage. No pushed handle reaches it.
+constexpr std::int64_t kInPlace = INT64_MIN;
 // Below Open MPI's shared-memory eager limit, so MPI_Send does not wait for the
 // receiver. That limit (btl_vader_eager_limit, 4096) counts the headers too: a
 // message of 4,096 bytes went by rendezvous, and two ranks sending each other one
@@ -57,6 +60,19 @@ Wire wire(const Data& d, std::size_t bytes) {
 }
 
 // Where a remote producer's flow lands here: its Flow::landing, else a fresh buffer.
+// Whether flow `f`'s output stays as it is once its task completed, so that other
+// ranks may read it where it lies: the task wrote it (read_write) and every
+// successor only reads it and passes it on to nobody.
+bool stays_unchanged(const Flow& f) {
+  if (f.control || f.landing || f.access != Access::read_write) return false;
+  for (const Dep& d : f.outs) {
+    if (!d.end.task) continue;  // to a collection: the final write
+    const Flow& next = d.end.task->flow_at(d.flow_index);
+    if (next.access != Access::read || !next.outs.empty()) return false;
+  }
+  return true;
+}
+
 Data landing(const TaskClass& cls, const Params& p, int flow, std::size_t size) {
   const Flow& f = cls.flow_at(flow);
   if (!f.landing) return Data::allocate(size);
@@ -109,6 +125,13 @@ Comm::Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handle
   int flag = 0;
   MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag);
   if (flag && ub) tag_ub_ = *ub;
+  bool shared = false;
+  for (int c = 0; c < graph_.num_collections(); ++c) shared = shared || !graph_.collection(c).storage_of(rank_).empty();
+  in_place_.resize(static_cast<std::size_t>(graph_.num_classes()));
+  for (int id = 0; shared && options_.read_in_place && id < graph_.num_classes(); ++id) {
+    const TaskClass& cls = graph_.at(id);
+    for (int f = 0; f < cls.num_flows(); ++f) in_place_[id].push_back(stays_unchanged(cls.flow_at(f)));
+  }
 }
 
 int Comm::data_tag(std::int64_t handle) const {
@@ -168,6 +191,22 @@ void Comm::append_data(std::vector<std::int64_t>& msg, const Data& d, std::vecto
   msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), options_.push ? kPushed - h : h});
 }
 
+bool Comm::append_in_place(std::vector<std::int64_t>& msg, const Data& d, int dest) {
+  if (d.is_typed() || d.size() <= options_.eager_limit) return false;
+  for (int c = 0; c < graph_.num_collections(); ++c) {
+    const DataCollection& coll = graph_.collection(c);
+    const std::span<const std::byte> own = coll.storage_of(rank_);
+    if (own.empty() || coll.storage_of(dest).empty()) continue;
+    const std::byte* p = d.bytes();
+    if (p < own.data() || p > own.data() + own.size() || d.size() > static_cast<std::size_t>(own.data() + own.size() - p))
+      continue;
+    msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kInPlace, c, p - own.data()});
+    ++read_in_place_;
+    return true;
+  }
+  return false;
+}
+
 void Comm::push_data(int dest, std::vector<Push>& pushes) {
   for (Push& p : pushes) {
     rendezvous_bytes_ += static_cast<std::int64_t>(p.data.size());
@@ -193,12 +232,16 @@ void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::
       continue;
     }
     const Data& d = flow_data[f];
+    msg.push_back(f);
+    if (!in_place_[cls.id()].empty() && in_place_[cls.id()][f] && append_in_place(msg, d, dest)) continue;
     if (d.size() > static_cast<std::size_t>(INT_MAX))
       fail("output ", cls.flow_at(f).name, " of ", cls.describe(p), " has ", d.size(),
            " bytes; at most ", INT_MAX, " bytes travel on one flow");
-    msg.push_back(f);
     append_data(msg, d, pushes);
   }
+  // The task's stores to what `dest` reads in place come before the message (x86
+  // keeps stores in order; this keeps the compiler from moving them).
+  std::atomic_thread_fence(std::memory_order_release);
   ++activations_;
   post(dest, std::move(msg));
   push_data(dest, pushes);
@@ -290,6 +333,9 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
     at += 3;
     if (how == kControl) {
       handlers_.data(worker, cls, p, flow, Data{});
+    } else if (how == kInPlace) {
+      handlers_.data(worker, cls, p, flow, in_place(source, msg[at], msg[at + 1], size));
+      at += 2;
     } else if (how == kEager) {
       Data d = landing(cls, p, flow, size);
       if (d.is_typed()) {
@@ -310,6 +356,20 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
     }
   }
   if (at > words) fail("internal error: malformed activation message");
+}
+
+Data Comm::in_place(int source, std::int64_t coll, std::int64_t offset, std::size_t size) const {
+  if (coll < 0 || coll >= graph_.num_collections()) fail("internal error: read in place from collection ", coll);
+  const DataCollection& c = graph_.collection(static_cast<int>(coll));
+  const std::span<const std::byte> there = c.storage_of(source);
+  if (there.empty())
+    fail(c.describe(), ": rank ", source, " sent an output to read in its storage, which rank ", rank_,
+         " does not map (DataCollection::storage_of must be symmetric)");
+  if (offset < 0 || static_cast<std::size_t>(offset) > there.size() || size > there.size() - offset)
+    fail("internal error: ", size, " bytes at ", offset, " read in place from rank ", source, "'s ", there.size());
+  std::atomic_thread_fence(std::memory_order_acquire);
+  // Consumers only read it (stays_unchanged): the const is cast away for Data's sake.
+  return Data::wrap(const_cast<std::byte*>(there.data()) + offset, size);
 }
 
 // Posts the receive of a rendezvous transfer and asks its producer for the data.

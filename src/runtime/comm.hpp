@@ -91,6 +91,8 @@ class Comm {
   // Tiles this rank sent to serve remote reads, and as remote writes.
   std::int64_t tiles_read() const { return tiles_read_; }
   std::int64_t tiles_written() const { return tiles_written_; }
+  // Outputs that tasks of other ranks read in this rank's storage (no transfer).
+  std::int64_t read_in_place() const { return read_in_place_; }
 
  private:
   struct Recv {
@@ -113,6 +115,12 @@ class Comm {
   // Appends a flow's size and either its payload or a rendezvous handle to `msg`;
   // a pushed handle's data goes to `pushes`.
   void append_data(std::vector<std::int64_t>& msg, const Data& d, std::vector<Push>& pushes);
+  // Appends where `d` lies for `dest` to read in place (a collection's storage that
+  // `dest` maps) and returns true; false when it does not lie in one.
+  bool append_in_place(std::vector<std::int64_t>& msg, const Data& d, int dest);
+  // The output of `size` bytes at `offset` in `source`'s storage of collection
+  // `coll`, where this process maps it.
+  Data in_place(int source, std::int64_t coll, std::int64_t offset, std::size_t size) const;
   // Posts the data sends of `pushes` to `dest` (after their announcement).
   void push_data(int dest, std::vector<Push>& pushes);
   // A remote write has landed in this rank's storage.
@@ -135,7 +143,9 @@ class Comm {
 
   std::atomic<std::int64_t> pending_{0};  // commands + sends + receives + unserved handles
   std::atomic<std::int64_t> activations_{0}, eager_bytes_{0}, rendezvous_bytes_{0};
-  std::atomic<std::int64_t> tiles_read_{0}, tiles_written_{0};
+  std::atomic<std::int64_t> tiles_read_{0}, tiles_written_{0}, read_in_place_{0};
+  // in_place_[class][flow]: that output may be read in place (Options::read_in_place).
+  std::vector<std::vector<char>> in_place_;
   // Messages sent to each rank (any thread), and received from each (under
   // progress_mutex_), on comm_: what drain() settles.
   std::unique_ptr<std::atomic<std::int64_t>[]> sent_to_;

@@ -93,6 +93,7 @@ class Engine {
     stats.rendezvous_bytes = comm_.rendezvous_bytes();
     stats.tiles_read = comm_.tiles_read();
     stats.tiles_written = comm_.tiles_written();
+    stats.read_in_place = comm_.read_in_place();
   }
 
   int error_origin() const { return error_origin_; }

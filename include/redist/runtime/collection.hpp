@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "redist/layout.hpp"
 #include "redist/runtime/data.hpp"
@@ -33,6 +34,13 @@ class DataCollection {
   virtual Data data_of(Tile tile) const = 0;
   // How error messages name the collection.
   virtual std::string describe() const { return "a collection"; }
+  // Where rank `rank`'s storage lies in this process's address space when the
+  // ranks share memory (MPI-3 shared windows on a node), else empty. A task output
+  // that lies in this rank's storage, going to tasks of a rank whose storage is
+  // mapped here, is then read there in place instead of sent (docs/runtime.md,
+  // "Reading in place"). Must be symmetric: rank a maps b's storage exactly when b
+  // maps a's. Default: no rank's.
+  virtual std::span<const std::byte> storage_of(int /*rank*/) const { return {}; }
 };
 
 // The tiles of a redist::Layout as a data collection: any partition (regular,
@@ -63,6 +71,14 @@ class LayoutCollection final : public DataCollection {
   Data data_of(Tile tile) const override;
   // "the collection '<spec>'".
   std::string describe() const override;
+  // `mapped[r]`: rank r's storage as mapped in this process (empty where it is
+  // not), one entry per rank of the communicator, mapped[rank()] this rank's own
+  // storage (or empty: then nothing is shared). Every rank must pass the same
+  // mapping pattern (a maps b exactly when b maps a): storage in shared windows
+  // (redist::shared_allocate) gives it. Throws redist::Error on a wrong length or
+  // when mapped[rank()] is neither empty nor storage().
+  void share(std::vector<std::span<const std::byte>> mapped);
+  std::span<const std::byte> storage_of(int rank) const override;
 
   const Layout& layout() const { return layout_; }
   const LocalIndex& local() const { return local_; }
@@ -111,6 +127,8 @@ class LayoutCollection final : public DataCollection {
   std::size_t bytes_ = 0;
   std::unique_ptr<std::byte[], Free> owned_;  // null when wrapping user storage
   std::byte* storage_ = nullptr;
+  int ranks_ = 1;
+  std::vector<std::span<const std::byte>> mapped_;  // share(); empty: nothing shared
 };
 
 }  // namespace redist::runtime

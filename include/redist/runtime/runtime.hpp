@@ -48,6 +48,12 @@ struct Options {
   // Idle workers steal first from workers on their own NUMA node (hwloc), then
   // from the others; false, or a build without hwloc: round robin.
   bool numa_steal = true;
+  // An output above eager_limit that lies in a collection's storage shared with
+  // the consumer's rank (DataCollection::storage_of: a shared window on a node) is
+  // read there in place: the ACTIVATE carries where it lies, no data moves. Only
+  // for outputs that nothing changes afterwards: a read_write flow whose every
+  // successor reads it (Access::read, no OUT of its own) and has no landing.
+  bool read_in_place = true;
 };
 
 struct Stats {
@@ -61,6 +67,7 @@ struct Stats {
   std::int64_t gets_sent = 0;          // GET requests for rendezvous data (none with Options::push)
   std::int64_t tiles_read = 0;     // own collection tiles sent to other ranks' readers (once per rank)
   std::int64_t tiles_written = 0;  // outputs sent to collection tiles of other ranks
+  std::int64_t read_in_place = 0;  // outputs other ranks read in this rank's storage (Options::read_in_place)
   double seconds = 0;                 // wall time of run() on this rank
 };
 

@@ -6,8 +6,10 @@
 #include <lapacke.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "cholesky/cholesky.hpp"
+#include "redist/shm.hpp"
 #include "test_util.hpp"
 
 namespace chol = redist::cholesky;
@@ -97,6 +99,88 @@ TEST_P(Cholesky, RejectsOtherMatrices) {
       EXPECT_NE(std::string(e.what()).find("cholesky::task_graph: needs a square matrix of doubles"),
                 std::string::npos)
           << e.what();
+    }
+  }
+}
+
+// Storage in shared windows (redist::shared_allocate, LayoutCollection::share with
+// redist::shared_ranges): a tile that a task of another rank of the node reads is
+// read where its producer left it (Options::read_in_place), nothing moves; with
+// eager_limit 0 every payload would otherwise travel by rendezvous. Nodes of the
+// whole machine, of 1 rank (nothing shared) and of 2 (3-4 ranks: some pairs in
+// place, the others by message), and read_in_place off: the same bits as the run
+// on the heap every time, the reads in place counted where they can happen.
+TEST_P(Cholesky, SharedStorageReadsTilesInPlace) {
+  const int ranks = world_size(), rank = world_rank();
+  auto [p, q] = grid_of(ranks);
+  const std::vector<redist::Layout> cases = {
+      redist::block_cyclic_layout({100, 100}, {16, 16}, {p, q}),
+      redist::Layout::parse("45x45 tile=8x8 random seed=7 ranks=" + std::to_string(ranks))};
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const redist::Layout& layout = cases[c];
+    SCOPED_TRACE(layout.spec());
+    rt::Options o = options_of(GetParam());
+    o.eager_limit = 0;
+    rt::LayoutCollection heap(layout, MPI_COMM_WORLD);
+    chol::fill_spd(heap);
+    rt::TaskGraph hg = chol::task_graph(heap);
+    rt::run(hg, MPI_COMM_WORLD, o);
+    const std::vector<double> want = gather_on_root<double>(heap);
+    const auto bytes = static_cast<redist::index_t>(heap.storage_bytes());
+    for (int node : {0, 1, 2})
+      for (bool in_place : {true, false}) {
+        SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
+        void* mem = redist::shared_allocate(MPI_COMM_WORLD, bytes, node);
+        std::vector<double> got;
+        rt::Stats s;
+        {
+          rt::LayoutCollection a(layout, MPI_COMM_WORLD, mem, static_cast<std::size_t>(bytes));
+          const auto mapped = redist::shared_ranges(MPI_COMM_WORLD, mem, bytes);
+          ASSERT_EQ(mapped.size(), static_cast<std::size_t>(ranks));
+          for (int r = 0; r < ranks; ++r) {  // mapped exactly where r is on this rank's node
+            const bool same_node = node == 0 || r / node == rank / node;
+            EXPECT_EQ(!mapped[static_cast<std::size_t>(r)].empty(), same_node && bytes > 0) << "rank " << r;
+          }
+          a.share(mapped);
+          chol::fill_spd(a);
+          o.read_in_place = in_place;
+          rt::TaskGraph g = chol::task_graph(a);
+          s = rt::run(g, MPI_COMM_WORLD, o);
+          got = gather_on_root<double>(a);
+        }
+        redist::shared_free(mem);
+        if (rank == 0) {
+          ASSERT_EQ(got.size(), want.size());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0);
+        }
+        const std::int64_t read = sum_all(s.read_in_place), moved = sum_all(s.rendezvous_bytes);
+        const bool pairs = ranks > 1 && (node == 0 || node == 2);  // ranks 0 and 1 share a node
+        if (!in_place || !pairs) EXPECT_EQ(read, 0);
+        if (in_place && pairs && c == 0) EXPECT_GT(read, 0);  // block-cyclic: 0 and 1 exchange tiles
+        // Every tile that crosses ranks in the Cholesky is final (POTRF's, TRSM's):
+        // on one node none moves.
+        if (in_place && node == 0) EXPECT_EQ(moved, 0);
+        if (!in_place && ranks > 1 && c == 0) EXPECT_GT(moved, 0);
+      }
+  }
+}
+
+// share() takes one entry per rank, this rank's own its storage.
+TEST_P(Cholesky, ShareChecksTheMapping) {
+  rt::LayoutCollection a(redist::Layout::parse("40x40 tile=8x8"), MPI_COMM_WORLD);
+  std::vector<std::span<const std::byte>> none(static_cast<std::size_t>(world_size()) + 1);
+  EXPECT_THROW(a.share(none), redist::Error);
+  none.pop_back();
+  a.share(none);  // own entry empty: nothing shared
+  EXPECT_TRUE(a.storage_of(world_rank()).empty());
+  if (a.storage_bytes() > 0) {
+    std::vector<std::byte> other(a.storage_bytes());
+    none[static_cast<std::size_t>(world_rank())] = {other.data(), other.size()};
+    try {
+      a.share(none);
+      ADD_FAILURE() << "no error for another range";
+    } catch (const redist::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("own entry must be its storage"), std::string::npos) << e.what();
     }
   }
 }
