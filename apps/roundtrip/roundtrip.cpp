@@ -16,6 +16,7 @@
 
 #include "mpi/agree.hpp"
 #include "redist/error.hpp"
+#include "redist/shm.hpp"
 
 namespace redist::apps {
 
@@ -152,7 +153,7 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   std::ostringstream o;
   o << options.tile << ' ' << options.inner << ' ' << options.threads << ' ' << options.strategy << ' '
     << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1) << ' '
-    << static_cast<int>(options.comm_mode) << ' ' << options.push;
+    << static_cast<int>(options.comm_mode) << ' ' << options.push << ' ' << options.read_in_place;
   items.push_back({"options differ", o.str()});
   redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
 }
@@ -164,6 +165,7 @@ runtime::Options runtime_options(const Options& options) {
   redist::detail::check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
   o.comm_mode = options.comm_mode;
   o.push = options.push;
+  o.read_in_place = options.read_in_place;
   // The runtime's requirement (runtime::run): multiple, and workers with more than one
   // thread, need MPI_THREAD_MULTIPLE; funneled works at any level.
   if (level < MPI_THREAD_MULTIPLE && (o.comm_mode == runtime::CommMode::multiple ||
@@ -282,6 +284,8 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
   if (!moved()) {
     collection_.emplace(work, comm, data, bytes);
+    // In shared windows, tasks read each other's tiles in place (runtime::Options::read_in_place).
+    collection_->share(shared_ranges(comm, data, static_cast<index_t>(bytes)));
     return;
   }
   // Several plans at once need MPI_THREAD_MULTIPLE (each execute is collective on

@@ -13,7 +13,9 @@
 #include <cblas.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "qr/qr.hpp"
 #include "redist/apps.hpp"
 #include "redist/redist.hpp"
+#include "redist/shm.hpp"
 #include "scalapack.hpp"
 
 extern "C" {
@@ -51,6 +54,11 @@ const char* kUsage =
     "                   (apps::Options::comm_mode, default workers: no communication thread)\n"
     "  --push 0|1       runtime::Options::push: tiles above the eager limit sent with their\n"
     "                   activation, no GET (apps::Options::push, default 1)\n"
+    "  --storage S      heap (default) or shared: the caller's matrices in MPI shared windows\n"
+    "                   (redist::shared_allocate), where tasks read the tiles of other ranks\n"
+    "                   on their node in place (poor and good; the round trip's working copy\n"
+    "                   stays on the heap)\n"
+    "  --in-place 0|1   apps::Options::read_in_place (default 1; matters with --storage shared)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
@@ -121,11 +129,35 @@ double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank
   return secs;
 }
 
+// A caller's matrix: the vector itself, or (shared) a copy of it in a shared window,
+// freed (collectively) with this object.
+class UserMatrix {
+ public:
+  UserMatrix(std::vector<double> v, bool shared) : heap_(std::move(v)) {
+    if (!shared) return;
+    const auto bytes = static_cast<index_t>(heap_.size() * sizeof(double));
+    window_ = static_cast<double*>(redist::shared_allocate(MPI_COMM_WORLD, bytes));
+    std::copy(heap_.begin(), heap_.end(), window_);
+    heap_ = {};
+  }
+  UserMatrix(const UserMatrix&) = delete;
+  UserMatrix& operator=(const UserMatrix&) = delete;
+  ~UserMatrix() {
+    if (window_) redist::shared_free(window_);
+  }
+  double* data() { return window_ ? window_ : heap_.data(); }
+
+ private:
+  std::vector<double> heap_;
+  double* window_ = nullptr;
+};
+
 // One redist::apps call from `user` with `o`; the report's times reduced over ranks.
 redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
-                             const redist::apps::Options& o) {
-  std::vector<double> a = make_local(user, rank, n, alg == "potrf" ? 0 : 7), b, c;
-  if (alg == "gemm") b = make_local(user, rank, n, 11), c = make_local(user, rank, n, 13);
+                             const redist::apps::Options& o, bool shared) {
+  UserMatrix a(make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
+  std::optional<UserMatrix> b, c;
+  if (alg == "gemm") b.emplace(make_local(user, rank, n, 11), shared), c.emplace(make_local(user, rank, n, 13), shared);
   MPI_Barrier(MPI_COMM_WORLD);
   redist::apps::Report r;
   if (alg == "potrf")
@@ -133,7 +165,7 @@ redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t
   else if (alg == "geqrf")
     r = redist::apps::geqrf(user, a.data(), MPI_COMM_WORLD, o).report;
   else
-    r = redist::apps::gemm(1.0, user, a.data(), user, b.data(), 1.0, user, c.data(), MPI_COMM_WORLD, o);
+    r = redist::apps::gemm(1.0, user, a.data(), user, b->data(), 1.0, user, c->data(), MPI_COMM_WORLD, o);
   r.to_seconds = rb::max_over_ranks(r.to_seconds);
   r.compute_seconds = rb::max_over_ranks(r.compute_seconds);
   r.back_seconds = rb::max_over_ranks(r.back_seconds);
@@ -160,6 +192,12 @@ int main(int argc, char** argv) {
     const index_t tile = args.get("--tile", 0, 0);
     const std::int64_t push = args.get("--push", 1, 0);
     if (push > 1) throw redist::Error("--push must be 0 or 1, got " + std::to_string(push));
+    const std::int64_t in_place = args.get("--in-place", 1, 0);
+    if (in_place > 1) throw redist::Error("--in-place must be 0 or 1, got " + std::to_string(in_place));
+    const std::string storage = args.str("--storage", "heap");
+    if (storage != "heap" && storage != "shared")
+      throw redist::Error("--storage must be heap or shared, got '" + storage + "'");
+    const bool shared = storage == "shared";
     const std::string csv = args.str("--csv", "");
     const bool repeat = args.flag("--repeat");
     std::vector<std::string> algs;
@@ -190,9 +228,10 @@ int main(int argc, char** argv) {
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     rb::report_cpus(threads);
     if (rank == 0)
-      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d source: tile=%lld grid=1x%d storage=local_array\n"
+      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d source: tile=%lld "
+                  "grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
-                  ranks, threads, mode.c_str(), static_cast<int>(push),
+                  ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
                   static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
                   "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
     for (std::int64_t n : sizes)
@@ -209,6 +248,7 @@ int main(int argc, char** argv) {
         good.strategy = args.str("--strategy", "direct");
         good.comm_mode = comm_mode;
         good.push = push != 0;
+        good.read_in_place = in_place != 0;
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);
@@ -219,16 +259,16 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps; ++r) {
           pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
                               ranks, threads * 1));
-          poor_t.push_back(run_app(alg, poor_layout, n, rank, poor).compute_seconds);
-          good_t.push_back(run_app(alg, work, n, rank, good).compute_seconds);
+          poor_t.push_back(run_app(alg, poor_layout, n, rank, poor, shared).compute_seconds);
+          good_t.push_back(run_app(alg, work, n, rank, good, shared).compute_seconds);
           redist::apps::Workspace workspace;  // empty: the first call allocates as without one
           redist::apps::Options first = good;
           if (repeat) first.workspace = &workspace;
-          const redist::apps::Report rt = run_app(alg, src, n, rank, first);
+          const redist::apps::Report rt = run_app(alg, src, n, rank, first, shared);
           rt_t.push_back(rt.seconds()), to.push_back(rt.to_seconds), comp.push_back(rt.compute_seconds),
               back.push_back(rt.back_seconds);
           if (repeat) {
-            const redist::apps::Report again = run_app(alg, src, n, rank, first);
+            const redist::apps::Report again = run_app(alg, src, n, rank, first, shared);
             rep_t.push_back(again.seconds()), rep_to.push_back(again.to_seconds);
           }
         }

@@ -160,6 +160,8 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--n", "-5"], "--n must be at least 1"),
                         (["--reps", "0"], "--reps must be at least 1"),
                         (["--push", "2"], "--push must be 0 or 1"),
+                        (["--in-place", "2"], "--in-place must be 0 or 1"),
+                        (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
                         (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)

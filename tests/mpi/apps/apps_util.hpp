@@ -3,10 +3,12 @@
 // on rank 0 by the core's redistribution (an oracle independent of the runtime).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "../runtime/test_util.hpp"
+#include "redist/shm.hpp"
 
 // This rank's storage of `layout` (doubles), element (i, j) = f(i, j).
 template <class F>
@@ -23,6 +25,25 @@ std::vector<double> make_local(const redist::Layout& layout, F f) {
   }
   return a;
 }
+
+// A copy of `v` in a shared window (redist::shared_allocate over MPI_COMM_WORLD,
+// nodes of `node_size` ranks, 0: the whole node), freed with this object. Both
+// collective: create and destroy them in the same order on every rank.
+class SharedCopy {
+ public:
+  SharedCopy(const std::vector<double>& v, int node_size)
+      : p_(static_cast<double*>(
+            redist::shared_allocate(MPI_COMM_WORLD, static_cast<redist::index_t>(v.size() * sizeof(double)), node_size))) {
+    std::copy(v.begin(), v.end(), p_);
+  }
+  SharedCopy(const SharedCopy&) = delete;
+  SharedCopy& operator=(const SharedCopy&) = delete;
+  ~SharedCopy() { redist::shared_free(p_); }
+  double* data() const { return p_; }
+
+ private:
+  double* p_;
+};
 
 // The whole m x n matrix, column-major, on rank 0 (empty elsewhere). Collective.
 inline std::vector<double> gather_root(const redist::Layout& layout, const double* data) {

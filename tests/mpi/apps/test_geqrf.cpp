@@ -177,6 +177,35 @@ TEST_P(Geqrf, RoundTripBitIdenticalAndMatchesLapack) {
   }
 }
 
+// The caller's matrix already in the working layout and in shared windows (tiles of
+// 48 x 48 doubles, above the eager limit), on the default grid and on Px1 (where
+// tile rows travel down their column), nodes whole, of 1 and of 2 ranks: the same
+// bits (A and T) as the tile QR on the heap, with reads in place on and off.
+TEST_P(Geqrf, SharedStorageBitIdentical) {
+  apps::Options o = options(GetParam());
+  o.tile = 48;
+  for (redist::Coord grid : {redist::Coord{}, redist::Coord{world_size(), 1}}) {
+    o.grid = grid;
+    const redist::Layout work = apps::work_layout(150, 100, world_size(), o);
+    SCOPED_TRACE(work.spec());
+    const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
+    for (int node : {0, 1, 2})
+      for (bool in_place : {true, false}) {
+        SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
+        apps::Options om = o;
+        om.read_in_place = in_place;
+        SharedCopy a(make_local(work, element), node);
+        const apps::QrFactors f = apps::geqrf(work, a.data(), MPI_COMM_WORLD, om);
+        EXPECT_FALSE(f.report.moved);
+        const std::vector<double> got = gather_root(work, a.data());
+        const std::vector<double> got_t = gather_on_root<double>(*f.t);
+        EXPECT_TRUE(all_ranks(world_rank() != 0 ||
+                              (std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
+                               std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0)));
+      }
+  }
+}
+
 TEST_P(Geqrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   apps::Options o = options(GetParam());

@@ -201,6 +201,30 @@ TEST_P(Potrf, PushedTilesBitIdentical) {
     }
 }
 
+// The caller's matrix already in the working layout and in shared windows: tasks
+// read the tiles of the other ranks of their node where they lie
+// (apps::Options::read_in_place; tiles of 48 x 48 doubles, above the eager limit),
+// on whole nodes and on nodes of 1 and 2 ranks: the same bits as the direct run.
+TEST_P(Potrf, SharedStorageBitIdentical) {
+  constexpr int n = 150;
+  apps::Options o = options(GetParam());
+  o.tile = 48;
+  EXPECT_TRUE(apps::Options().read_in_place);
+  const redist::Layout work = apps::work_layout(n, n, world_size(), o);
+  const std::vector<double> ref = direct(work, o.threads);
+  for (int node : {0, 1, 2})
+    for (bool in_place : {true, false}) {
+      SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
+      apps::Options om = o;
+      om.read_in_place = in_place;
+      SharedCopy a(make_local(work, [](auto i, auto j) { return spd_element(i, j, n); }), node);
+      const apps::Report r = apps::potrf(work, a.data(), MPI_COMM_WORLD, om);
+      EXPECT_FALSE(r.moved);
+      const std::vector<double> got = gather_root(work, a.data());
+      EXPECT_TRUE(all_ranks(world_rank() != 0 || std::memcmp(got.data(), ref.data(), got.size() * sizeof(double)) == 0));
+    }
+}
+
 TEST_P(Potrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   const apps::Options o = options(GetParam());
