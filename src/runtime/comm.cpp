@@ -59,7 +59,6 @@ Wire wire(const Data& d, std::size_t bytes) {
   return d.is_typed() ? Wire{1, d.type()} : Wire{static_cast<int>(bytes), MPI_BYTE};
 }
 
-// Where a remote producer's flow lands here: its Flow::landing, else a fresh buffer.
 // Whether flow `f`'s output stays as it is once its task completed, so that other
 // ranks may read it where it lies: the task wrote it (read_write) and every
 // successor only reads it and passes it on to nobody.
@@ -73,6 +72,7 @@ bool stays_unchanged(const Flow& f) {
   return true;
 }
 
+// Where a remote producer's flow lands here: its Flow::landing, else a fresh buffer.
 Data landing(const TaskClass& cls, const Params& p, int flow, std::size_t size) {
   const Flow& f = cls.flow_at(flow);
   if (!f.landing) return Data::allocate(size);
