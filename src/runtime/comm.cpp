@@ -239,9 +239,9 @@ void Comm::activate(int dest, const TaskClass& cls, const Params& p, const std::
            " bytes; at most ", INT_MAX, " bytes travel on one flow");
     append_data(msg, d, pushes);
   }
-  // The task's stores to what `dest` reads in place come before the message (x86
-  // keeps stores in order; this keeps the compiler from moving them).
-  std::atomic_thread_fence(std::memory_order_release);
+  // What `dest` reads in place was stored before this message is sent, and MPI's
+  // delivery orders it (its shared-memory queues publish with release stores, and
+  // MPI calls are opaque to the compiler): no fence of our own.
   ++activations_;
   post(dest, std::move(msg));
   push_data(dest, pushes);
@@ -367,7 +367,6 @@ Data Comm::in_place(int source, std::int64_t coll, std::int64_t offset, std::siz
          " does not map (DataCollection::storage_of must be symmetric)");
   if (offset < 0 || static_cast<std::size_t>(offset) > there.size() || size > there.size() - offset)
     fail("internal error: ", size, " bytes at ", offset, " read in place from rank ", source, "'s ", there.size());
-  std::atomic_thread_fence(std::memory_order_acquire);
   // Consumers only read it (stays_unchanged): the const is cast away for Data's sake.
   return Data::wrap(const_cast<std::byte*>(there.data()) + offset, size);
 }

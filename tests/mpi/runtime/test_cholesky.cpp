@@ -155,12 +155,20 @@ TEST_P(Cholesky, SharedStorageReadsTilesInPlace) {
         }
         const std::int64_t read = sum_all(s.read_in_place), moved = sum_all(s.rendezvous_bytes);
         const bool pairs = ranks > 1 && (node == 0 || node == 2);  // ranks 0 and 1 share a node
-        if (!in_place || !pairs) EXPECT_EQ(read, 0);
-        if (in_place && pairs && c == 0) EXPECT_GT(read, 0);  // block-cyclic: 0 and 1 exchange tiles
+        if (!in_place || !pairs) {
+          EXPECT_EQ(read, 0);
+        }
+        if (in_place && pairs && c == 0) {  // block-cyclic: 0 and 1 exchange tiles
+          EXPECT_GT(read, 0);
+        }
         // Every tile that crosses ranks in the Cholesky is final (POTRF's, TRSM's):
         // on one node none moves.
-        if (in_place && node == 0) EXPECT_EQ(moved, 0);
-        if (!in_place && ranks > 1 && c == 0) EXPECT_GT(moved, 0);
+        if (in_place && node == 0) {
+          EXPECT_EQ(moved, 0);
+        }
+        if (!in_place && ranks > 1 && c == 0) {
+          EXPECT_GT(moved, 0);
+        }
       }
   }
 }
