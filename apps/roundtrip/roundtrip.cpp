@@ -284,8 +284,9 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
   if (!moved()) {
     collection_.emplace(work, comm, data, bytes);
-    // In shared windows, tasks read each other's tiles in place (runtime::Options::read_in_place).
-    collection_->share(shared_ranges(comm, data, static_cast<index_t>(bytes)));
+    // In shared windows, tasks read each other's tiles in place (runtime::Options::read_in_place;
+    // the options are the same on every rank, so every rank takes part or none).
+    if (options.read_in_place) collection_->share(shared_ranges(comm, data, static_cast<index_t>(bytes)));
     return;
   }
   // Several plans at once need MPI_THREAD_MULTIPLE (each execute is collective on

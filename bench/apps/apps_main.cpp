@@ -21,10 +21,10 @@
 
 #include "bench_util.hpp"
 #include "cholesky/cholesky.hpp"
+#include "harness/storage.hpp"
 #include "qr/qr.hpp"
 #include "redist/apps.hpp"
 #include "redist/redist.hpp"
-#include "redist/shm.hpp"
 #include "scalapack.hpp"
 
 extern "C" {
@@ -129,35 +129,31 @@ double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank
   return secs;
 }
 
-// A caller's matrix: the vector itself, or (shared) a copy of it in a shared window,
-// freed (collectively) with this object.
+// A caller's matrix: the vector itself, or (shared) a copy of it in the harness's
+// storage in shared windows (collective; freed collectively with this object).
 class UserMatrix {
  public:
-  UserMatrix(std::vector<double> v, bool shared) : heap_(std::move(v)) {
+  UserMatrix(const Layout& layout, int rank, std::vector<double> v, bool shared) : heap_(std::move(v)) {
     if (!shared) return;
-    const auto bytes = static_cast<index_t>(heap_.size() * sizeof(double));
-    window_ = static_cast<double*>(redist::shared_allocate(MPI_COMM_WORLD, bytes));
-    std::copy(heap_.begin(), heap_.end(), window_);
+    window_.emplace(layout, redist::LocalIndex(layout, rank), MPI_COMM_WORLD);
+    if (window_->data()) std::copy_n(heap_.begin(), window_->bytes() / sizeof(double), static_cast<double*>(window_->data()));
     heap_ = {};
   }
-  UserMatrix(const UserMatrix&) = delete;
-  UserMatrix& operator=(const UserMatrix&) = delete;
-  ~UserMatrix() {
-    if (window_) redist::shared_free(window_);
-  }
-  double* data() { return window_ ? window_ : heap_.data(); }
+  // Null on a rank of the shared storage that holds no element (allowed there).
+  double* data() { return window_ ? static_cast<double*>(window_->data()) : heap_.data(); }
 
  private:
   std::vector<double> heap_;
-  double* window_ = nullptr;
+  std::optional<redist::harness::LocalStorage> window_;
 };
 
 // One redist::apps call from `user` with `o`; the report's times reduced over ranks.
 redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
                              const redist::apps::Options& o, bool shared) {
-  UserMatrix a(make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
+  UserMatrix a(user, rank, make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
   std::optional<UserMatrix> b, c;
-  if (alg == "gemm") b.emplace(make_local(user, rank, n, 11), shared), c.emplace(make_local(user, rank, n, 13), shared);
+  if (alg == "gemm")
+    b.emplace(user, rank, make_local(user, rank, n, 11), shared), c.emplace(user, rank, make_local(user, rank, n, 13), shared);
   MPI_Barrier(MPI_COMM_WORLD);
   redist::apps::Report r;
   if (alg == "potrf")

@@ -78,7 +78,7 @@ WindowRef find_window(const void* p, index_t bytes, const std::vector<int>** mem
   return {};
 }
 
-std::byte* window_address(const WindowRef& ref, index_t bytes) {
+std::byte* window_address(const WindowRef& ref, index_t bytes, int world_rank) {
   Registry& reg = registry_of_windows();
   std::lock_guard<std::mutex> lock(reg.mu);
   const auto it = reg.windows.find(ref.serial);
@@ -87,6 +87,7 @@ std::byte* window_address(const WindowRef& ref, index_t bytes) {
   const Window& w = it->second;
   const auto r = static_cast<size_t>(ref.owner);
   if (ref.offset < 0 || bytes < 0 || ref.offset + bytes > w.bytes[r]) return nullptr;
+  if (world_rank >= 0 && w.world[r] != world_rank) return nullptr;
   return w.base[r] + ref.offset;
 }
 
@@ -104,19 +105,12 @@ std::vector<std::span<const std::byte>> shared_ranges(MPI_Comm comm, const void*
   detail::check_mpi(MPI_Allgather(mine, kWords, MPI_INT64_T, all.data(), kWords, MPI_INT64_T, comm),
                     "MPI_Allgather");
   std::vector<std::span<const std::byte>> out(static_cast<std::size_t>(ranks));
-  detail::Registry& reg = detail::registry_of_windows();
-  std::lock_guard<std::mutex> lock(reg.mu);
   for (std::size_t r = 0; r < out.size(); ++r) {
     const std::int64_t* e = all.data() + r * kWords;
     if (e[1] < 0) continue;  // not in a window
-    // A serial is agreed within a node: the same number may name another node's
-    // window, so the member's world rank must match too.
-    const auto it = reg.windows.find(static_cast<std::uint64_t>(e[0]));
-    if (it == reg.windows.end()) continue;
-    const detail::Window& w = it->second;
-    const auto m = static_cast<std::size_t>(e[1]);
-    if (m >= w.base.size() || w.world[m] != e[4] || !w.base[m] || e[2] + e[3] > w.bytes[m]) continue;
-    out[r] = {w.base[m] + e[2], static_cast<std::size_t>(e[3])};
+    if (std::byte* at = detail::window_address({static_cast<std::uint64_t>(e[0]), e[1], e[2]}, e[3],
+                                               static_cast<int>(e[4])))
+      out[r] = {at, static_cast<std::size_t>(e[3])};
   }
   return out;
 }

@@ -31,7 +31,9 @@ struct WindowRef {
 // MPI_COMM_WORLD (null when not found).
 WindowRef find_window(const void* p, index_t bytes, const std::vector<int>** members);
 // The address, in this process, of `ref`; null when this process is not a member
-// of that window or the range [offset, offset + bytes) is outside the part.
-std::byte* window_address(const WindowRef& ref, index_t bytes);
+// of that window or the range [offset, offset + bytes) is outside the part, and,
+// with `world_rank` >= 0, when the part's member is not that rank of MPI_COMM_WORLD
+// (a serial is agreed within a node only: another node's window may have it).
+std::byte* window_address(const WindowRef& ref, index_t bytes, int world_rank = -1);
 
 }  // namespace redist::detail

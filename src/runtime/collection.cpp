@@ -25,9 +25,7 @@ int comm_size(MPI_Comm comm) {
 // The layout, after the checks that LocalIndex needs to hold (a valid layout for
 // this communicator, tile storage, 1 or 2 dimensions).
 Layout checked(Layout layout, MPI_Comm comm) {
-  int ranks = 1;
-  MPI_Comm_size(comm, &ranks);
-  std::string err = layout.check(ranks);
+  std::string err = layout.check(comm_size(comm));
   if (!err.empty()) detail::fail("LayoutCollection: invalid layout '", layout.spec(), "': ", err);
   if (layout.ndim() > 2)
     detail::fail("LayoutCollection: tiles are indexed (m, n), so a layout has 1 or 2 dimensions; '",
