@@ -1,5 +1,6 @@
 #include "harness/pattern.hpp"
 
+#include <algorithm>
 #include <complex>
 #include <cstring>
 #include <type_traits>
@@ -41,23 +42,64 @@ std::string hex(const unsigned char* p, index_t n) {
 
 }  // namespace
 
-void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out, ElementType type) {
-  const std::uint64_t base = mix64(id * 0x2545f4914f6cdd1dULL ^ static_cast<std::uint64_t>(linear));
-  const bool doubles = (es == 8 && type == ElementType::bytes) || type == ElementType::f64 || type == ElementType::c128;
-  const bool floats = type == ElementType::f32 || type == ElementType::c64;
-  for (index_t w = 0; w * 8 < es; ++w) {
-    std::uint64_t h = mix64(base + static_cast<std::uint64_t>(w));
-    if (doubles) h = (h & 0x800fffffffffffffULL) | 0x3ff0000000000000ULL;  // finite double
-    if (floats) h = (h & 0x807fffff807fffffULL) | 0x3f8000003f800000ULL;   // two finite floats
-    std::memcpy(out + w * 8, &h, static_cast<size_t>(es - w * 8 < 8 ? es - w * 8 : 8));
+namespace {
+
+// What pattern_element does to each 8-byte word of an element: doubles and
+// floats keep their sign and mantissa bits and get an exponent that makes them
+// finite, in [1, 2) x sign; bytes keep all bits.
+struct WordMask {
+  std::uint64_t keep = ~std::uint64_t{0}, set = 0;
+};
+
+WordMask word_mask(index_t es, ElementType type) {
+  if ((es == 8 && type == ElementType::bytes) || type == ElementType::f64 || type == ElementType::c128)
+    return {0x800fffffffffffffULL, 0x3ff0000000000000ULL};  // finite double
+  if (type == ElementType::f32 || type == ElementType::c64)
+    return {0x807fffff807fffffULL, 0x3f8000003f800000ULL};  // two finite floats
+  return {};
+}
+
+// Pattern `id` of `count` elements of es bytes whose global indices are lin0,
+// lin0 + step, ...: the bytes pattern_element writes, element after element.
+// Es > 0: the element size known at compile time (the sizes below), so that the
+// copies of each word are plain stores; Es = 0: es at run time.
+template <index_t Es>
+void pattern_elements(std::uint64_t id, index_t lin0, index_t step, index_t count, index_t es, WordMask m,
+                      unsigned char* out) {
+  if constexpr (Es > 0) es = Es;
+  const std::uint64_t key = id * 0x2545f4914f6cdd1dULL;
+  for (index_t i = 0; i < count; ++i, out += es) {
+    const std::uint64_t base = mix64(key ^ static_cast<std::uint64_t>(lin0 + i * step));
+    for (index_t w = 0; w * 8 < es; ++w) {
+      const std::uint64_t h = (mix64(base + static_cast<std::uint64_t>(w)) & m.keep) | m.set;
+      std::memcpy(out + w * 8, &h, static_cast<size_t>(es - w * 8 < 8 ? es - w * 8 : 8));
+    }
   }
+}
+
+void pattern_run(std::uint64_t id, index_t lin0, index_t step, index_t count, index_t es, ElementType type,
+                 unsigned char* out) {
+  const WordMask m = word_mask(es, type);
+  switch (es) {
+    case 1: return pattern_elements<1>(id, lin0, step, count, es, m, out);
+    case 2: return pattern_elements<2>(id, lin0, step, count, es, m, out);
+    case 4: return pattern_elements<4>(id, lin0, step, count, es, m, out);
+    case 8: return pattern_elements<8>(id, lin0, step, count, es, m, out);
+    case 16: return pattern_elements<16>(id, lin0, step, count, es, m, out);
+    default: return pattern_elements<0>(id, lin0, step, count, es, m, out);
+  }
+}
+
+}  // namespace
+
+void pattern_element(std::uint64_t id, index_t linear, index_t es, unsigned char* out, ElementType type) {
+  pattern_elements<0>(id, linear, 1, 1, es, word_mask(es, type), out);
 }
 
 void fill_pattern(const Layout& l, int rank, std::span<void* const> blocks, std::uint64_t id, ElementType type) {
   const index_t es = l.elem_size();
   for_each_run(l, rank, blocks, [&](const Coord& g, unsigned char* p, index_t len) {
-    const index_t lin = linear_index(g, l.shape());
-    for (index_t i = 0; i < len; ++i) pattern_element(id, lin + i, es, p + i * es, type);
+    pattern_run(id, linear_index(g, l.shape()), 1, len, es, type, p);
   });
 }
 
@@ -102,6 +144,8 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
   const ElementType type = arith.type;
   const bool compute = !arith.identity();
   std::vector<unsigned char> want(static_cast<size_t>(es)), source(static_cast<size_t>(es));
+  const index_t chunk = std::max<index_t>(1, 65536 / es);
+  std::vector<unsigned char> expect(static_cast<size_t>(chunk * es));
   Coord sg(n);
   for_each_run(dst, rank, blocks, [&](const Coord& g0, unsigned char* p, index_t len) {
     // Is the run's row (dims >= 1) inside the region, and which part of dim 0?
@@ -123,27 +167,53 @@ CheckResult check_redistributed(const Layout& dst, int rank, std::span<void* con
       lin_src = linear_index(sg, src.shape());
       for (int d = 0; d < region.src_dim(0); ++d) step_src *= src.shape()[d];
     }
+    const index_t lo = region.dst_offset[0], hi = lo + region.size[0];
+    // Element i of the run differs from `want`: count it, describe the first one.
+    auto wrong = [&](index_t i, bool in, const unsigned char* want_i) {
+      if (r.wrong++ > 0) return;
+      Coord g = g0;
+      g[0] += i;
+      r.first_error = detail::cat("rank ", rank, ": element ", g.str(), " (", in ? "inside" : "outside",
+                                  " the region) holds ", hex(p + i * es, es), ", expected ", hex(want_i, es));
+    };
+    if (!compute) {
+      // Plain moves: the run's expected bytes a chunk at a time, one memcmp per
+      // chunk, element by element only in a chunk that differs (2^31 one-byte
+      // elements in seconds, not minutes: test_large). The run's elements [a, b)
+      // lie inside the region along dimension 0.
+      const index_t a = row_in ? std::clamp(lo - g0[0], index_t{0}, len) : len;
+      const index_t b = row_in ? std::clamp(hi - g0[0], a, len) : len;
+      auto part = [&](index_t from, index_t to, bool in) {
+        for (index_t c = from; c < to; c += chunk) {
+          const index_t k = std::min(chunk, to - c);
+          if (in)
+            pattern_run(src_id, lin_src + (g0[0] + c - lo) * step_src, step_src, k, es, type, expect.data());
+          else
+            pattern_run(dst_id, lin_dst + c, 1, k, es, type, expect.data());
+          r.checked += k;
+          if (std::memcmp(expect.data(), p + c * es, static_cast<size_t>(k * es)) == 0) continue;
+          for (index_t i = 0; i < k; ++i)
+            if (std::memcmp(expect.data() + i * es, p + (c + i) * es, static_cast<size_t>(es)) != 0)
+              wrong(c + i, in, expect.data() + i * es);
+        }
+      };
+      part(0, a, false);
+      part(a, b, true);
+      part(b, len, false);
+      return;
+    }
     for (index_t i = 0; i < len; ++i) {
       const index_t x = g0[0] + i;
-      const bool in = row_in && x >= region.dst_offset[0] && x < region.dst_offset[0] + region.size[0];
-      // want: the source element moved there, or with arithmetic alpha * op(it) +
-      // beta * the target's own element; outside the region the target's own.
-      if (!in || compute) pattern_element(dst_id, lin_dst + i, es, want.data(), type);
+      const bool in = row_in && x >= lo && x < hi;
+      // want: alpha * op(the source element moved there) + beta * the target's own
+      // element; outside the region the target's own.
+      pattern_element(dst_id, lin_dst + i, es, want.data(), type);
       if (in) {
-        unsigned char* s = compute ? source.data() : want.data();
-        pattern_element(src_id, lin_src + (x - region.dst_offset[0]) * step_src, es, s, type);
-        if (compute) expected_element(arith, source.data(), want.data());
+        pattern_element(src_id, lin_src + (x - lo) * step_src, es, source.data(), type);
+        expected_element(arith, source.data(), want.data());
       }
       ++r.checked;
-      if (std::memcmp(want.data(), p + i * es, static_cast<size_t>(es)) != 0) {
-        if (r.wrong++ == 0) {
-          Coord g = g0;
-          g[0] = x;
-          r.first_error = detail::cat("rank ", rank, ": element ", g.str(), " (", in ? "inside" : "outside",
-                                      " the region) holds ", hex(p + i * es, es), ", expected ",
-                                      hex(want.data(), es));
-        }
-      }
+      if (std::memcmp(want.data(), p + i * es, static_cast<size_t>(es)) != 0) wrong(i, in, want.data());
     }
   });
   return r;
