@@ -398,7 +398,9 @@ void WorkMatrix::store_back(double& seconds) {
 
 void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
   const double t0 = MPI_Wtime();
-  r.tasks = runtime::run(graph, comm, runtime_options(options)).tasks;
+  const runtime::Stats stats = runtime::run(graph, comm, runtime_options(options));
+  r.tasks = stats.tasks;
+  r.busy_seconds = stats.busy_seconds;
   r.compute_seconds = MPI_Wtime() - t0;
   result.store_back(r.back_seconds);
 }

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <utility>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -61,6 +62,11 @@ const char* kUsage =
     "  --in-place 0|1   apps::Options::read_in_place (default 1; matters with --storage shared)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
+    "Columns: GFLOP/s of pdpotrf/pdgeqrf/pdgemm (pd), the tiled algorithm on the poor\n"
+    "source (poor) and on the working layout alone (good), the round trip (rt); its\n"
+    "phases in seconds; busy%: in the good runs, the least and the most busy rank's time\n"
+    "in task bodies over (the factorization's time x threads), medians over --reps\n"
+    "(a rank far below the other waited for it).\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
 
 double element(index_t i, index_t j, index_t n) { return redist::cholesky::spd_element(i, j, n); }
@@ -148,8 +154,10 @@ class UserMatrix {
 };
 
 // One redist::apps call from `user` with `o`; the report's times reduced over ranks.
+// busy (if given): the least and the most busy rank's busy_seconds / (compute
+// seconds x threads), in %.
 redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
-                             const redist::apps::Options& o, bool shared) {
+                             const redist::apps::Options& o, bool shared, std::pair<double, double>* busy = nullptr) {
   UserMatrix a(user, rank, make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
   std::optional<UserMatrix> b, c;
   if (alg == "gemm")
@@ -162,6 +170,11 @@ redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t
     r = redist::apps::geqrf(user, a.data(), MPI_COMM_WORLD, o).report;
   else
     r = redist::apps::gemm(1.0, user, a.data(), user, b->data(), 1.0, user, c->data(), MPI_COMM_WORLD, o);
+  if (busy) {
+    const double mine = r.compute_seconds > 0 ? 100 * r.busy_seconds / (r.compute_seconds * std::max(o.threads, 1)) : 0;
+    busy->first = -rb::max_over_ranks(-mine);
+    busy->second = rb::max_over_ranks(mine);
+  }
   r.to_seconds = rb::max_over_ranks(r.to_seconds);
   r.compute_seconds = rb::max_over_ranks(r.compute_seconds);
   r.back_seconds = rb::max_over_ranks(r.back_seconds);
@@ -226,10 +239,10 @@ int main(int argc, char** argv) {
     if (rank == 0)
       std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d source: tile=%lld "
                   "grid=1x%d storage=local_array\n"
-                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s\n",
+                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s %9s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
                   static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
-                  "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s");
+                  "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s", "busy%");
     for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);
@@ -250,13 +263,15 @@ int main(int argc, char** argv) {
         poor.tile = std::min<index_t>(src_tile, n);
         poor.grid = redist::Coord{1, ranks};
         const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
-        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0};
+        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0}, busy_lo, busy_hi;
         if (repeat) rep_t.clear(), rep_to.clear();
         for (int r = 0; r < reps; ++r) {
           pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
                               ranks, threads * 1));
           poor_t.push_back(run_app(alg, poor_layout, n, rank, poor, shared).compute_seconds);
-          good_t.push_back(run_app(alg, work, n, rank, good, shared).compute_seconds);
+          std::pair<double, double> busy;
+          good_t.push_back(run_app(alg, work, n, rank, good, shared, &busy).compute_seconds);
+          busy_lo.push_back(busy.first), busy_hi.push_back(busy.second);
           redist::apps::Workspace workspace;  // empty: the first call allocates as without one
           redist::apps::Options first = good;
           if (repeat) first.workspace = &workspace;
@@ -272,11 +287,11 @@ int main(int argc, char** argv) {
         const double f = flops_of(alg, static_cast<double>(n)) / 1e9;
         const double pdm = rb::median(pd), rtm = rb::median(rt_t), over = rb::median(to) + rb::median(back);
         if (rank == 0) {
-          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %9.2f %8.3f\n",
+          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %9.2f %8.3f %4.0f-%-4.0f\n",
                       alg.c_str(), static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()),
                       f / pdm, f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to),
                       rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_gf,
-                      rb::median(rep_to));
+                      rb::median(rep_to), rb::median(busy_lo), rb::median(busy_hi));
           std::fflush(stdout);
           if (!csv.empty())
             if (FILE* out = std::fopen(csv.c_str(), "a")) {

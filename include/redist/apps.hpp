@@ -97,6 +97,7 @@ struct Report {
   double compute_seconds = 0;  // the task graph (the factorization or product)
   double back_seconds = 0;     // make_plan + execute, working layout -> caller's layout
   std::int64_t tasks = 0;      // tasks run on this rank
+  double busy_seconds = 0;     // this rank's time in task bodies (runtime::Stats::busy_seconds)
   double seconds() const { return to_seconds + compute_seconds + back_seconds; }
 };
 

@@ -85,6 +85,7 @@ class Engine {
     for (auto& w : workers_) {
       stats.steals += w->steals;
       stats.placeholder_hits += w->placeholder_hits;
+      stats.busy_seconds += w->busy;
     }
     stats.rendezvous_peak = comm_.rendezvous_peak();
     stats.gets_sent = comm_.gets_sent();
@@ -106,6 +107,7 @@ class Engine {
     std::atomic<std::int64_t> executed{0};  // written by its worker only
     std::int64_t steals = 0;
     std::int64_t placeholder_hits = 0;
+    double busy = 0;  // seconds in task bodies
     // The placeholder (paper 004, sec. III-B): the best task this worker's last
     // completed task enabled, run next by this worker; only it touches the slot.
     bool has_slot = false;
@@ -353,7 +355,9 @@ class Engine {
     const TaskClass& c = *t.cls;
     try {
       TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
+      const auto t0 = std::chrono::steady_clock::now();
       c.body_fn()(ctx);
+      workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       epilogue(w, t);
     } catch (const std::exception& e) {
       fail(rank_, cat("task ", c.describe(t.params), " failed: ", e.what()), true);

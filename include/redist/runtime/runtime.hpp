@@ -69,6 +69,10 @@ struct Stats {
   std::int64_t tiles_written = 0;  // outputs sent to collection tiles of other ranks
   std::int64_t read_in_place = 0;  // outputs other ranks read in this rank's storage (Options::read_in_place)
   double seconds = 0;                 // wall time of run() on this rank
+  // Time this rank's workers spent in task bodies, summed over the workers: busy /
+  // (seconds x threads) is the rank's utilization; a rank well below the others
+  // waited for them (docs/apps.md, "Where 2 ranks lose to 2 threads").
+  double busy_seconds = 0;
 };
 
 // Runs `graph` to completion on every rank of `comm` (collective). Each rank runs

@@ -323,6 +323,26 @@ TEST_P(Graph, PlaceholderKeepsChainOnItsThread) {
   }
 }
 
+// Stats::busy_seconds: the time in task bodies, summed over the workers. Each
+// rank runs n independent tasks of at least 1 ms (a spin): busy is at least n ms
+// and at most the run's time x threads.
+TEST_P(Graph, BusySecondsCountTaskBodies) {
+  const int ranks = world_size(), n = 12;
+  rt::TaskGraph g;
+  auto& t = g.task_class("T");
+  t.param("r", 0, ranks - 1).param("k", 0, n - 1).affinity([](auto r) { return r; });
+  t.body([](rt::TaskContext&, auto, auto) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
+  const rt::Options o = options_of(GetParam());
+  const rt::Stats s = rt::run(g, MPI_COMM_WORLD, o);
+  EXPECT_EQ(s.tasks, n);
+  EXPECT_GE(s.busy_seconds, n * 1e-3);
+  EXPECT_LE(s.busy_seconds, s.seconds * o.threads + 1e-6);
+}
+
 // A task waiting in the placeholder yields to a queued task of higher priority
 // (one thread: strict order). X (priority 10) enables Y (priority 1); Z(0..2)
 // (priority 5) are queued from the start: X, Z, Z, Z, Y.
