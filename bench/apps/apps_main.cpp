@@ -14,10 +14,10 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <utility>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.hpp"
