@@ -411,8 +411,10 @@ TEST(Shm, ShortRowsStreamAsChains) {
     if (p == 1) continue;  // one rank copies its columns whole
     std::smatch m;
     const std::string desc = plan.describe("shm");
-    ASSERT_TRUE(std::regex_search(desc, m, std::regex(R"((\d+) of (\d+) rows chained)"))) << desc;
+    ASSERT_TRUE(std::regex_search(desc, m, std::regex(R"((\d+) of (\d+) rows chained, in (\d+) groups)"))) << desc;
     EXPECT_GT(std::stoll(m[1]), std::stoll(m[2]) / 2) << desc;
+    // The walk folds (RowGroup): a column's rows repeat with one period.
+    EXPECT_LT(std::stoll(m[3]) * 20, std::stoll(m[2])) << desc;
   }
 }
 
