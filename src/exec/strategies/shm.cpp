@@ -82,9 +82,9 @@ struct Row {
 // The sorted walk folded: rows [first, first + period) of the kept rows,
 // repeated `reps` times, repetition r at r * src_step further in the source and
 // r * dst_step (each row's own) in its target. Case d's source columns, 80-byte
-// rows going to two targets in turn, are one group of period 2 per 10 columns:
-// 200,000 records (8 MB read beside 16 MB copied) become 100 groups. The copies
-// and their order are the walk's, row for row.
+// rows going to two targets in turn, fold with period 2 until the target's
+// column jumps: 200,000 records per rank (8 MB read beside 16 MB copied) become
+// 202 groups. The copies and their order are the walk's, row for row.
 struct RowGroup {
   std::int64_t first, period, reps, src_step;
 };
