@@ -13,6 +13,7 @@
 #include <span>
 
 #include "exec/pack.hpp"
+#include "exec/remote.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 #include "plan/pieces.hpp"
@@ -29,12 +30,14 @@ struct Offer {
   std::int64_t ok = 0;  // 1: the ring exists
   std::int64_t offset = 0, region_bytes = 0, slot_bytes = 0, slot_stride = 0;
   std::uint64_t columns = 0;  // not 0: column order asked for; the receiver's runs' signature
+  std::int64_t source = 0;    // 1: the sender's source order asked for (before column order)
   char name[kNameBytes] = {};
 };
-// A sender's answer: 0, errno of a failed mapping, or kRingsOff; and whether the
-// pair's message goes in column order.
+// A sender's answer: 0, errno of a failed mapping, or kRingsOff; and the pair's
+// message order.
+enum Order : int { kPlanOrder = 0, kColumnOrder = 1, kSourceOrder = 2 };
 struct Reply {
-  int error = -1, columns = 0;
+  int error = -1, order = kPlanOrder;
 };
 
 // A run that column order splits: 2-D, repeated down (count[0] > 1), several columns.
@@ -92,6 +95,84 @@ std::vector<Segment> column_order(const std::vector<Segment>& in) {
   return out;
 }
 
+// Source order (fifo.hpp): the rows of a pair's segments, contiguous on both
+// sides; `where`: for a receiver, the sender's records (where each segment lies in
+// the sender's source), null for a sender (its own segments are the source).
+// Calls f(src_block, src_off, dst_block, dst_off, bytes) per row (byte offsets).
+template <class F>
+void pair_rows(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where, int ndim, index_t es, F&& f) {
+  const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);  // stand-in, never dereferenced
+  auto* tbase = const_cast<std::byte*>(base);
+  const size_t per = record_size(ndim);
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
+    std::int64_t sb = s.at.block, so = s.at.offset;
+    Coord fs = s.at.strides;
+    std::array<index_t, 2> fstep = s.step;
+    index_t run = s.run;
+    if (where != nullptr) {
+      const SenderView v = sender_view(&(*where)[k * per], ndim);
+      sb = v.block, so = v.offset, fs = v.strides, fstep = v.step;
+      run = run_both(s, &(*where)[k * per]);
+    }
+    walk_run(s.shape, run, es, s.count, base + so * es, fs, fstep, tbase + s.at.offset * es, s.at.strides, s.step,
+             [&](std::byte* t, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1, index_t n0,
+                 index_t n1, index_t row) {
+               for (index_t j = 0; j < n1; ++j)
+                 for (index_t i = 0; i < n0; ++i)
+                   f(sb, from - base + j * fs1 + i * fs0, static_cast<std::int64_t>(s.at.block), t - base + j * ts1 + i * ts0,
+                     row);
+             });
+  }
+}
+
+// Whether a pair's rows suit source order (fifo.hpp): their count and mean.
+bool source_order_suits(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where, int ndim,
+                        index_t bytes) {
+  const size_t per = record_size(ndim);
+  index_t rows = 0;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
+    if (where == nullptr) {
+      rows += run_rows(s.shape, s.run, s.count, s.step, s.step).rows;
+    } else {
+      const SenderView v = sender_view(&(*where)[k * per], ndim);
+      rows += run_rows(s.shape, run_both(s, &(*where)[k * per]), s.count, v.step, s.step).rows;
+    }
+  }
+  return rows > 0 && rows <= kSourceOrderRows && bytes / rows >= kWalkRowMin && bytes / rows <= kWalkRowMax;
+}
+
+// A pair's rows in source order, numbered in the message; each row's place on
+// this side: the target for a receiver (`where` given), the source for a sender.
+std::vector<Fifos::MsgRow> source_rows(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where,
+                                       int ndim, index_t es) {
+  struct Raw {
+    std::int64_t sb, so, db, dof, bytes;
+  };
+  std::vector<Raw> raw;
+  pair_rows(segs, where, ndim, es, [&](std::int64_t sb, std::int64_t so, std::int64_t db, std::int64_t dof, index_t n) {
+    raw.push_back({sb, so, db, dof, n});
+  });
+  std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return a.sb != b.sb ? a.sb < b.sb : a.so < b.so; });
+  std::vector<Fifos::MsgRow> rows;
+  std::int64_t msg = 0;
+  for (const Raw& r : raw) {
+    const std::int64_t block = where ? r.db : r.sb, off = where ? r.dof : r.so;
+    if (!rows.empty()) {
+      Fifos::MsgRow& last = rows.back();
+      const Raw& prev = raw[static_cast<size_t>(&r - raw.data()) - 1];
+      if (prev.sb == r.sb && prev.so + prev.bytes == r.so && last.block == block && last.off + last.bytes == off) {
+        last.bytes += r.bytes, msg += r.bytes;
+        continue;
+      }
+    }
+    rows.push_back({off, msg, r.bytes, block});
+    msg += r.bytes;
+  }
+  return rows;
+}
+
 bool columns_disabled() {
   const char* v = std::getenv("REDIST_FIFO_COLUMNS");
   return v && std::strcmp(v, "0") == 0;
@@ -138,6 +219,21 @@ void walk(const std::vector<Segment>& segs, Cursor& c, index_t es, index_t n, F&
   for_range(std::span<const Segment>(segs).subspan(c.seg), (c.done - c.base) / es, (c.done + n - c.base) / es, f);
 }
 
+// Calls f(row, within, n, at) for the bytes [c.done, c.done + n) of a pair in
+// source order: n bytes from `within` into the row, at `at` in the slot; the
+// cursor's seg is the row reached.
+template <class Cursor, class F>
+void walk_rows(const std::vector<Fifos::MsgRow>& rows, Cursor& c, index_t n, F&& f) {
+  const index_t end = c.done + n;
+  while (c.seg < rows.size() && rows[c.seg].msg < end) {
+    const Fifos::MsgRow& r = rows[c.seg];
+    const index_t a = std::max<index_t>(r.msg, c.done), b = std::min<index_t>(r.msg + r.bytes, end);
+    f(r, a - r.msg, b - a, a - c.done);
+    if (b < r.msg + r.bytes) return;
+    ++c.seg;
+  }
+}
+
 }  // namespace
 
 index_t fifo_ring_bytes(index_t bytes, index_t es) { return bytes > 0 ? slot_size(bytes, es).region : 0; }
@@ -153,7 +249,8 @@ Fifos::~Fifos() {
   if (own_map_) munmap(own_map_, own_bytes_);
 }
 
-void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag) {
+void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with,
+                  const std::vector<std::vector<std::int64_t>>& src_where, int tag) {
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   recv_.assign(nr, {}), send_.assign(ns, {});
   const bool off = fifo_disabled();  // this rank's rings, as receiver and sender
@@ -192,18 +289,21 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
       if (!own_map_) shm_unlink(name.c_str()), name.clear();
     }
   }
-  const bool columns_off = columns_disabled();
+  const bool columns_off = columns_disabled(), arithmetic = arithmetic_of(p) != nullptr;
   for (size_t i = 0; i < nr; ++i) {
     Offer& o = offers[i];
     if (!own_map_ || o.slot_bytes == 0) continue;
     o.ok = 1;
     if (!columns_off && columns_help(p.rp.receives[i].segments)) o.columns = signature(p.rp.receives[i].segments);
+    o.source = !columns_off && !arithmetic && i < src_where.size() && !src_where[i].empty() &&
+               source_order_suits(p.rp.receives[i].segments, &src_where[i], p.rp.ndim, p.rp.receives[i].bytes);
     std::memcpy(o.name, name.c_str(), std::min(name.size(), kNameBytes - 1));
   }
   // Offers out, the senders' outcomes back.
   std::vector<Offer> got(ns);
   std::vector<Reply> mapped(ns), replies(nr);
   rsegs_.assign(nr, {}), ssegs_.assign(ns, {});
+  rrows_.assign(nr, {}), srows_.assign(ns, {});
   std::vector<MPI_Request> req;
   std::vector<std::string> role;
   for (size_t i = 0; i < nr; ++i) {
@@ -232,8 +332,11 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     mapped[i].error = m == MAP_FAILED ? errno : 0;
     close(fd);
     if (m == MAP_FAILED) continue;
-    if (o.columns != 0 && o.columns == signature(p.rp.sends[i].segments)) {
-      mapped[i].columns = 1;
+    if (o.source && source_order_suits(p.rp.sends[i].segments, nullptr, p.rp.ndim, p.rp.sends[i].bytes)) {
+      mapped[i].order = kSourceOrder;
+      srows_[i] = source_rows(p.rp.sends[i].segments, nullptr, p.rp.ndim, es);
+    } else if (o.columns != 0 && o.columns == signature(p.rp.sends[i].segments)) {
+      mapped[i].order = kColumnOrder;
       ssegs_[i] = column_order(p.rp.sends[i].segments);
     }
     Ring& r = send_[i];
@@ -269,7 +372,8 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
                        : cat("rank ", peer, " could not map the ring: ", std::strerror(replies[i].error));
       continue;
     }
-    if (replies[i].columns) rsegs_[i] = column_order(p.rp.receives[i].segments);
+    if (replies[i].order == kColumnOrder) rsegs_[i] = column_order(p.rp.receives[i].segments);
+    if (replies[i].order == kSourceOrder) rrows_[i] = source_rows(p.rp.receives[i].segments, &src_where[i], p.rp.ndim, es);
     Ring& r = recv_[i];
     std::byte* at = own_map_ + o.offset;
     r.head = reinterpret_cast<std::uint64_t*>(at), r.tail = reinterpret_cast<std::uint64_t*>(at + 128);
@@ -294,8 +398,14 @@ bool Fifos::pack_some(const PlanCore& p, size_t i, const SrcBlocks& src) {
   while (r.mine - tail < static_cast<std::uint64_t>(kFifoSlots) && c.done < c.total) {
     const index_t n = std::min(r.slot_bytes, c.total - c.done);
     std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
-    walk(send_segments(p, i), c, es, n,
-         [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, false); });
+    if (!srows_[i].empty())
+      walk_rows(srows_[i], c, n, [&](const MsgRow& w, index_t within, index_t len, index_t at) {
+        copy_row(slot + at, static_cast<const std::byte*>(src.ptr[static_cast<size_t>(w.block)]) + w.off + within,
+                 static_cast<size_t>(len), false);
+      });
+    else
+      walk(send_segments(p, i), c, es, n,
+           [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, false); });
     store(r.head, ++r.mine);
     c.done += n, moved = true;
   }
@@ -312,53 +422,84 @@ bool Fifos::unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool 
   while (r.mine < head && c.done < c.total) {
     const index_t n = std::min(r.slot_bytes, c.total - c.done);
     const std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
-    walk(recv_segments(p, i), c, es, n,
-         [&](const Segment& s, index_t at) { unpack_run(s, slot + at * es, dst.at(s.at, es), es, stream, a); });
+    if (!rrows_[i].empty())  // never with arithmetic (setup)
+      walk_rows(rrows_[i], c, n, [&](const MsgRow& w, index_t within, index_t len, index_t at) {
+        copy_row(static_cast<std::byte*>(dst.ptr[static_cast<size_t>(w.block)]) + w.off + within, slot + at,
+                 static_cast<size_t>(len), stream);
+      });
+    else
+      walk(recv_segments(p, i), c, es, n,
+           [&](const Segment& s, index_t at) { unpack_run(s, slot + at * es, dst.at(s.at, es), es, stream, a); });
     store(r.tail, ++r.mine);
     c.done += n, moved = true;
   }
   return moved;
 }
 
-void Fifos::move(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
-                 const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle) {
+void Fifos::begin(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
+                  const std::vector<char>& walked) {
   rcur_.assign(recv_.size(), {}), scur_.assign(send_.size(), {});
-  size_t left = 0;
+  walked_.assign(send_.size(), 0);
+  left_ = 0;
   for (size_t i = 0; i < recv_.size(); ++i)
-    if (recv_on[i]) rcur_[i].total = p.rp.receives[i].bytes, left += rcur_[i].total > 0;
+    if (recv_on[i]) rcur_[i].total = p.rp.receives[i].bytes, left_ += rcur_[i].total > 0;
   for (size_t i = 0; i < send_.size(); ++i)
-    if (send_on[i]) scur_[i].total = p.rp.sends[i].bytes, left += scur_[i].total > 0;
-  const bool stream = stream_for(p.rp.stats.bytes_received);
-  bool idle_work = true;
-  int spins = 0;
-  while (left > 0) {
-    bool moved = false;
-    for (size_t i = 0; i < send_.size(); ++i)
-      if (scur_[i].done < scur_[i].total && pack_some(p, i, src)) moved = true, left -= scur_[i].done == scur_[i].total;
-    for (size_t i = 0; i < recv_.size(); ++i)
-      if (rcur_[i].done < rcur_[i].total && unpack_some(p, i, dst, stream))
-        moved = true, left -= rcur_[i].done == rcur_[i].total;
-    if (moved) {
-      spins = 0;
-    } else if (!(idle_work && (idle_work = idle()))) {
-      // Nothing to do until a peer moves: spin a while, then give the core away
-      // (ranks may share cores: tests run 4 ranks on 2).
-      if (++spins < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      } else {
-        // And let MPI progress: this rank's messages to other nodes, or a header
-        // still queued, may need it for a peer to reach its ring (shm.cpp's run).
-        int flag = 0;
-        check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, p.comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe", p.comm);
-        sched_yield();
-      }
+    if (send_on[i]) {
+      scur_[i].total = p.rp.sends[i].bytes, left_ += scur_[i].total > 0;
+      walked_[i] = i < walked.size() && walked[i];
     }
+  stream_ = stream_for(p.rp.stats.bytes_received);
+  spins_ = 0;
+}
+
+std::byte* Fifos::claim(size_t i) {
+  Ring& r = send_[i];
+  if (r.mine - load(r.tail) >= static_cast<std::uint64_t>(kFifoSlots)) return nullptr;
+  return r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
+}
+
+void Fifos::commit(size_t i, index_t n) {
+  Ring& r = send_[i];
+  store(r.head, ++r.mine);
+  if ((scur_[i].done += n) == scur_[i].total) --left_;
+  spins_ = 0;
+}
+
+bool Fifos::poll(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
+  bool moved = false;
+  for (size_t i = 0; i < send_.size(); ++i)
+    if (!walked_[i] && scur_[i].done < scur_[i].total && pack_some(p, i, src))
+      moved = true, left_ -= scur_[i].done == scur_[i].total;
+  for (size_t i = 0; i < recv_.size(); ++i)
+    if (rcur_[i].done < rcur_[i].total && unpack_some(p, i, dst, stream_))
+      moved = true, left_ -= rcur_[i].done == rcur_[i].total;
+  if (moved) spins_ = 0;
+  return moved;
+}
+
+void Fifos::wait(const PlanCore& p) {
+  // Nothing to do until a peer moves: spin a while, then give the core away
+  // (ranks may share cores: tests run 4 ranks on 2).
+  if (++spins_ < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
   }
+  // And let MPI progress: this rank's messages to other nodes, or a header
+  // still queued, may need it for a peer to reach its ring (shm.cpp's run).
+  int flag = 0;
+  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, p.comm, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe", p.comm);
+  sched_yield();
+}
+
+void Fifos::finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle) {
+  bool idle_work = true;
+  while (left_ > 0)
+    if (!poll(p, src, dst) && !(idle_work && (idle_work = idle()))) wait(p);
   while (idle_work && (idle_work = idle())) {
   }
-  if (stream) stream_fence();
+  if (stream_) stream_fence();
 }
 
 }  // namespace redist::detail

@@ -33,6 +33,12 @@ namespace redist::detail {
 
 inline constexpr int kFifoSlots = 4;
 inline constexpr index_t kFifoSlotBytes = index_t{64} << 10;
+// A pair whose rows (contiguous in the source and the target) average
+// kWalkRowMin..kWalkRowMax bytes, at most kSourceOrderRows of them, goes in its
+// sender's source order (below): there the sender's walk of its source fills the
+// ring beside its local copies (shm.cpp; docs/shm.md "One walk for the rings").
+inline constexpr index_t kWalkRowMin = 256, kWalkRowMax = index_t{64} << 10;
+inline constexpr index_t kSourceOrderRows = index_t{1} << 20;
 
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.
@@ -56,11 +62,29 @@ class Fifos {
   // send_with[i] per send peer, true on both sides of a pair. Afterwards
   // recv_ok(i) / send_ok(i) say whether the pair's ring exists (the same on both
   // sides); why_not() says why a receiver's rings could not be made.
-  void setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with, int tag);
+  // src_where[i]: receive peer i's records of where its segments lie in its
+  // source (exec/remote.hpp; empty for peers not on the node): a receiver needs
+  // them to ask for the sender's source order.
+  void setup(PlanCore& p, const std::vector<char>& recv_with, const std::vector<char>& send_with,
+             const std::vector<std::vector<std::int64_t>>& src_where, int tag);
   bool recv_ok(size_t i) const { return i < recv_.size() && recv_[i].slots != nullptr; }
   bool send_ok(size_t i) const { return i < send_.size() && send_[i].slots != nullptr; }
-  // Does receive pair i's ring carry its runs in column order (below)?
+  // Does receive pair i's ring carry its runs in column order, or in its sender's
+  // source order (below)?
   bool recv_columns(size_t i) const { return i < rsegs_.size() && !rsegs_[i].empty(); }
+  bool recv_source_order(size_t i) const { return i < rrows_.size() && !rrows_[i].empty(); }
+
+  // A row of a pair in source order: `bytes` at (block, off) in this side's
+  // storage (the sender's source, the receiver's target), at `msg` in the message.
+  struct MsgRow {
+    std::int64_t off, msg, bytes;
+    std::int64_t block;
+  };
+  // Send pair i's rows in its message's order (its source order), or null when
+  // the pair goes by segments (the plan's order or column order).
+  const std::vector<MsgRow>* send_rows(size_t i) const {
+    return i < srows_.size() && !srows_[i].empty() ? &srows_[i] : nullptr;
+  }
   const std::string& why_not() const { return why_not_; }
 
   // Moves every pair with recv_on[i] / send_on[i] (each must be ok): packs the
@@ -68,7 +92,34 @@ class Fifos {
   // are through; between them, when no ring can move, `idle` is called (it
   // returns false when it has nothing left to do; the caller's local copies).
   void move(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
-            const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle);
+            const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle) {
+    begin(p, recv_on, send_on, {});
+    finish(p, src, dst, idle);
+  }
+
+  // move() in steps, for a caller that fills some send rings itself (shm's walk
+  // of its source in storage order, docs/shm.md "One walk for the rings"):
+  // begin() starts the execute's pairs; walked[i] (empty: none) says the caller
+  // fills send pair i's slots through claim() and commit(), in message order.
+  // poll() makes one pass over the other pairs (packs their sends, unpacks every
+  // receive whose slots are full) and says whether a slot moved; wait() is what
+  // a rank does when nothing moved (spins, then yields the core and lets MPI
+  // progress); finish() moves the rest, as move().
+  void begin(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
+             const std::vector<char>& walked);
+  bool poll(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
+  void wait(const PlanCore& p);
+  void finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle);
+  // Send pair i's next slot to fill, or null while the receiver has not emptied
+  // one; its payload bytes; the message bytes released so far (the slot's first
+  // byte in the message). commit() releases it with n bytes (the slot's size, or
+  // what is left of the message).
+  std::byte* claim(size_t i);
+  index_t slot_bytes(size_t i) const { return send_[i].slot_bytes; }
+  index_t sent(size_t i) const { return scur_[i].done; }
+  void commit(size_t i, index_t n);
+  // Send pair i's message order (segments one after another, as packed).
+  const std::vector<Segment>& send_order(const PlanCore& p, size_t i) const { return send_segments(p, i); }
 
  private:
   struct Ring {
@@ -94,8 +145,19 @@ class Fifos {
   // repetitions one below the other, the receiver then writes whole columns:
   // issue 14's case d, 80-byte rows that make 8 KB target columns, unpacked
   // as such (docs/shm.md). Empty: the plan's list; $REDIST_FIFO_COLUMNS=0 keeps
-  // the plan's order everywhere (tests, measurements).
+  // the plan's order everywhere, source order (below) too (tests, measurements).
   std::vector<std::vector<Segment>> rsegs_, ssegs_;
+  // Source order, where the receiver asks for it (the pair's rows average
+  // kWalkRowMin..kWalkRowMax bytes, at most kSourceOrderRows, no arithmetic) and
+  // the sender agrees: the message holds the pair's elements by their place in
+  // the sender's source (block, then offset), whatever the plan's runs. Both
+  // sides can list that order: the receiver knows where each of its segments
+  // lies in the sender's source (src_where). Each side keeps its rows (merged
+  // where adjacent on both of its sides) with their place in the message; a
+  // ragged last row of tiles, or a region at an offset, whose runs come after
+  // the others in the plan's message, is then walked with the rest. Empty: by
+  // segments.
+  std::vector<std::vector<MsgRow>> rrows_, srows_;
   const std::vector<Segment>& recv_segments(const PlanCore& p, size_t i) const;
   const std::vector<Segment>& send_segments(const PlanCore& p, size_t i) const;
 
@@ -107,9 +169,13 @@ class Fifos {
   // segments stands (the segment reached and its first byte in the message).
   struct Cursor {
     index_t done = 0, total = 0, base = 0;
-    size_t seg = 0;
+    size_t seg = 0;  // the segment reached, or the row (source order)
   };
   std::vector<Cursor> rcur_, scur_;
+  std::vector<char> walked_;  // per send pair: filled by the caller (begin)
+  size_t left_ = 0;           // pairs not through
+  bool stream_ = false;       // unpack with streaming stores
+  int spins_ = 0;
 };
 
 }  // namespace redist::detail

@@ -99,6 +99,12 @@ bool cma_works() {
   return works;
 }
 
+// $REDIST_FIFO_WALK=0 (test_shm_no_walk): the rings are packed on their own.
+bool walk_off() {
+  const char* v = std::getenv("REDIST_FIFO_WALK");
+  return v && std::string(v) == "0";
+}
+
 // One case, each storage in a shared window or on the heap, several node sizes:
 // the oracle's bytes everywhere, and each peer's bytes on the path its storage
 // and node allow (a target in a window: its senders write it, push; else a
@@ -168,8 +174,23 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
   EXPECT_EQ(got.cma, want_cma) << plan.describe("shm");
   EXPECT_EQ(got.node_message, want_node) << plan.describe("shm");
   EXPECT_EQ(got.off_node, want_off) << plan.describe("shm");
-  const bool walked = plan.describe("shm").find("in storage order") != std::string::npos;
-  EXPECT_EQ(walked, long_rows && want_push > 0) << plan.describe("shm");
+  // Push walks the source in storage order where its rows are long (never rows
+  // of 40-64 bytes); so does a sender through rings (rows of 1,688-4,000 bytes, in
+  // the sender's source order, the region's offsets notwithstanding), unless
+  // $REDIST_FIFO_WALK=0.
+  bool ring_sends = false;
+  for (const PeerPlan& pp : plan.rank_plan().sends)
+    ring_sends = ring_sends || (pp.peer / k == rank / k && pp.bytes > 0 && !shared_src && !shared_dst && rings);
+  const std::string said = plan.describe("shm");
+  EXPECT_EQ(said.find("push walked the source in storage order") != std::string::npos, long_rows && want_push > 0)
+      << said;
+  // ($REDIST_FIFO_COLUMNS=0 keeps the plan's order: walked only where it is the source's.)
+  const char* columns = std::getenv("REDIST_FIFO_COLUMNS");
+  if (!(columns && std::string(columns) == "0")) {
+    EXPECT_EQ(said.find("the walk of the source in storage order filled") != std::string::npos,
+              long_rows && ring_sends && !walk_off())
+        << said;
+  }
 }
 
 // User memory on the node: rings in shared memory (REDIST_CMA=0 changes
@@ -209,6 +230,49 @@ TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
       EXPECT_EQ(why.rfind("fifo", 0), 0u) << why;
       EXPECT_EQ(why.find("runs in column order") != std::string::npos, k == 0) << "case " << k << ": " << why;
     }
+  }
+}
+
+// On the heap the rings whose rows average 256 B to 64 KB carry their elements
+// in the sender's source order, and the sender's walk of its source in storage
+// order fills them beside its local copies (docs/shm.md, "One walk for the
+// rings"): issue 14's case a in small (tiles of 40 rows, 1xP -> Px1, ScaLAPACK
+// storage, rows of 320 bytes at gaps down each source column), tiles 100 -> 300
+// (rows of 800 bytes, or 400 with floats), ragged on both axes (the last row of
+// tiles comes after the others in the plan's message), whole and a region at
+// offsets. Every rank fills the ring of every peer it sends to, and none with
+// $REDIST_FIFO_WALK=0 (then Fifos packs them in source order); every receive peer
+// is named as sending in its source order; the oracle's bytes, two executes per
+// plan; with 24-byte slots (test_shm_small_slots) rows cross slot ends everywhere.
+TEST(Shm, RingsAreFilledByTheWalk) {
+  const int p = world_size(), rank = world_rank();
+  struct Case {
+    index_t tile, to_tile, elem;
+    const char* region;
+  };
+  for (const Case c : {Case{40, 40, 8, ""}, Case{100, 300, 8, ""}, Case{100, 300, 4, ""},
+                       Case{40, 40, 8, "1100x50 from=3x4 to=1x7"}, Case{100, 300, 4, "1100x50 from=3x4 to=1x7"}}) {
+    const Layout src = block_cyclic_layout({1203, 61}, {c.tile, 7}, {1, p}, c.elem, StorageKind::local_array);
+    const Layout dst = block_cyclic_layout({1203, 61}, {c.to_tile, 5}, {p, 1}, c.elem, StorageKind::local_array);
+    const Region r = *c.region ? Region::parse(c.region) : Region::whole(src.shape());
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+    execute_twice(plan, src, dst, s, d, r, 17, label("tiles ", c.tile, " -> ", c.to_tile, " elem ", c.elem, " ", c.region));
+    int sends = 0;
+    for (const PeerPlan& pp : plan.rank_plan().sends) sends += pp.bytes > 0;
+    const std::string said = plan.describe("shm");
+    std::smatch m;
+    const bool filled = std::regex_search(said, m, std::regex(R"(the walk of the source in storage order filled (\d+) rings?)"));
+    EXPECT_EQ(filled, sends > 0 && !walk_off()) << said;
+    if (filled) {
+      EXPECT_EQ(std::stoi(m[1]), sends) << said;
+    }
+    const Paths got = paths_of(said);
+    EXPECT_EQ(got.ring, plan.rank_plan().stats.bytes_received) << said;
+    for (const PeerPlan& pp : plan.rank_plan().receives)
+      if (got.peer.count(pp.peer)) {
+        EXPECT_NE(got.peer.at(pp.peer).find("in the sender's source order"), std::string::npos) << said;
+      }
   }
 }
 

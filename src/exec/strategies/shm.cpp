@@ -30,7 +30,11 @@
 //            (exec/fifo.hpp): two copies, the bytes in the caches between them;
 //            no message, the ring's counters are the synchronization. Faster
 //            here than cross-memory attach, whose kernel pins every 4 KB page
-//            ($REDIST_SHM_FIFO=0 or a ring that cannot be made: cma).
+//            ($REDIST_SHM_FIFO=0 or a ring that cannot be made: cma). Where a
+//            ring's message follows the sender's source and its rows are 256 B
+//            to 64 KB, the sender's walk of its source in storage order (as
+//            push's) fills the ring's slots beside its local copies: one pass
+//            over the source instead of two reading with gaps.
 //   message  neither, and cross-memory attach refused for the pair (probed once
 //            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
 //            failed probe read, Options::arithmetic), or the peer is on another
@@ -43,6 +47,8 @@
 // is applied by whoever copies; push then goes segment by segment.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 
 #include "cost/model.hpp"
@@ -70,7 +76,9 @@ enum Path : int { kPush, kPull, kFifo, kCma, kCmaWrite, kMessage };
 // groups (RowGroup), and only the groups' rows are kept.
 constexpr index_t kSortRowsAbove = 64, kMaxRows = index_t{1} << 20;
 
-// One row of the push walk: `bytes` from this rank's source to a target.
+// One row of the push walk: `bytes` from this rank's source to a target, or
+// into a ring (dst_block kRingRow: dst_off is the row's first byte in the pair's
+// message, the slots it fills follow from it).
 struct Row {
   std::int64_t src_off, dst_off, bytes;  // byte offsets in their blocks
   std::int64_t dst_step;  // in a group (RowGroup): dst_off's move per repetition
@@ -97,6 +105,18 @@ constexpr std::int64_t kMaxPeriod = 8;
 // two targets, each continuing the last one's row.
 constexpr std::uint16_t kChainedBefore = 1, kChainedAfter = 2;
 constexpr index_t kChainGap = 512;
+constexpr std::int32_t kRingRow = -1;
+// One walk for the rings (docs/shm.md): where the heap pairs go through rings,
+// the walk of the source fills their slots too, row by row in storage order,
+// beside the local copies; every kPollBytes walked it unpacks the receives'
+// full slots (its peers' walks wait on them), and it cuts longer rows there.
+// $REDIST_FIFO_WALK=0 leaves the rings to Fifos (each pair packed apart, the
+// local copies while no ring can move): tests, measurements.
+constexpr index_t kPollBytes = index_t{64} << 10;  // kWalkRowMin, kWalkRowMax: exec/fifo.hpp
+bool fifo_walk_disabled() {
+  const char* v = std::getenv("REDIST_FIFO_WALK");
+  return v && std::strcmp(v, "0") == 0;
+}
 
 class Shm final : public Strategy {
  public:
@@ -123,6 +143,7 @@ class Shm final : public Strategy {
   void fold_rows();
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
   std::string push(const SrcBlocks& src, const DstBlocks& dst);
+  void walk(const SrcBlocks& src, const DstBlocks& dst);
   std::string pull(size_t i, const DstBlocks& dst);
   std::string cma_read(size_t i, const DstBlocks& dst);
   void cma_send(size_t i, const SrcBlocks& src);
@@ -160,6 +181,12 @@ class Shm final : public Strategy {
   std::vector<RowGroup> groups_;  // the sorted walk, folded (empty: segment by segment)
   bool rows_built_ = false;
   size_t walk_rows_ = 0, walk_chained_ = 0;  // rows of the walk (merged), chained ones
+  std::vector<char> rows_for_;  // send_fifo_ when the rows were built
+  std::vector<char> walked_;    // per send peer: its ring's slots filled by the walk
+  size_t walked_rings_ = 0;
+  bool walk_ran_ = false;  // the last run walked the sorted rows
+  std::vector<std::byte*> slot_;  // per walked ring: the slot being filled (null: none)
+  std::vector<index_t> slot_at_;  // its first byte in the pair's message
   std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
   std::vector<index_t> pending_;  // per receive peer: data chunks in flight
   std::vector<MPI_Request> rq_, sq_;  // data receives; everything else
@@ -265,7 +292,7 @@ bool Shm::available() {
   std::vector<char> recv_on(nr), send_on(ns);
   for (size_t i = 0; i < nr; ++i) recv_on[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)];
   for (size_t i = 0; i < ns; ++i) send_on[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)];
-  fifo_.setup(p, recv_on, send_on, kTagFifo);
+  fifo_.setup(p, recv_on, send_on, src_where_, kTagFifo);
   recv_fifo_.assign(nr, 0), send_fifo_.assign(ns, 0);
   return true;
 }
@@ -312,10 +339,21 @@ void addresses(const std::vector<std::int64_t>& h, std::int64_t nblocks, std::ve
 }
 
 // Push's rows, every local copy and every segment to a peer on the node, one
-// record per contiguous row, sorted by their place in this rank's source.
+// record per contiguous row, sorted by their place in this rank's source. The
+// segments of a pair that goes through a ring (send_fifo_) are rows into its
+// message (kRingRow), in the ring's order: where that order is the source's
+// (each row of the pair starts where the last one of the pair ended, the walk
+// sorted), the walk fills the pair's slots (walked_); else the pair's rows are
+// dropped and Fifos packs it.
 void Shm::build_rows() {
   PlanCore& p = plan_;
   rows_built_ = true;
+  rows_for_ = send_fifo_;
+  rows_.clear(), groups_.clear();
+  const size_t ns = p.rp.sends.size();
+  walked_.assign(ns, 0);
+  walked_rings_ = 0;
+  const bool rings = !fifo_walk_disabled();
   const index_t es = p.rp.elem_size;
   const size_t per = record_size(p.rp.ndim);
   index_t rows = 0, bytes = 0;
@@ -324,14 +362,24 @@ void Shm::build_rows() {
     const RunRows rr = run_rows(shape, run, c, fstep, tstep);
     rows += rr.rows, bytes += rr.rows * rr.row * es;
   };
+  auto ring = [&](size_t i) { return rings && send_fifo_[i] && fifo_.send_ok(i) && arithmetic_of(p) == nullptr; };
   for (const LocalCopy& c : p.rp.locals) count(c.shape, c.run, c.count, c.from_step, c.to_step);
-  for (size_t i = 0; i < p.rp.sends.size(); ++i)
-    if (on_node_[static_cast<size_t>(p.rp.sends[i].peer)])
-      for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
-        const Segment& s = p.rp.sends[i].segments[k];
-        const SenderView v = sender_view(&dst_where_[i][k * per], p.rp.ndim);
-        count(s.shape, run_both(s, &dst_where_[i][k * per]), s.count, s.step, v.step);
+  for (size_t i = 0; i < ns; ++i) {
+    if (!on_node_[static_cast<size_t>(p.rp.sends[i].peer)]) continue;
+    if (ring(i)) {
+      if (const auto* rows_in_order = fifo_.send_rows(i)) {
+        rows += static_cast<index_t>(rows_in_order->size()), bytes += p.rp.sends[i].bytes;
+        continue;
       }
+      for (const Segment& s : fifo_.send_order(p, i)) count(s.shape, s.run, s.count, s.step, packed_steps(s.shape, s.count));
+      continue;
+    }
+    for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
+      const Segment& s = p.rp.sends[i].segments[k];
+      const SenderView v = sender_view(&dst_where_[i][k * per], p.rp.ndim);
+      count(s.shape, run_both(s, &dst_where_[i][k * per]), s.count, s.step, v.step);
+    }
+  }
   if (rows == 0 || rows > kMaxRows || bytes < rows * kSortRowsAbove) return;
   // Offsets through walk_run on stand-in bases (never dereferenced).
   const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);
@@ -349,18 +397,42 @@ void Shm::build_rows() {
   for (const LocalCopy& c : p.rp.locals)
     walk_run(c.shape, c.run, es, c.count, base + c.from.offset * es, c.from.strides, c.from_step,
              tbase + c.to.offset * es, c.to.strides, c.to_step, add(c.from.block, c.to.block, -1));
-  for (size_t i = 0; i < p.rp.sends.size(); ++i)
-    if (on_node_[static_cast<size_t>(p.rp.sends[i].peer)])
-      for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
-        const Segment& s = p.rp.sends[i].segments[k];
-        const std::int64_t* w = &dst_where_[i][k * per];
-        const SenderView v = sender_view(w, p.rp.ndim);
-        walk_run(s.shape, run_both(s, w), es, s.count, base + s.at.offset * es, s.at.strides, s.step,
-                 tbase + v.offset * es, v.strides, v.step, add(s.at.block, v.block, static_cast<std::int32_t>(i)));
+  for (size_t i = 0; i < ns; ++i) {
+    if (!on_node_[static_cast<size_t>(p.rp.sends[i].peer)]) continue;
+    if (ring(i)) {
+      if (const auto* rows_in_order = fifo_.send_rows(i)) {  // the ring in source order
+        for (const Fifos::MsgRow& r : *rows_in_order)
+          rows_.push_back({r.off, r.msg, r.bytes, 0, static_cast<std::int32_t>(r.block), kRingRow, static_cast<std::int32_t>(i), 0});
+        continue;
       }
+      index_t at = 0;  // the segment's first element in the message
+      for (const Segment& s : fifo_.send_order(p, i)) {
+        walk_run(s.shape, s.run, es, s.count, base + s.at.offset * es, s.at.strides, s.step, tbase + at * es,
+                 packed_strides(s.shape), packed_steps(s.shape, s.count), add(s.at.block, kRingRow, static_cast<std::int32_t>(i)));
+        at += s.elements();
+      }
+      continue;
+    }
+    for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
+      const Segment& s = p.rp.sends[i].segments[k];
+      const std::int64_t* w = &dst_where_[i][k * per];
+      const SenderView v = sender_view(w, p.rp.ndim);
+      walk_run(s.shape, run_both(s, w), es, s.count, base + s.at.offset * es, s.at.strides, s.step,
+               tbase + v.offset * es, v.strides, v.step, add(s.at.block, v.block, static_cast<std::int32_t>(i)));
+    }
+  }
   std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
     return a.src_block != b.src_block ? a.src_block < b.src_block : a.src_off < b.src_off;
   });
+  // Which rings the walk can fill: every row of the pair where the last ended.
+  std::vector<std::int64_t> next(ns, 0);
+  for (size_t i = 0; i < ns; ++i) walked_[i] = ring(i) && on_node_[static_cast<size_t>(p.rp.sends[i].peer)];
+  for (const Row& r : rows_)
+    if (r.dst_block == kRingRow) {
+      const auto i = static_cast<size_t>(r.target);
+      if (r.dst_off != next[i]) walked_[i] = 0;
+      next[i] = r.dst_off + r.bytes;
+    }
   // Rows adjacent in the source and in one target block merge (tiles of 100
   // rows into tiles of 300: one row of 300).
   size_t m = 0;
@@ -374,7 +446,27 @@ void Shm::build_rows() {
       rows_[m++] = r;
   }
   rows_.resize(m);
-  link_chains();
+  // The walk pays where a ring's rows alternate with other rows at gaps the
+  // prefetchers fetch anyway (kWalkRowMin..kWalkRowMax bytes on average); rows
+  // shorter share their lines (one walk reads no fewer), longer ones are read
+  // whole either way, and there the ring moves faster packed on its own.
+  std::vector<std::int64_t> nrows(ns, 0);
+  for (const Row& r : rows_)
+    if (r.dst_block == kRingRow) ++nrows[static_cast<size_t>(r.target)];
+  for (size_t i = 0; i < ns; ++i) {
+    const index_t mean = nrows[i] > 0 ? p.rp.sends[i].bytes / nrows[i] : 0;
+    if (mean < kWalkRowMin || mean > kWalkRowMax) walked_[i] = 0;
+  }
+  // The rows of rings not walked go (Fifos packs them).
+  rows_.erase(std::remove_if(rows_.begin(), rows_.end(),
+                             [&](const Row& r) { return r.dst_block == kRingRow && !walked_[static_cast<size_t>(r.target)]; }),
+              rows_.end());
+  walked_rings_ = static_cast<size_t>(std::count(walked_.begin(), walked_.end(), 1));
+  if (walked_rings_ == 0 && std::find(send_path_.begin(), send_path_.end(), kPush) == send_path_.end()) {
+    rows_.clear(), rows_.shrink_to_fit();  // no walk: the rings and local copies go as before
+    return;
+  }
+  if (walked_rings_ == 0) link_chains();  // chains stream; beside a ring's stores they ran slower (d)
   walk_rows_ = rows_.size();
   walk_chained_ = static_cast<size_t>(std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.flags != 0; }));
   fold_rows();
@@ -391,6 +483,10 @@ void Shm::link_chains() {
   index_t at = 0;
   for (size_t k = 0; k < rows_.size(); ++k) {
     Row& r = rows_[k];
+    if (r.dst_block == kRingRow) {  // into a slot in the caches: nothing streams
+      at += r.bytes;
+      continue;
+    }
     const std::uint64_t key = (static_cast<std::uint64_t>(r.target + 1) << 32) | static_cast<std::uint32_t>(r.dst_block);
     auto it = tails.find(key);
     if (it != tails.end() && it->second.end == r.dst_off && at - it->second.at < kChainGap) {
@@ -439,7 +535,8 @@ void Shm::fold_rows() {
   rows_ = std::move(kept);
 }
 
-// This rank writes the targets of its push peers (and its own) from its source.
+// This rank writes the targets of its push peers (and its own) from its source:
+// the walk (with the rings it fills), or segment by segment where there is none.
 std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
   PlanCore& p = plan_;
   const index_t es = p.rp.elem_size;
@@ -448,37 +545,10 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
     if (send_path_[i] == kPush) err = resolve(dst_in_[i], send_dst_blocks_[i], p.rp.sends[i].peer, push_base_[i]);
   if (!err.empty()) return err;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the headers before the targets' stores
-  if (!rows_built_) build_rows();
-  const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
   if (!groups_.empty()) {
-    std::byte* to[kMaxPeriod];
-    const std::byte* from[kMaxPeriod];
-    for (const RowGroup& g : groups_) {
-      const Row* r = &rows_[static_cast<size_t>(g.first)];
-      for (std::int64_t j = 0; j < g.period; ++j) {
-        if (r[j].target < 0) to[j] = static_cast<std::byte*>(dst.ptr[static_cast<size_t>(r[j].dst_block)]);
-        else if (send_path_[static_cast<size_t>(r[j].target)] == kPush)
-          to[j] = push_base_[static_cast<size_t>(r[j].target)][static_cast<size_t>(r[j].dst_block)];
-        else to[j] = nullptr;  // that peer pulls, or gets messages
-        if (to[j] != nullptr) to[j] += r[j].dst_off;
-        from[j] = static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r[j].src_block)]) + r[j].src_off;
-      }
-      for (std::int64_t k = 0; k < g.reps; ++k)
-        for (std::int64_t j = 0; j < g.period; ++j) {
-          if (to[j] == nullptr) continue;
-          std::byte* t = to[j] + k * r[j].dst_step;
-          const auto n = static_cast<size_t>(r[j].bytes);
-          // A chained end completes its line with the neighbour's streaming stores;
-          // an end on a line boundary has no partial line.
-          const auto head = reinterpret_cast<std::uintptr_t>(t), tail = head + n;
-          if (stream && ((r[j].flags & kChainedBefore) || (head & 63) == 0) &&
-              ((r[j].flags & kChainedAfter) || (tail & 63) == 0))
-            copy_row_chained(t, from[j] + k * g.src_step, n);
-          else
-            copy_row(t, from[j] + k * g.src_step, n, stream);
-        }
-    }
+    walk(src, dst);
   } else {  // segment by segment (short rows, or many)
+    const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
     copy_locals(p, src, dst);
     const size_t per = record_size(p.rp.ndim);
     for (size_t i = 0; i < p.rp.sends.size(); ++i) {
@@ -491,10 +561,81 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
                  push_base_[i][static_cast<size_t>(v.block)] + v.offset * es, v.strides, v.step, stream);
       }
     }
+    if (stream) stream_fence();
   }
-  if (stream) stream_fence();
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the targets' stores before "done"
   return {};
+}
+
+// The sorted walk, group by group: each row to this rank's target, a pushed
+// peer's (its window, mapped here) or a walked ring's slot; the rows of peers
+// that pull or take messages are skipped. With rings (fifo_.begin() called), the
+// receives' full slots are unpacked every kPollBytes walked and whenever a
+// ring has no free slot.
+void Shm::walk(const SrcBlocks& src, const DstBlocks& dst) {
+  PlanCore& p = plan_;
+  const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
+  const bool rings = std::find(send_fifo_.begin(), send_fifo_.end(), 1) != send_fifo_.end() ||
+                     std::find(recv_fifo_.begin(), recv_fifo_.end(), 1) != recv_fifo_.end();
+  slot_.assign(p.rp.sends.size(), nullptr), slot_at_.assign(p.rp.sends.size(), 0);
+  index_t since = 0;  // bytes walked since the last poll
+  // A row into ring i's message at byte `off`, across slot ends.
+  auto put = [&](size_t i, index_t off, const std::byte* f, index_t n) {
+    while (n > 0) {
+      if (slot_[i] == nullptr) {
+        while ((slot_[i] = fifo_.claim(i)) == nullptr)
+          if (!fifo_.poll(p, src, dst)) fifo_.wait(p);
+        slot_at_[i] = fifo_.sent(i);
+      }
+      const index_t end = std::min(slot_at_[i] + fifo_.slot_bytes(i), p.rp.sends[i].bytes);
+      const index_t m = std::min(n, end - off);
+      std::memcpy(slot_[i] + (off - slot_at_[i]), f, static_cast<size_t>(m));
+      off += m, f += m, n -= m;
+      if (off == end) fifo_.commit(i, end - slot_at_[i]), slot_[i] = nullptr;
+    }
+  };
+  // A row into a target: streamed whole where its ends allow (a chained end
+  // completes its line with the neighbour's streaming stores; an end on a line
+  // boundary has no partial line); with rings, cut at line boundaries every
+  // kPollBytes for the polls.
+  auto copy = [&](std::byte* t, const std::byte* f, index_t n, std::uint16_t flags) {
+    for (;;) {
+      index_t m = n;
+      if (rings && n > kPollBytes) m = kPollBytes - static_cast<index_t>(reinterpret_cast<std::uintptr_t>(t + kPollBytes) & 63);
+      const auto head = reinterpret_cast<std::uintptr_t>(t), tail = head + static_cast<std::uintptr_t>(m);
+      const bool last = m == n;
+      if (stream && ((flags & kChainedBefore) || (head & 63) == 0) && ((last && (flags & kChainedAfter)) || (tail & 63) == 0))
+        copy_row_chained(t, f, static_cast<size_t>(m));
+      else
+        copy_row(t, f, static_cast<size_t>(m), stream);
+      if (last) return;
+      t += m, f += m, n -= m;
+      fifo_.poll(p, src, dst);
+    }
+  };
+  std::byte* to[kMaxPeriod];
+  const std::byte* from[kMaxPeriod];
+  for (const RowGroup& g : groups_) {
+    const Row* r = &rows_[static_cast<size_t>(g.first)];
+    for (std::int64_t j = 0; j < g.period; ++j) {
+      if (r[j].dst_block == kRingRow) to[j] = nullptr;
+      else if (r[j].target < 0) to[j] = static_cast<std::byte*>(dst.ptr[static_cast<size_t>(r[j].dst_block)]);
+      else if (send_path_[static_cast<size_t>(r[j].target)] == kPush)
+        to[j] = push_base_[static_cast<size_t>(r[j].target)][static_cast<size_t>(r[j].dst_block)];
+      else to[j] = nullptr;  // that peer pulls, or gets messages
+      if (to[j] != nullptr) to[j] += r[j].dst_off;
+      from[j] = static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r[j].src_block)]) + r[j].src_off;
+    }
+    for (std::int64_t k = 0; k < g.reps; ++k)
+      for (std::int64_t j = 0; j < g.period; ++j) {
+        const index_t n = r[j].bytes;
+        if (r[j].dst_block == kRingRow) put(static_cast<size_t>(r[j].target), r[j].dst_off + k * r[j].dst_step, from[j] + k * g.src_step, n);
+        else if (to[j] != nullptr) copy(to[j] + k * r[j].dst_step, from[j] + k * g.src_step, n, r[j].flags);
+        else continue;
+        if (rings && (since += n) >= kPollBytes) fifo_.poll(p, src, dst), since = 0;
+      }
+  }
+  if (stream) stream_fence();
 }
 
 // Copies receive peer i's segments from its source blocks, mapped here.
@@ -721,16 +862,21 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   bool any_fifo = false;
   for (size_t i = 0; i < nr; ++i) any_fifo |= recv_fifo_[i] = recv_path_[i] == kFifo;
   for (size_t i = 0; i < ns; ++i) any_fifo |= send_fifo_[i] = send_path_[i] == kFifo;
-  if (any_push) err = push(src, dst);
+  // The walk fills the rings it can (walked_) where there are any.
+  if ((any_push || (any_fifo && !fifo_walk_disabled())) && (!rows_built_ || rows_for_ != send_fifo_)) build_rows();
+  const bool walk_rings = any_fifo && walked_rings_ > 0 && !groups_.empty();
+  if (any_fifo) fifo_.begin(p, recv_fifo_, send_fifo_, walk_rings ? walked_ : std::vector<char>());
+  if (any_push || walk_rings) err = push(src, dst);
+  walk_ran_ = (any_push || walk_rings) && err.empty() && !groups_.empty();
   if (any_fifo) {
     // The local copies fill the waits, a ring's bytes at a time (256 KB; a
     // compressed plan may hold them as one run of 128 MB: the peers' rings would
     // wait for all of it: case a on the heap 36-41 ms, cut 27 ms).
     const bool stream = stream_for(p.rp.stats.bytes_local);
     const index_t part = std::max<index_t>(1, kFifoSlots * fifo_slot_limit() / p.rp.elem_size);
-    size_t next = any_push ? p.rp.locals.size() : 0;  // push copied them
+    size_t next = any_push || walk_rings ? p.rp.locals.size() : 0;  // push or the walk copied them
     index_t at = 0;  // elements of locals[next] done
-    fifo_.move(p, recv_fifo_, send_fifo_, src, dst, [&] {
+    fifo_.finish(p, src, dst, [&] {
       if (next == p.rp.locals.size()) return false;
       const index_t n = p.rp.locals[next].elements(), end = std::min(n, at + part);
       copy_local_range(p, next, at, end, src, dst, stream);
@@ -797,7 +943,10 @@ std::string Shm::describe() const {
     else if (recv_path_[i] == kPull) pulled += b, w = "pull (source in a shared window)";
     else if (recv_path_[i] == kFifo)
       ringed += b, w = cat("fifo (not in windows: packed by the sender into a ring in shared memory, unpacked here",
-                           fifo_.recv_columns(i) ? "; runs in column order" : "", ")");
+                           fifo_.recv_source_order(i) ? "; in the sender's source order"
+                           : fifo_.recv_columns(i)    ? "; runs in column order"
+                                                      : "",
+                           ")");
     else if (recv_path_[i] == kCma)
       attached += b, w = cat("cma (not in windows: cross-memory attach, read by this rank", ring_why(), ")");
     else if (recv_path_[i] == kCmaWrite)
@@ -822,8 +971,11 @@ std::string Shm::describe() const {
              " written by their senders), ", message,
              " bytes by messages from ranks on this node, ", off_node,
              " bytes by messages from other nodes; ", p.rp.stats.bytes_local, " bytes copied locally",
-             groups_.empty() ? std::string()
-                             : cat(" (push walked the source in storage order; ", walk_chained_, " of ", walk_rows_,
+             !walk_ran_ ? std::string()
+                             : cat(" (", walked_rings_ ? cat("the walk of the source in storage order filled ", walked_rings_,
+                                                         walked_rings_ > 1 ? " rings" : " ring")
+                                                     : std::string("push walked the source in storage order"),
+                                   "; ", walk_chained_, " of ", walk_rows_,
                                    " rows chained, in ", groups_.size(), " groups)"),
              peers);
 }
