@@ -243,6 +243,23 @@ bool fifo_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
+// Why streaming stores into the slots (docs/shm.md, "Slots in memory"): a slot
+// written with ordinary stores sits in the packing core's cache, and the
+// unpacking core fetches it from there, line by line. On this VM that transfer
+// between the two cores runs at one of two speeds for minutes at a time; on the
+// slow one, the rings (and alltoallw's copy-in/copy-out) took 3-4x longer, while
+// copies within a core's own memory did not change. Streamed, the slot goes to
+// memory and the unpacking core reads it from there: on the slow level case a
+// on the heap took 22.9-25.9 ms against 76.3-101.0 (its limit 22-27), on the fast
+// one the same as ordinary stores within a few percent (e 6-17% slower, d 12-21%
+// faster).
+bool fifo_stream_slots(index_t bytes_sent) {
+  const char* v = std::getenv("REDIST_FIFO_STREAM");
+  if (v && std::strcmp(v, "0") == 0) return false;
+  if (v && std::strcmp(v, "1") == 0) return true;
+  return stream_for(bytes_sent);
+}
+
 Fifos::~Fifos() {
   for (Ring& r : send_)
     if (r.map) munmap(r.map, r.map_bytes);
@@ -400,12 +417,14 @@ bool Fifos::pack_some(const PlanCore& p, size_t i, const SrcBlocks& src) {
     std::byte* slot = r.slots + static_cast<index_t>(r.mine % kFifoSlots) * r.slot_stride;
     if (!srows_[i].empty())
       walk_rows(srows_[i], c, n, [&](const MsgRow& w, index_t within, index_t len, index_t at) {
-        copy_row(slot + at, static_cast<const std::byte*>(src.ptr[static_cast<size_t>(w.block)]) + w.off + within,
-                 static_cast<size_t>(len), false);
+        const std::byte* from = static_cast<const std::byte*>(src.ptr[static_cast<size_t>(w.block)]) + w.off + within;
+        if (stream_slots_) copy_row_chained(slot + at, from, static_cast<size_t>(len));  // rows follow in the slot
+        else copy_row(slot + at, from, static_cast<size_t>(len), false);
       });
     else
       walk(send_segments(p, i), c, es, n,
-           [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, false); });
+           [&](const Segment& s, index_t at) { pack_run(s, src.at(s.at, es), slot + at * es, es, stream_slots_); });
+    if (stream_slots_) stream_fence();  // the slot's streamed stores before its release
     store(r.head, ++r.mine);
     c.done += n, moved = true;
   }
@@ -449,6 +468,7 @@ void Fifos::begin(const PlanCore& p, const std::vector<char>& recv_on, const std
       walked_[i] = i < walked.size() && walked[i];
     }
   stream_ = stream_for(p.rp.stats.bytes_received);
+  stream_slots_ = fifo_stream_slots(p.rp.stats.bytes_sent);
   spins_ = 0;
 }
 
@@ -460,6 +480,7 @@ std::byte* Fifos::claim(size_t i) {
 
 void Fifos::commit(size_t i, index_t n) {
   Ring& r = send_[i];
+  if (stream_slots_) stream_fence();
   store(r.head, ++r.mine);
   if ((scur_[i].done += n) == scur_[i].total) --left_;
   spins_ = 0;

@@ -43,6 +43,10 @@ inline constexpr index_t kSourceOrderRows = index_t{1} << 20;
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.
 bool fifo_disabled();
+// Slots written with streaming stores: where this rank sends at least
+// kStreamAbove bytes in an execute; $REDIST_FIFO_STREAM=0 never, =1 always
+// (tests). Read per execute (Fifos::begin).
+bool fifo_stream_slots(index_t bytes_sent);
 // Payload bytes per slot at most: kFifoSlotBytes; $REDIST_FIFO_SLOT_BYTES
 // (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
 // boxes, the ring wraps many times per execute, the local copies are cut).
@@ -115,6 +119,9 @@ class Fifos {
   // byte in the message). commit() releases it with n bytes (the slot's size, or
   // what is left of the message).
   std::byte* claim(size_t i);
+  // Whether slots are written with streaming stores in this execute (the
+  // caller's too): commit() fences them.
+  bool stream_slots() const { return stream_slots_; }
   index_t slot_bytes(size_t i) const { return send_[i].slot_bytes; }
   index_t sent(size_t i) const { return scur_[i].done; }
   void commit(size_t i, index_t n);
@@ -175,6 +182,7 @@ class Fifos {
   std::vector<char> walked_;  // per send pair: filled by the caller (begin)
   size_t left_ = 0;           // pairs not through
   bool stream_ = false;       // unpack with streaming stores
+  bool stream_slots_ = false; // pack with streaming stores (fifo_stream_slots)
   int spins_ = 0;
 };
 

@@ -34,7 +34,9 @@
 //            ring's message follows the sender's source and its rows are 256 B
 //            to 64 KB, the sender's walk of its source in storage order (as
 //            push's) fills the ring's slots beside its local copies: one pass
-//            over the source instead of two reading with gaps.
+//            over the source instead of two reading with gaps. From 4 MB sent
+//            the slots are written with streaming stores (to memory: lines
+//            handed between two cores were 3-4x slower on this VM's slow level).
 //   message  neither, and cross-memory attach refused for the pair (probed once
 //            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
 //            failed probe read, Options::arithmetic), or the peer is on another
@@ -589,7 +591,9 @@ void Shm::walk(const SrcBlocks& src, const DstBlocks& dst) {
       }
       const index_t end = std::min(slot_at_[i] + fifo_.slot_bytes(i), p.rp.sends[i].bytes);
       const index_t m = std::min(n, end - off);
-      std::memcpy(slot_[i] + (off - slot_at_[i]), f, static_cast<size_t>(m));
+      std::byte* t = slot_[i] + (off - slot_at_[i]);
+      if (fifo_.stream_slots()) copy_row_chained(t, f, static_cast<size_t>(m));  // the ring's rows follow in its slot
+      else std::memcpy(t, f, static_cast<size_t>(m));
       off += m, f += m, n -= m;
       if (off == end) fifo_.commit(i, end - slot_at_[i]), slot_[i] = nullptr;
     }
