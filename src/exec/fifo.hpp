@@ -1,10 +1,11 @@
 // Rings in shared memory between two ranks of a node: `shm`'s `fifo` path for
 // pairs whose arrays are not in shared windows (memory the user allocated,
 // docs/shm.md). The sender packs its rows into a slot of the ring, the receiver
-// unpacks the slot into its target; a ring of kFifoSlots slots of at most
-// kFifoSlotBytes keeps both copies in the caches between them, so each remote
-// byte is read once from the source's memory and written once into the
-// target's, as with one copy, by two cores.
+// unpacks the slot into its target: a ring of kFifoSlots slots of at most
+// kFifoSlotBytes. Small messages stay in the caches between the two copies;
+// from 4 MB sent the slots are written with streaming stores and read back from
+// memory (fifo_stream_slots: lines handed from one core's cache to the other's
+// ran 3-4x slower on this VM's slow level).
 //
 // Why not cross-memory attach (exec/cma.hpp) alone: the kernel pins every 4 KB
 // page of the remote side apart. Issue 14's case a on the heap (8000^2 doubles,
