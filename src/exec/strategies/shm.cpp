@@ -468,7 +468,9 @@ void Shm::build_rows() {
     rows_.clear(), rows_.shrink_to_fit();  // no walk: the rings and local copies go as before
     return;
   }
-  if (walked_rings_ == 0) link_chains();  // chains stream; beside a ring's stores they ran slower (d)
+  // Chains only without rings in the walk: beside a ring's ordinary stores they
+  // ran slower (d, when its rings were walked: docs/shm.md).
+  if (walked_rings_ == 0) link_chains();
   walk_rows_ = rows_.size();
   walk_chained_ = static_cast<size_t>(std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.flags != 0; }));
   fold_rows();
@@ -485,10 +487,6 @@ void Shm::link_chains() {
   index_t at = 0;
   for (size_t k = 0; k < rows_.size(); ++k) {
     Row& r = rows_[k];
-    if (r.dst_block == kRingRow) {  // into a slot in the caches: nothing streams
-      at += r.bytes;
-      continue;
-    }
     const std::uint64_t key = (static_cast<std::uint64_t>(r.target + 1) << 32) | static_cast<std::uint32_t>(r.dst_block);
     auto it = tails.find(key);
     if (it != tails.end() && it->second.end == r.dst_off && at - it->second.at < kChainGap) {
