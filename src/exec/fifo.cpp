@@ -247,7 +247,7 @@ bool fifo_disabled() {
 // written with ordinary stores sits in the packing core's cache, and the
 // unpacking core fetches it from there, line by line. On this VM that transfer
 // between the two cores runs at one of two speeds for minutes at a time; on the
-// slow one, the rings (and alltoallw's copy-in/copy-out) took 3-4x longer, while
+// slow one, the rings (and alltoallw's copy-in/copy-out) took 2-3x longer, while
 // copies within a core's own memory did not change. Streamed, the slot goes to
 // memory and the unpacking core reads it from there: on the slow level case a
 // on the heap took 22.9-25.9 ms against 76.3-101.0 (its limit 22-27), on the fast

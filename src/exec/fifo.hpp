@@ -5,7 +5,7 @@
 // kFifoSlotBytes. Small messages stay in the caches between the two copies;
 // from 4 MB sent the slots are written with streaming stores and read back from
 // memory (fifo_stream_slots: lines handed from one core's cache to the other's
-// ran 3-4x slower on this VM's slow level).
+// ran 2-3x slower on this VM's slow level).
 //
 // Why not cross-memory attach (exec/cma.hpp) alone: the kernel pins every 4 KB
 // page of the remote side apart. Issue 14's case a on the heap (8000^2 doubles,

@@ -36,7 +36,7 @@
 //            push's) fills the ring's slots beside its local copies: one pass
 //            over the source instead of two reading with gaps. From 4 MB sent
 //            the slots are written with streaming stores (to memory: lines
-//            handed between two cores were 3-4x slower on this VM's slow level).
+//            handed between two cores were 2-3x slower on this VM's slow level).
 //   message  neither, and cross-memory attach refused for the pair (probed once
 //            per plan by the receiver, which tells the sender: $REDIST_CMA=0, a
 //            failed probe read, Options::arithmetic), or the peer is on another
