@@ -101,8 +101,6 @@ std::vector<Segment> column_order(const std::vector<Segment>& in) {
 // Calls f(src_block, src_off, dst_block, dst_off, bytes) per row (byte offsets).
 template <class F>
 void pair_rows(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where, int ndim, index_t es, F&& f) {
-  const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);  // stand-in, never dereferenced
-  auto* tbase = const_cast<std::byte*>(base);
   const size_t per = record_size(ndim);
   for (size_t k = 0; k < segs.size(); ++k) {
     const Segment& s = segs[k];
@@ -115,14 +113,8 @@ void pair_rows(const std::vector<Segment>& segs, const std::vector<std::int64_t>
       sb = v.block, so = v.offset, fs = v.strides, fstep = v.step;
       run = run_both(s, &(*where)[k * per]);
     }
-    walk_run(s.shape, run, es, s.count, base + so * es, fs, fstep, tbase + s.at.offset * es, s.at.strides, s.step,
-             [&](std::byte* t, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1, index_t n0,
-                 index_t n1, index_t row) {
-               for (index_t j = 0; j < n1; ++j)
-                 for (index_t i = 0; i < n0; ++i)
-                   f(sb, from - base + j * fs1 + i * fs0, static_cast<std::int64_t>(s.at.block), t - base + j * ts1 + i * ts0,
-                     row);
-             });
+    for_each_row(s.shape, run, es, s.count, so, fs, fstep, s.at.offset, s.at.strides, s.step,
+                 [&](index_t from, index_t to, index_t row) { f(sb, from, static_cast<std::int64_t>(s.at.block), to, row); });
   }
 }
 

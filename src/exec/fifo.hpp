@@ -92,24 +92,16 @@ class Fifos {
   }
   const std::string& why_not() const { return why_not_; }
 
-  // Moves every pair with recv_on[i] / send_on[i] (each must be ok): packs the
-  // sends into their rings and unpacks the receives as slots fill, until all
-  // are through; between them, when no ring can move, `idle` is called (it
+  // Moving an execute's pairs, those with recv_on[i] / send_on[i] (each must be
+  // ok): begin() starts them; walked[i] (empty: none) says the caller fills send
+  // pair i's slots itself through claim() and commit(), in message order (shm's
+  // walk of its source in storage order, docs/shm.md "One walk for the rings").
+  // poll() makes one pass over the pairs (packs the sends not walked, unpacks
+  // every receive whose slots are full) and says whether a slot moved; wait() is
+  // what a rank does when nothing moved (spins, then yields the core and lets MPI
+  // progress). finish() moves the rest until every pair is through (the walked
+  // ones must be); between polls, when no ring can move, `idle` is called (it
   // returns false when it has nothing left to do; the caller's local copies).
-  void move(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
-            const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle) {
-    begin(p, recv_on, send_on, {});
-    finish(p, src, dst, idle);
-  }
-
-  // move() in steps, for a caller that fills some send rings itself (shm's walk
-  // of its source in storage order, docs/shm.md "One walk for the rings"):
-  // begin() starts the execute's pairs; walked[i] (empty: none) says the caller
-  // fills send pair i's slots through claim() and commit(), in message order.
-  // poll() makes one pass over the other pairs (packs their sends, unpacks every
-  // receive whose slots are full) and says whether a slot moved; wait() is what
-  // a rank does when nothing moved (spins, then yields the core and lets MPI
-  // progress); finish() moves the rest, as move().
   void begin(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
              const std::vector<char>& walked);
   bool poll(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);

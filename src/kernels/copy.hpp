@@ -223,6 +223,24 @@ inline void walk_run(const Coord& shape, index_t run, index_t es, const std::arr
   }
 }
 
+// Calls f(from, to, bytes) for every contiguous row of a run as walk_run walks
+// it, `from` and `to` byte offsets of the row (from_off and to_off: the run's
+// first elements), without touching memory: the rows of a copy listed ahead of
+// it (shm's sorted walk, the rings' source order).
+template <class F>
+inline void for_each_row(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+                         index_t from_off, const Coord& fs, const std::array<index_t, 2>& fstep, index_t to_off,
+                         const Coord& ts, const std::array<index_t, 2>& tstep, F&& f) {
+  const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);  // a stand-in, never dereferenced
+  auto* tbase = const_cast<std::byte*>(base);
+  walk_run(shape, run, es, count, base + from_off * es, fs, fstep, tbase + to_off * es, ts, tstep,
+           [&](std::byte* t, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1, index_t n0,
+               index_t n1, index_t row) {
+             for (index_t j = 0; j < n1; ++j)
+               for (index_t i = 0; i < n0; ++i) f(from - base + j * fs1 + i * fs0, t - base + j * ts1 + i * ts0, row);
+           });
+}
+
 // Copies a run (walk_run) with copy_rows. `stream`: see kStreamAbove (the caller fences).
 inline void copy_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                      const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,

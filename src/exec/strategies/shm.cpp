@@ -144,8 +144,8 @@ class Shm final : public Strategy {
   void link_chains();
   void fold_rows();
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
-  std::string push(const SrcBlocks& src, const DstBlocks& dst);
-  void walk(const SrcBlocks& src, const DstBlocks& dst);
+  std::string push(const SrcBlocks& src, const DstBlocks& dst, bool rings);
+  void walk(const SrcBlocks& src, const DstBlocks& dst, bool rings);
   std::string pull(size_t i, const DstBlocks& dst);
   std::string cma_read(size_t i, const DstBlocks& dst);
   void cma_send(size_t i, const SrcBlocks& src);
@@ -188,7 +188,6 @@ class Shm final : public Strategy {
   size_t walked_rings_ = 0;
   bool walk_ran_ = false;  // the last run walked the sorted rows
   std::vector<std::byte*> slot_;  // per walked ring: the slot being filled (null: none)
-  std::vector<index_t> slot_at_;  // its first byte in the pair's message
   std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
   std::vector<index_t> pending_;  // per receive peer: data chunks in flight
   std::vector<MPI_Request> rq_, sq_;  // data receives; everything else
@@ -383,22 +382,15 @@ void Shm::build_rows() {
     }
   }
   if (rows == 0 || rows > kMaxRows || bytes < rows * kSortRowsAbove) return;
-  // Offsets through walk_run on stand-in bases (never dereferenced).
-  const auto* base = reinterpret_cast<const std::byte*>(std::uintptr_t{1} << 44);
-  auto* tbase = const_cast<std::byte*>(base);
   rows_.reserve(static_cast<size_t>(rows));
   auto add = [&](std::int64_t sb, std::int64_t db, std::int32_t target) {
-    return [&, sb, db, target](std::byte* t, index_t ts0, index_t ts1, const std::byte* f, index_t fs0, index_t fs1,
-                               index_t n0, index_t n1, index_t row) {
-      for (index_t j = 0; j < n1; ++j)
-        for (index_t i = 0; i < n0; ++i)
-          rows_.push_back({f - base + j * fs1 + i * fs0, t - base + j * ts1 + i * ts0, row, 0, static_cast<std::int32_t>(sb),
-                           static_cast<std::int32_t>(db), target, 0});
+    return [&, sb, db, target](index_t from, index_t to, index_t row) {
+      rows_.push_back({from, to, row, 0, static_cast<std::int32_t>(sb), static_cast<std::int32_t>(db), target, 0});
     };
   };
   for (const LocalCopy& c : p.rp.locals)
-    walk_run(c.shape, c.run, es, c.count, base + c.from.offset * es, c.from.strides, c.from_step,
-             tbase + c.to.offset * es, c.to.strides, c.to_step, add(c.from.block, c.to.block, -1));
+    for_each_row(c.shape, c.run, es, c.count, c.from.offset, c.from.strides, c.from_step, c.to.offset, c.to.strides,
+                 c.to_step, add(c.from.block, c.to.block, -1));
   for (size_t i = 0; i < ns; ++i) {
     if (!on_node_[static_cast<size_t>(p.rp.sends[i].peer)]) continue;
     if (ring(i)) {
@@ -409,8 +401,8 @@ void Shm::build_rows() {
       }
       index_t at = 0;  // the segment's first element in the message
       for (const Segment& s : fifo_.send_order(p, i)) {
-        walk_run(s.shape, s.run, es, s.count, base + s.at.offset * es, s.at.strides, s.step, tbase + at * es,
-                 packed_strides(s.shape), packed_steps(s.shape, s.count), add(s.at.block, kRingRow, static_cast<std::int32_t>(i)));
+        for_each_row(s.shape, s.run, es, s.count, s.at.offset, s.at.strides, s.step, at, packed_strides(s.shape),
+                     packed_steps(s.shape, s.count), add(s.at.block, kRingRow, static_cast<std::int32_t>(i)));
         at += s.elements();
       }
       continue;
@@ -419,8 +411,8 @@ void Shm::build_rows() {
       const Segment& s = p.rp.sends[i].segments[k];
       const std::int64_t* w = &dst_where_[i][k * per];
       const SenderView v = sender_view(w, p.rp.ndim);
-      walk_run(s.shape, run_both(s, w), es, s.count, base + s.at.offset * es, s.at.strides, s.step,
-               tbase + v.offset * es, v.strides, v.step, add(s.at.block, v.block, static_cast<std::int32_t>(i)));
+      for_each_row(s.shape, run_both(s, w), es, s.count, s.at.offset, s.at.strides, s.step, v.offset, v.strides, v.step,
+                   add(s.at.block, v.block, static_cast<std::int32_t>(i)));
     }
   }
   std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
@@ -428,7 +420,7 @@ void Shm::build_rows() {
   });
   // Which rings the walk can fill: every row of the pair where the last ended.
   std::vector<std::int64_t> next(ns, 0);
-  for (size_t i = 0; i < ns; ++i) walked_[i] = ring(i) && on_node_[static_cast<size_t>(p.rp.sends[i].peer)];
+  for (size_t i = 0; i < ns; ++i) walked_[i] = ring(i);  // a ring's peer is on the node
   for (const Row& r : rows_)
     if (r.dst_block == kRingRow) {
       const auto i = static_cast<size_t>(r.target);
@@ -537,7 +529,7 @@ void Shm::fold_rows() {
 
 // This rank writes the targets of its push peers (and its own) from its source:
 // the walk (with the rings it fills), or segment by segment where there is none.
-std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
+std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
   PlanCore& p = plan_;
   const index_t es = p.rp.elem_size;
   std::string err;
@@ -546,7 +538,7 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
   if (!err.empty()) return err;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the headers before the targets' stores
   if (!groups_.empty()) {
-    walk(src, dst);
+    walk(src, dst, rings);
   } else {  // segment by segment (short rows, or many)
     const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
     copy_locals(p, src, dst);
@@ -572,12 +564,10 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst) {
 // that pull or take messages are skipped. With rings (fifo_.begin() called), the
 // receives' full slots are unpacked every kPollBytes walked and whenever a
 // ring has no free slot.
-void Shm::walk(const SrcBlocks& src, const DstBlocks& dst) {
+void Shm::walk(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
   PlanCore& p = plan_;
   const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
-  const bool rings = std::find(send_fifo_.begin(), send_fifo_.end(), 1) != send_fifo_.end() ||
-                     std::find(recv_fifo_.begin(), recv_fifo_.end(), 1) != recv_fifo_.end();
-  slot_.assign(p.rp.sends.size(), nullptr), slot_at_.assign(p.rp.sends.size(), 0);
+  slot_.assign(p.rp.sends.size(), nullptr);
   index_t since = 0;  // bytes walked since the last poll
   // A row into ring i's message at byte `off`, across slot ends.
   auto put = [&](size_t i, index_t off, const std::byte* f, index_t n) {
@@ -585,15 +575,15 @@ void Shm::walk(const SrcBlocks& src, const DstBlocks& dst) {
       if (slot_[i] == nullptr) {
         while ((slot_[i] = fifo_.claim(i)) == nullptr)
           if (!fifo_.poll(p, src, dst)) fifo_.wait(p);
-        slot_at_[i] = fifo_.sent(i);
       }
-      const index_t end = std::min(slot_at_[i] + fifo_.slot_bytes(i), p.rp.sends[i].bytes);
+      const index_t at = fifo_.sent(i);  // the slot's first byte in the message
+      const index_t end = std::min(at + fifo_.slot_bytes(i), p.rp.sends[i].bytes);
       const index_t m = std::min(n, end - off);
-      std::byte* t = slot_[i] + (off - slot_at_[i]);
+      std::byte* t = slot_[i] + (off - at);
       if (fifo_.stream_slots()) copy_row_chained(t, f, static_cast<size_t>(m));  // the ring's rows follow in its slot
       else std::memcpy(t, f, static_cast<size_t>(m));
       off += m, f += m, n -= m;
-      if (off == end) fifo_.commit(i, end - slot_at_[i]), slot_[i] = nullptr;
+      if (off == end) fifo_.commit(i, end - at), slot_[i] = nullptr;
     }
   };
   // A row into a target: streamed whole where its ends allow (a chained end
@@ -802,7 +792,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   // 1. Headers both ways with the peers on the node (sources and targets ready);
   // messages with the others. Only the headers are waited for here: a wait on
   // the messages to other nodes could hang. Their receivers may be spinning on a
-  // ring by then (Fifos::move), and a message above the eager limit completes
+  // ring by then (Fifos::finish), and a message above the eager limit completes
   // only while its receiver is in MPI: 0 in a ring with 1, 1 waiting for its
   // message to 2, 2 in a ring with 3, 3 waiting for its message to 0
   // (test_conformance_shm_heap_nodes2 on 4 ranks under ASan hung so in CI).
@@ -868,7 +858,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   if ((any_push || (any_fifo && !fifo_walk_disabled())) && (!rows_built_ || rows_for_ != send_fifo_)) build_rows();
   const bool walk_rings = any_fifo && walked_rings_ > 0 && !groups_.empty();
   if (any_fifo) fifo_.begin(p, recv_fifo_, send_fifo_, walk_rings ? walked_ : std::vector<char>());
-  if (any_push || walk_rings) err = push(src, dst);
+  if (any_push || walk_rings) err = push(src, dst, any_fifo);
   walk_ran_ = (any_push || walk_rings) && err.empty() && !groups_.empty();
   if (any_fifo) {
     // The local copies fill the waits, a ring's bytes at a time (256 KB; a
