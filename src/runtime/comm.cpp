@@ -289,6 +289,11 @@ void Comm::handle_message(int worker, int source, const std::vector<std::int64_t
     isend(source, d.bytes(), d.size(), data_tag(msg[1]), {}, d);
     return;
   }
+  if (msg[0] >= kSteal && msg[0] <= kFinished) {
+    if (!handlers_.lending) fail("internal error: a lending message, and Options::lend is off");
+    handlers_.lending(worker, source, msg);
+    return;
+  }
   if (msg[0] == kAbort) {
     std::string text(reinterpret_cast<const char*>(msg.data() + 3), static_cast<std::size_t>(msg[2]));
     handlers_.abort(static_cast<int>(msg[1]), std::move(text));

@@ -49,7 +49,11 @@ class Comm {
     std::function<void(int origin, std::string message)> abort;
     // A remote tile that local tasks read has arrived.
     std::function<void(int worker, const TileKey&, const Data&)> tile;
+    // A message of the lending protocol (lending.hpp: msg[0] is kSteal .. kFinished).
+    std::function<void(int worker, int source, const std::vector<std::int64_t>& msg)> lending;
   };
+  // The lending protocol's messages (lending.hpp), sent with send_control.
+  enum : std::int64_t { kSteal = 6, kLend = 7, kNoLend = 8, kReturn = 9, kFinished = 10 };
 
   Comm(const TaskGraph& graph, MPI_Comm comm, const Options& options, Handlers handlers);
 
@@ -60,6 +64,8 @@ class Comm {
   // Sends tile `key` to its reader `dest` (write false: the owner serves a remote
   // read) or to its owner `dest` (write true: a remote write). Any thread may call it.
   void send_tile(int dest, bool write, const TileKey& key, const Data& d);
+  // A small control message to `dest` (the lending protocol). Any thread may call it.
+  void send_control(int dest, std::vector<std::int64_t>&& msg) { post(dest, std::move(msg)); }
   // This rank's run ends only after `n` more remote writes into its tiles landed.
   void expect_writes(std::int64_t n) { pending_.fetch_add(n, std::memory_order_acq_rel); }
   // One round of progress: posts queued commands, handles incoming messages, completes

@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "comm.hpp"
 #include "dep_table.hpp"
+#include "lending.hpp"
 #include "mpi/agree.hpp"
 #include "redist/error.hpp"
 #include "redist/runtime/runtime.hpp"
@@ -46,7 +48,10 @@ class Engine {
                              [this](int origin, std::string msg) {
                                fail(origin, std::move(msg), false);
                              },
-                             [this](int w, const TileKey& key, const Data& d) { release_tile(w, key, d); }}),
+                             [this](int w, const TileKey& key, const Data& d) { release_tile(w, key, d); },
+                             [this](int w, int source, const std::vector<std::int64_t>& msg) {
+                               on_lending(w, source, msg);
+                             }}),
         next_chunk_(new std::atomic<std::int64_t>[graph.num_classes()]) {
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);
@@ -57,6 +62,9 @@ class Engine {
     inline_ = ranks == 1 || options.comm_mode == CommMode::workers;
     progress_ = options.comm_mode != CommMode::funneled && ranks > 1;
     between_ = options.comm_mode == CommMode::workers && ranks > 1;
+    drain_at_end_ = options.lend && ranks > 1;
+    if (drain_at_end_) maps_ = lend_maps(graph, comm, rank, ranks);
+    peer_finished_.assign(static_cast<std::size_t>(ranks), 0);
     for (int id = 0; id < graph.num_classes(); ++id) {
       next_chunk_[id].store(0, std::memory_order_relaxed);
       if (!graph.at(id).has_priority()) lazy_classes_.push_back(id);
@@ -81,8 +89,13 @@ class Engine {
     sched_.wake_all();
     for (auto& t : threads) t.join();
     if (aborted_) comm_.abandon();
-    stats.tasks = executed();
+    // A STEAL that crossed its owner's FINISHED was never received (lending.hpp):
+    // every rank receives what was sent to it and not received, collectively.
+    if (drain_at_end_) comm_.drain();
+    stats.tasks = executed() - returned_.load(std::memory_order_acquire);
+    stats.lent = returned_.load(std::memory_order_acquire);
     for (auto& w : workers_) {
+      stats.borrowed += w->borrowed;
       stats.steals += w->steals;
       stats.placeholder_hits += w->placeholder_hits;
       stats.busy_seconds += w->busy;
@@ -106,6 +119,7 @@ class Engine {
   struct alignas(64) Worker {
     std::atomic<std::int64_t> executed{0};  // written by its worker only
     std::int64_t steals = 0;
+    std::int64_t borrowed = 0;  // tasks of other ranks run (Options::lend)
     std::int64_t placeholder_hits = 0;
     double busy = 0;  // seconds in task bodies
     // The placeholder (paper 004, sec. III-B): the best task this worker's last
@@ -119,8 +133,9 @@ class Engine {
     std::int64_t at = -1, end = 0;  // position of walk, end of the claimed chunk
   };
 
+  // This rank's tasks done: run here, or lent and returned.
   std::int64_t executed() const {
-    std::int64_t n = 0;
+    std::int64_t n = returned_.load(std::memory_order_acquire);
     for (auto& w : workers_) n += w->executed.load(std::memory_order_acquire);
     return n;
   }
@@ -150,7 +165,8 @@ class Engine {
       } catch (const std::exception& e) {
         fail(rank_, e.what(), true);
       }
-      if (executed() == local_tasks_ && comm_.idle()) break;
+      lend_idle();
+      if (executed() == local_tasks_ && comm_.idle() && lend_quiet()) break;
       // While a worker polls MPI itself (multiple mode), a second poller would only
       // take its core: step aside. When all workers compute, progress here.
       if (polling_.load(std::memory_order_acquire) > 0) {
@@ -269,7 +285,8 @@ class Engine {
         if (between_) progress_between(w);
         continue;
       }
-      if (inline_ && executed() == local_tasks_ && comm_.idle()) {  // no comm thread to tell us
+      lend_idle();
+      if (inline_ && executed() == local_tasks_ && comm_.idle() && lend_quiet()) {  // no comm thread to tell us
         finished_.store(true, std::memory_order_release);
         sched_.wake_all();
         break;
@@ -330,10 +347,12 @@ class Engine {
   // A local task became ready on worker w: its placeholder keeps the best such task
   // of the epilogue, the queue gets the others.
   void enable(int w, ReadyTask&& ready) {
-    Worker& me = *workers_[w];
-    if (!options_.placeholder) {
+    if (w < 0 || !options_.placeholder) {  // w < 0: the communication thread (a returned lent task)
       sched_.push(w, std::move(ready));
-    } else if (!me.has_slot) {
+      return;
+    }
+    Worker& me = *workers_[w];
+    if (!me.has_slot) {
       me.slot = std::move(ready);
       me.has_slot = true;
     } else {
@@ -352,6 +371,7 @@ class Engine {
   }
 
   void execute(int w, ReadyTask& t) {
+    if (t.lender >= 0) return run_borrowed(w, t);
     const TaskClass& c = *t.cls;
     try {
       TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
@@ -433,6 +453,160 @@ class Engine {
     }
   }
 
+  // --- Lending tasks across the ranks of a node (Options::lend, lending.hpp) ---
+
+  // No peer to lend to or borrow from: nothing of the protocol runs.
+  bool lending() const { return !maps_.peers.empty(); }
+
+  // Called while a worker (or the communication thread) has nothing to run: tells
+  // the peers once that this rank's tasks are all done, and asks the next peer
+  // that is not finished for a task, one request at a time.
+  void lend_idle() {
+    if (!lending()) return;
+    std::lock_guard lock(lend_mutex_);
+    if (!finished_sent_ && executed() == local_tasks_) {
+      finished_sent_ = true;
+      for (int p : maps_.peers) comm_.send_control(p, {Comm::kFinished});
+    }
+    if (asking_ >= 0 || std::chrono::steady_clock::now() < ask_after_) return;
+    for (std::size_t i = 0; i < maps_.peers.size(); ++i) {
+      const int p = maps_.peers[(next_peer_ + i) % maps_.peers.size()];
+      if (peer_finished_[static_cast<std::size_t>(p)]) continue;
+      next_peer_ = (next_peer_ + i + 1) % maps_.peers.size();
+      asking_ = p;
+      comm_.send_control(p, {Comm::kSteal});
+      return;
+    }
+  }
+
+  // This rank may leave: it said it is finished, every peer said so, no request
+  // of its own is open and no borrowed task is queued or running.
+  bool lend_quiet() {
+    if (!lending()) return true;
+    std::lock_guard lock(lend_mutex_);
+    if (!finished_sent_ || asking_ >= 0 || borrowed_.load(std::memory_order_acquire) > 0) return false;
+    for (int p : maps_.peers)
+      if (!peer_finished_[static_cast<std::size_t>(p)]) return false;
+    return true;
+  }
+
+  void on_lending(int w, int source, const std::vector<std::int64_t>& msg) {
+    switch (msg[0]) {
+      case Comm::kSteal: return lend_to(w, source);
+      case Comm::kLend: {
+        const TaskClass& c = graph_.at(static_cast<int>(msg[2]));
+        ReadyTask t;
+        t.cls = &c;
+        t.params = Params{msg[3], msg[4], msg[5], msg[6]};
+        t.priority = c.priority_of(t.params);
+        std::size_t at = 7;
+        t.flows = lent_flows(graph_, c, t.params, rank_, source, msg, at);
+        t.lender = source;
+        t.lend_id = msg[1];
+        borrowed_.fetch_add(1, std::memory_order_acq_rel);
+        {
+          std::lock_guard lock(lend_mutex_);
+          asking_ = -1;
+        }
+        sched_.push(w, std::move(t));
+        return;
+      }
+      case Comm::kNoLend: {
+        std::lock_guard lock(lend_mutex_);
+        asking_ = -1;
+        ask_after_ = std::chrono::steady_clock::now() + std::chrono::microseconds(kAskPauseUs);
+        return;
+      }
+      case Comm::kReturn: {
+        ReadyTask t;
+        {
+          std::lock_guard lock(lend_mutex_);
+          auto it = lent_.find(msg[1]);
+          if (it == lent_.end()) ::redist::detail::fail("internal error: rank ", source, " returned unknown task ", msg[1]);
+          t = std::move(it->second);
+          lent_.erase(it);
+        }
+        for (std::size_t f = 0; f < t.flows.size(); ++f)
+          if (!t.flows[f].empty() && t.flows[f].size() != static_cast<std::size_t>(msg[2 + f]))
+            t.flows[f].set_size(static_cast<std::size_t>(msg[2 + f]));
+        epilogue(w, t);
+        t.flows.clear();
+        returned_.fetch_add(1, std::memory_order_acq_rel);  // counted done only now
+        return;
+      }
+      case Comm::kFinished: {
+        std::lock_guard lock(lend_mutex_);
+        peer_finished_[static_cast<std::size_t>(source)] = 1;
+        if (asking_ == source) asking_ = -1;  // its answer, if any, came before
+        return;
+      }
+      default:
+        ::redist::detail::fail("internal error: lending message ", msg[0]);
+    }
+  }
+
+  // A STEAL from `source`: lends the queued task of lowest priority whose flows
+  // all lie in storage both ranks map, keeping one for this rank unless worker
+  // w's placeholder holds its next task; else NOLEND.
+  void lend_to(int w, int source) {
+    {
+      std::lock_guard lock(lend_mutex_);
+      if (finished_sent_) return;  // nothing left; the FINISHED on its way answers
+    }
+    std::vector<std::int64_t> scratch;
+    auto ok = [&](const ReadyTask& t) {
+      scratch.clear();
+      return t.lender < 0 && append_lent_flows(graph_, maps_, rank_, source, t, scratch);
+    };
+    const int keep = w >= 0 && workers_[w]->has_slot ? 0 : 1;
+    ReadyTask t;
+    if (!sched_.take_lowest(keep, ok, t)) {
+      comm_.send_control(source, {Comm::kNoLend});
+      return;
+    }
+    std::int64_t id;
+    {
+      std::lock_guard lock(lend_mutex_);
+      id = next_lend_id_++;
+    }
+    std::vector<std::int64_t> msg{Comm::kLend, id, t.cls->id(), t.params[0], t.params[1], t.params[2], t.params[3]};
+    append_lent_flows(graph_, maps_, rank_, source, t, msg);
+    {
+      std::lock_guard lock(lend_mutex_);
+      lent_.emplace(id, std::move(t));  // before the LEND: its RETURN may come at once
+    }
+    comm_.send_control(source, std::move(msg));
+  }
+
+  // A task another rank lent: the body here, on the memory where its flows lie,
+  // then RETURN with the flows' sizes; the lender finishes it.
+  void run_borrowed(int w, ReadyTask& t) {
+    const TaskClass& c = *t.cls;
+    try {
+      std::vector<std::byte*> at;
+      for (const Data& d : t.flows) at.push_back(d.bytes());
+      TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
+      const auto t0 = std::chrono::steady_clock::now();
+      c.body_fn()(ctx);
+      workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::vector<std::int64_t> msg{Comm::kReturn, t.lend_id};
+      for (std::size_t f = 0; f < t.flows.size(); ++f) {
+        if (t.flows[f].bytes() != at[f])
+          ::redist::detail::fail("its body replaced the data of flow ", c.flow_at(static_cast<int>(f)).name,
+                                 "; with Options::lend every body must write its outputs in place (a task runs "
+                                 "on another rank of the node, on the memory where its data lies)");
+        msg.push_back(static_cast<std::int64_t>(t.flows[f].size()));
+      }
+      t.flows.clear();
+      comm_.send_control(t.lender, std::move(msg));
+      ++workers_[w]->borrowed;
+    } catch (const std::exception& e) {
+      fail(rank_, cat("task ", c.describe(t.params), " (lent by rank ", t.lender, ") failed: ", e.what()), true);
+    }
+    t.flows.clear();
+    borrowed_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
   void fail(int origin, std::string message, bool tell_others) {
     {
       std::lock_guard lock(error_mutex_);
@@ -461,6 +635,20 @@ class Engine {
   std::vector<int> lazy_classes_;  // classes without priorities: started from the walk
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<int> polling_{0};  // workers currently polling MPI while idle
+  // Lending (Options::lend, lending.hpp).
+  static constexpr int kAskPauseUs = 20;  // after a NOLEND, before the next STEAL
+  bool drain_at_end_ = false;             // Options::lend on more than one rank (every rank alike)
+  LendMaps maps_;                         // who maps whose storage; the peers
+  std::mutex lend_mutex_;                 // the state below, except the atomics
+  bool finished_sent_ = false;
+  int asking_ = -1;                       // the peer asked, until it answers
+  std::size_t next_peer_ = 0;
+  std::chrono::steady_clock::time_point ask_after_{};
+  std::vector<char> peer_finished_;       // by rank
+  std::int64_t next_lend_id_ = 0;
+  std::unordered_map<std::int64_t, ReadyTask> lent_;
+  std::atomic<std::int64_t> returned_{0};  // lent tasks returned: done
+  std::atomic<std::int64_t> borrowed_{0};  // borrowed tasks queued or running
   std::atomic<bool> finished_{false}, aborted_{false};
   std::mutex error_mutex_;
   int error_origin_ = INT_MAX;

@@ -20,6 +20,8 @@ struct ReadyTask {
   Params params{};
   int priority = 0;
   std::vector<Data> flows;
+  int lender = -1;            // a task another rank lent this one (Options::lend), or -1
+  std::int64_t lend_id = 0;   // the lender's number for it
 };
 
 // Calls f(params) for every point of the execution space of `c`, outer parameter

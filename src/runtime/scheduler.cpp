@@ -96,6 +96,28 @@ bool Scheduler::pop(int worker, ReadyTask& task, bool& stolen) {
   return false;
 }
 
+bool Scheduler::take_lowest(int keep, const std::function<bool(const ReadyTask&)>& ok, ReadyTask& task) {
+  int queued = 0;
+  for (auto& q : queues_) queued += q->size.load(std::memory_order_acquire);
+  if (queued <= keep) return false;
+  for (auto& qp : queues_) {
+    Queue& q = *qp;
+    if (q.size.load(std::memory_order_acquire) == 0) continue;
+    std::lock_guard lock(q.mutex);
+    auto best = q.heap.end();
+    for (auto it = q.heap.begin(); it != q.heap.end(); ++it)
+      if ((best == q.heap.end() || it->priority < best->priority) && ok(*it)) best = it;
+    if (best == q.heap.end()) continue;
+    task = std::move(*best);
+    *best = std::move(q.heap.back());
+    q.heap.pop_back();
+    std::make_heap(q.heap.begin(), q.heap.end(), lower_priority);
+    q.size.store(static_cast<int>(q.heap.size()), std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
 void Scheduler::sleep() {
   std::unique_lock lock(sleep_mutex_);
   sleepers_.fetch_add(1, std::memory_order_acq_rel);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <climits>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -35,6 +36,9 @@ class Scheduler {
   // Pops the highest-priority task of `worker`'s own queue, or else steals the best
   // task of another queue. Returns false when all queues looked empty.
   bool pop(int worker, ReadyTask& task, bool& stolen);
+  // Lending (Options::lend): when more than `keep` tasks are queued in all, takes
+  // the one of lowest priority that `ok` accepts (the first queue that has one).
+  bool take_lowest(int keep, const std::function<bool(const ReadyTask&)>& ok, ReadyTask& task);
   // Sleeps until a push or `wake_all`, at most ~1 ms (the caller re-checks its exit
   // conditions, which are not tied to this condition variable).
   void sleep();

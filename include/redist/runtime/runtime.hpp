@@ -54,6 +54,14 @@ struct Options {
   // for outputs that nothing changes afterwards: a read_write flow whose every
   // successor reads it (Access::read, no OUT of its own) and has no landing.
   bool read_in_place = true;
+  // Work lent across ranks of a node (docs/runtime.md, "Lending tasks"): a rank
+  // with nothing to run asks a rank whose collection storage it maps for a ready
+  // task; that rank lends one it does not need next (the lowest priority of its
+  // queues) when every flow of the task lies in the storage of the two ranks. The
+  // borrower runs the body on the memory where it lies and hands the task back;
+  // the owner finishes it (releases its successors) as its own. Every body must
+  // write its outputs in place (no TaskContext::allocate). Needs storage_of.
+  bool lend = false;
 };
 
 struct Stats {
@@ -68,6 +76,8 @@ struct Stats {
   std::int64_t tiles_read = 0;     // own collection tiles sent to other ranks' readers (once per rank)
   std::int64_t tiles_written = 0;  // outputs sent to collection tiles of other ranks
   std::int64_t read_in_place = 0;  // outputs other ranks read in this rank's storage (Options::read_in_place)
+  std::int64_t lent = 0;           // this rank's tasks run by other ranks (Options::lend; not in `tasks`)
+  std::int64_t borrowed = 0;       // tasks of other ranks run here (Options::lend; not in `tasks`)
   double seconds = 0;                 // wall time of run() on this rank
   // Time this rank's workers spent in task bodies, summed over the workers: busy /
   // (seconds x threads) is the rank's utilization; a rank well below the others

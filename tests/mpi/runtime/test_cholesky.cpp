@@ -173,6 +173,63 @@ TEST_P(Cholesky, SharedStorageReadsTilesInPlace) {
   }
 }
 
+// Options::lend: ranks of a node lend each other ready tasks whose tiles lie in
+// their shared windows. Nearly every tile on rank 0 (the others borrow),
+// and block-cyclic tiles (both ways); whole machine and nodes of 2: the same bits
+// as the run on the heap, every task run once (run here or lent and returned), as
+// many lent as borrowed. (Whether any is lent depends on timing here: tasks of
+// microseconds; Collection.LendsTasksToIdleRanksOfANode makes sure some are.)
+TEST_P(Cholesky, LendsTasksAcrossRanksOfANode) {
+  const int ranks = world_size();
+  auto [p, q] = grid_of(ranks);
+  // Rank 0 owns every tile but diagonal tile (r, r) of each other rank r (a rank
+  // of no storage shares none: LayoutCollection::share).
+  redist::register_owner_function("runtime_test_rank0", [ranks](const redist::Coord& t) {
+    return t[0] == t[1] && t[0] < ranks ? static_cast<int>(t[0]) : 0;
+  });
+  const std::vector<redist::Layout> cases = {
+      redist::Layout::parse("100x100 tile=10x10 function name=runtime_test_rank0 ranks=" + std::to_string(ranks)),
+      redist::block_cyclic_layout({100, 100}, {16, 16}, {p, q})};
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const redist::Layout& layout = cases[c];
+    SCOPED_TRACE(layout.spec());
+    rt::Options o = options_of(GetParam());
+    o.eager_limit = 0;  // cross-rank tiles read in place, so tasks reading them can be lent
+    rt::LayoutCollection heap(layout, MPI_COMM_WORLD);
+    chol::fill_spd(heap);
+    rt::TaskGraph hg = chol::task_graph(heap);
+    rt::run(hg, MPI_COMM_WORLD, o);
+    const std::vector<double> want = gather_on_root<double>(heap);
+    const std::int64_t nt = heap.tiles_m(), tasks = nt + nt * (nt - 1) + nt * (nt - 1) * (nt - 2) / 6;
+    const auto bytes = static_cast<redist::index_t>(heap.storage_bytes());
+    for (int node : {0, 2}) {
+      SCOPED_TRACE("node size " + std::to_string(node));
+      void* mem = redist::shared_allocate(MPI_COMM_WORLD, bytes, node);
+      std::vector<double> got;
+      rt::Stats s;
+      {
+        rt::LayoutCollection a(layout, MPI_COMM_WORLD, mem, static_cast<std::size_t>(bytes));
+        a.share(redist::shared_ranges(MPI_COMM_WORLD, mem, bytes));
+        chol::fill_spd(a);
+        o.lend = true;
+        rt::TaskGraph g = chol::task_graph(a);
+        s = rt::run(g, MPI_COMM_WORLD, o);
+        got = gather_on_root<double>(a);
+      }
+      redist::shared_free(mem);
+      if (world_rank() == 0) {
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0);
+      }
+      EXPECT_EQ(sum_all(s.tasks) + sum_all(s.lent), tasks);
+      EXPECT_EQ(sum_all(s.lent), sum_all(s.borrowed));
+      if (ranks == 1) {
+        EXPECT_EQ(s.lent + s.borrowed, 0);
+      }
+    }
+  }
+}
+
 // share() takes one entry per rank, this rank's own its storage.
 TEST_P(Cholesky, ShareChecksTheMapping) {
   rt::LayoutCollection a(redist::Layout::parse("40x40 tile=8x8"), MPI_COMM_WORLD);
