@@ -153,7 +153,7 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   std::ostringstream o;
   o << options.tile << ' ' << options.inner << ' ' << options.threads << ' ' << options.strategy << ' '
     << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1) << ' '
-    << static_cast<int>(options.comm_mode) << ' ' << options.push << ' ' << options.read_in_place;
+    << static_cast<int>(options.comm_mode) << ' ' << options.push << ' ' << options.read_in_place << ' ' << options.lend;
   items.push_back({"options differ", o.str()});
   redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
 }
@@ -396,9 +396,13 @@ void WorkMatrix::store_back(double& seconds) {
   seconds += MPI_Wtime() - t0;
 }
 
-void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r,
+                   bool lend) {
   const double t0 = MPI_Wtime();
-  const runtime::Stats stats = runtime::run(graph, comm, runtime_options(options));
+  runtime::Options o = runtime_options(options);
+  o.lend = lend;
+  const runtime::Stats stats = runtime::run(graph, comm, o);
+  r.lent = stats.lent;
   r.tasks = stats.tasks;
   r.busy_seconds = stats.busy_seconds;
   r.compute_seconds = MPI_Wtime() - t0;

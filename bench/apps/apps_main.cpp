@@ -60,6 +60,8 @@ const char* kUsage =
     "                   on their node in place (poor and good; the round trip's working copy\n"
     "                   stays on the heap)\n"
     "  --in-place 0|1   apps::Options::read_in_place (default 1; matters with --storage shared)\n"
+    "  --lend 0|1       apps::Options::lend (default 0; potrf with --storage shared: an idle rank\n"
+    "                   runs ready tasks of another rank of its node on that rank's tiles)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
     "  --csv FILE       append one line per N and algorithm\n"
     "Columns: GFLOP/s of pdpotrf/pdgeqrf/pdgemm (pd), the tiled algorithm on the poor\n"
@@ -203,6 +205,8 @@ int main(int argc, char** argv) {
     if (push > 1) throw redist::Error("--push must be 0 or 1, got " + std::to_string(push));
     const std::int64_t in_place = args.get("--in-place", 1, 0);
     if (in_place > 1) throw redist::Error("--in-place must be 0 or 1, got " + std::to_string(in_place));
+    const std::int64_t lend = args.get("--lend", 0, 0);
+    if (lend > 1) throw redist::Error("--lend must be 0 or 1, got " + std::to_string(lend));
     const std::string storage = args.str("--storage", "heap");
     if (storage != "heap" && storage != "shared")
       throw redist::Error("--storage must be heap or shared, got '" + storage + "'");
@@ -237,11 +241,11 @@ int main(int argc, char** argv) {
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     rb::report_cpus(threads);
     if (rank == 0)
-      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d source: tile=%lld "
+      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d source: tile=%lld "
                   "grid=1x%d storage=local_array\n"
                   "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s %9s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
-                  static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
+                  static_cast<int>(lend), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
                   "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s", "busy%");
     for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
@@ -258,6 +262,7 @@ int main(int argc, char** argv) {
         good.comm_mode = comm_mode;
         good.push = push != 0;
         good.read_in_place = in_place != 0;
+        good.lend = lend != 0;
         const Layout work = redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);

@@ -77,6 +77,11 @@ struct Options {
   // already in the working layout), tasks read the tiles other ranks of their node
   // produced where they lie instead of receiving copies (docs/apps.md).
   bool read_in_place = true;
+  // runtime::Options::lend, for potrf only (the Cholesky's bodies write their tiles in
+  // place; QR's and GEMM's allocate): where the matrix lies in shared windows, a
+  // rank with nothing to run borrows ready tasks of another rank of its node and
+  // runs them on that rank's tiles (docs/runtime.md, "Lending tasks"). Default off.
+  bool lend = false;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
   // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's
@@ -97,6 +102,7 @@ struct Report {
   double compute_seconds = 0;  // the task graph (the factorization or product)
   double back_seconds = 0;     // make_plan + execute, working layout -> caller's layout
   std::int64_t tasks = 0;      // tasks run on this rank
+  std::int64_t lent = 0;       // this rank's tasks run by other ranks (Options::lend)
   double busy_seconds = 0;     // this rank's time in task bodies (runtime::Stats::busy_seconds)
   double seconds() const { return to_seconds + compute_seconds + back_seconds; }
 };

@@ -204,19 +204,23 @@ TEST_P(Potrf, PushedTilesBitIdentical) {
 // The caller's matrix already in the working layout and in shared windows: tasks
 // read the tiles of the other ranks of their node where they lie
 // (apps::Options::read_in_place; tiles of 48 x 48 doubles, above the eager limit),
-// on whole nodes and on nodes of 1 and 2 ranks: the same bits as the direct run.
+// on whole nodes and on nodes of 1 and 2 ranks, and with tasks lent across the
+// ranks of a node (apps::Options::lend): the same bits as the direct run.
 TEST_P(Potrf, SharedStorageBitIdentical) {
   constexpr int n = 150;
   apps::Options o = options(GetParam());
   o.tile = 48;
   EXPECT_TRUE(apps::Options().read_in_place);
+  EXPECT_FALSE(apps::Options().lend);
   const redist::Layout work = apps::work_layout(n, n, world_size(), o);
   const std::vector<double> ref = direct(work, o.threads);
   for (int node : {0, 1, 2})
-    for (bool in_place : {true, false}) {
-      SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
+    for (int mode : {0, 1, 2}) {  // in place; not; in place and lending
+      const bool in_place = mode != 1;
+      SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off") + (mode == 2 ? ", lend" : ""));
       apps::Options om = o;
       om.read_in_place = in_place;
+      om.lend = mode == 2;
       SharedCopy a(make_local(work, [](auto i, auto j) { return spd_element(i, j, n); }), node);
       const apps::Report r = apps::potrf(work, a.data(), MPI_COMM_WORLD, om);
       EXPECT_FALSE(r.moved);
