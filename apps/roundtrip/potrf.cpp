@@ -25,7 +25,7 @@ Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& opt
   r.moved = a.moved();
   runtime::TaskGraph g = cholesky::task_graph(a.collection());
   // Not positive definite: the runtime throws on every rank, before anything goes back.
-  detail::run_and_store(g, a, comm, options, r, options.lend);
+  detail::run_and_store(g, a, comm, options, r);
   return r;
 }
 

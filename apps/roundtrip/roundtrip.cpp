@@ -166,6 +166,7 @@ runtime::Options runtime_options(const Options& options) {
   o.comm_mode = options.comm_mode;
   o.push = options.push;
   o.read_in_place = options.read_in_place;
+  o.lend = options.lend;
   // The runtime's requirement (runtime::run): multiple, and workers with more than one
   // thread, need MPI_THREAD_MULTIPLE; funneled works at any level.
   if (level < MPI_THREAD_MULTIPLE && (o.comm_mode == runtime::CommMode::multiple ||
@@ -396,12 +397,9 @@ void WorkMatrix::store_back(double& seconds) {
   seconds += MPI_Wtime() - t0;
 }
 
-void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r,
-                   bool lend) {
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
   const double t0 = MPI_Wtime();
-  runtime::Options o = runtime_options(options);
-  o.lend = lend;
-  const runtime::Stats stats = runtime::run(graph, comm, o);
+  const runtime::Stats stats = runtime::run(graph, comm, runtime_options(options));
   r.lent = stats.lent;
   r.tasks = stats.tasks;
   r.busy_seconds = stats.busy_seconds;

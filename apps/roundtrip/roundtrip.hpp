@@ -77,9 +77,7 @@ class WorkMatrix {
 // Runs `graph` (timed into r.compute_seconds, tasks into r.tasks), then stores
 // `result` back (timed into r.back_seconds). Collective. When the graph fails (a
 // task threw), the runtime throws on every rank before anything goes back.
-// `lend`: runtime::Options::lend (graphs whose bodies work in place only).
-void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r,
-                   bool lend = false);
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r);
 
 // Elements of this rank's storage of `layout`.
 index_t local_elements(const Layout& layout, int rank);

@@ -77,10 +77,9 @@ struct Options {
   // already in the working layout), tasks read the tiles other ranks of their node
   // produced where they lie instead of receiving copies (docs/apps.md).
   bool read_in_place = true;
-  // runtime::Options::lend, for potrf only (the Cholesky's bodies write their tiles in
-  // place; QR's and GEMM's allocate): where the matrix lies in shared windows, a
-  // rank with nothing to run borrows ready tasks of another rank of its node and
-  // runs them on that rank's tiles (docs/runtime.md, "Lending tasks"). Default off.
+  // runtime::Options::lend: where the matrix lies in shared windows, a rank with
+  // nothing to run borrows ready tasks of another rank of its node and runs them on
+  // that rank's tiles (docs/runtime.md, "Lending tasks"). Default off.
   bool lend = false;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot

@@ -91,13 +91,19 @@ Box LayoutCollection::box(Tile t) const {
 Data LayoutCollection::data_of(Tile t) const {
   const Coord c = coord(t);
   const int owner = layout_.ownership().owner(c, ntiles_);
-  if (owner != rank_)
+  const Box b = layout_.tile_box(c);
+  const auto bytes = static_cast<std::size_t>(b.size.volume() * layout_.elem_size());
+  if (owner != rank_) {
+    const auto o = static_cast<std::size_t>(owner);
+    if (o < mapped_index_.size() && mapped_index_[o])  // the owner's storage, mapped here
+      return Data::wrap(const_cast<std::byte*>(mapped_[o].data()) +
+                            mapped_index_[o]->address(c, b.lo).offset * layout_.elem_size(),
+                        bytes);
     detail::fail("tile (", t.m, ", ", t.n, ") of the collection '", layout_.spec(), "' is owned by rank ",
                  owner, ", not by rank ", rank_, "; only its owner holds its bytes");
-  const Box b = layout_.tile_box(c);
+  }
   const index_t offset = local_.address(c, b.lo).offset;
-  return Data::wrap(storage_ + offset * layout_.elem_size(),
-                    static_cast<std::size_t>(b.size.volume() * layout_.elem_size()));
+  return Data::wrap(storage_ + offset * layout_.elem_size(), bytes);
 }
 
 std::string LayoutCollection::describe() const { return detail::cat("the collection '", layout_.spec(), "'"); }
@@ -109,12 +115,17 @@ void LayoutCollection::share(std::vector<std::span<const std::byte>> mapped) {
   const std::span<const std::byte> own = mapped[static_cast<std::size_t>(rank_)];
   if (own.empty()) {  // this rank shares nothing
     mapped_.clear();
+    mapped_index_.clear();
     return;
   }
   if (own.data() != storage_ || own.size() < bytes_)
     detail::fail("LayoutCollection::share: rank ", rank_, "'s own entry must be its storage (", bytes_,
                  " bytes), got another range of ", own.size(), " bytes");
   mapped_ = std::move(mapped);
+  mapped_index_.assign(mapped_.size(), nullptr);
+  for (int r = 0; r < ranks_; ++r)
+    if (r != rank_ && !mapped_[static_cast<std::size_t>(r)].empty())
+      mapped_index_[static_cast<std::size_t>(r)] = std::make_shared<const LocalIndex>(layout_, r);
 }
 
 std::span<const std::byte> LayoutCollection::storage_of(int rank) const {

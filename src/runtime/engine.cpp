@@ -526,9 +526,8 @@ class Engine {
           t = std::move(it->second);
           lent_.erase(it);
         }
-        for (std::size_t f = 0; f < t.flows.size(); ++f)
-          if (!t.flows[f].empty() && t.flows[f].size() != static_cast<std::size_t>(msg[2 + f]))
-            t.flows[f].set_size(static_cast<std::size_t>(msg[2 + f]));
+        std::size_t at = 2;
+        returned_flows(msg, at, t.flows);
         epilogue(w, t);
         t.flows.clear();
         returned_.fetch_add(1, std::memory_order_acq_rel);  // counted done only now
@@ -583,20 +582,14 @@ class Engine {
   void run_borrowed(int w, ReadyTask& t) {
     const TaskClass& c = *t.cls;
     try {
-      std::vector<std::byte*> at;
+      std::vector<const std::byte*> at;
       for (const Data& d : t.flows) at.push_back(d.bytes());
       TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
       const auto t0 = std::chrono::steady_clock::now();
       c.body_fn()(ctx);
       workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::vector<std::int64_t> msg{Comm::kReturn, t.lend_id};
-      for (std::size_t f = 0; f < t.flows.size(); ++f) {
-        if (t.flows[f].bytes() != at[f])
-          ::redist::detail::fail("its body replaced the data of flow ", c.flow_at(static_cast<int>(f)).name,
-                                 "; with Options::lend every body must write its outputs in place (a task runs "
-                                 "on another rank of the node, on the memory where its data lies)");
-        msg.push_back(static_cast<std::int64_t>(t.flows[f].size()));
-      }
+      append_returned_flows(c, t.params, at, t.flows, msg);
       t.flows.clear();
       comm_.send_control(t.lender, std::move(msg));
       ++workers_[w]->borrowed;

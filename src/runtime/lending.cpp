@@ -1,5 +1,7 @@
 #include "lending.hpp"
 
+#include <climits>
+#include <cstring>
 #include <span>
 
 #include "mpi/agree.hpp"
@@ -76,6 +78,37 @@ std::vector<Data> lent_flows(const TaskGraph& graph, const TaskClass& cls, const
     d = Data::wrap(const_cast<std::byte*>(s.data()) + offset, size);
   }
   return flows;
+}
+
+void append_returned_flows(const TaskClass& cls, const Params& p, const std::vector<const std::byte*>& at,
+                           const std::vector<Data>& flows, std::vector<std::int64_t>& msg) {
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    const Data& d = flows[f];
+    const bool made = d.bytes() != at[f];
+    msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), made ? 1 : 0});
+    if (!made || d.size() == 0) continue;
+    if (d.is_typed() || d.size() > static_cast<std::size_t>(INT_MAX / 2))
+      fail("output ", cls.flow_at(static_cast<int>(f)).name, " of ", cls.describe(p),
+           ", run on a borrowing rank, is a typed view or above ", INT_MAX / 2, " bytes: it cannot go back to its owner");
+    const std::size_t words = (d.size() + 7) / 8, start = msg.size();
+    msg.resize(start + words);
+    std::memcpy(msg.data() + start, d.bytes(), d.size());
+  }
+}
+
+void returned_flows(const std::vector<std::int64_t>& msg, std::size_t& at, std::vector<Data>& flows) {
+  for (Data& d : flows) {
+    const auto size = static_cast<std::size_t>(msg[at]);
+    const bool made = msg[at + 1] != 0;
+    at += 2;
+    if (made) {
+      d = Data::allocate(size);
+      if (size) std::memcpy(d.bytes(), msg.data() + at, size);
+      at += (size + 7) / 8;
+    } else if (!d.empty() && d.size() != size) {
+      d.set_size(size);
+    }
+  }
 }
 
 }  // namespace redist::runtime::detail

@@ -10,7 +10,8 @@
 //   STEAL    borrower -> owner   "I have nothing to run": at most one in flight
 //   LEND     owner -> borrower   a task: number, class, parameters, its flows
 //   NOLEND   owner -> borrower   nothing to lend now (the borrower waits a little)
-//   RETURN   borrower -> owner   the task ran: number, the flows' sizes
+//   RETURN   borrower -> owner   the task ran: number, the flows' sizes, and the
+//                                bytes of any output the body made anew
 //   FINISHED owner -> its peers  every task of the owner ran (lent ones returned):
 //            nothing more to lend. A rank leaves the run only when it has sent
 //            FINISHED, received one from every peer and no request is open, so
@@ -49,5 +50,15 @@ bool append_lent_flows(const TaskGraph& graph, const LendMaps& maps, int rank, i
 // `msg[at]` on, mapped in this process; `at` moves past them.
 std::vector<Data> lent_flows(const TaskGraph& graph, const TaskClass& cls, const Params& p, int rank, int lender,
                              const std::vector<std::int64_t>& msg, std::size_t& at);
+
+// After a borrowed task ran: appends, per flow, its size and either 0 (its data
+// is where it was lent: `at`, the flows' places before the body) or 1 and the
+// bytes of a buffer the body made (TaskContext::allocate), which the owner copies.
+void append_returned_flows(const TaskClass& cls, const Params& p, const std::vector<const std::byte*>& at,
+                           const std::vector<Data>& flows, std::vector<std::int64_t>& msg);
+
+// The owner's side of append_returned_flows: sizes set, made buffers copied into
+// fresh ones; `at` moves past them.
+void returned_flows(const std::vector<std::int64_t>& msg, std::size_t& at, std::vector<Data>& flows);
 
 }  // namespace redist::runtime::detail

@@ -67,7 +67,10 @@ class LayoutCollection final : public DataCollection {
 
   // Throws redist::Error when `tile` is outside the layout's tiles.
   int rank_of(Tile tile) const override;
-  // Throws redist::Error when `tile` is outside the layout or owned by another rank.
+  // Throws redist::Error when `tile` is outside the layout, or owned by another rank
+  // whose storage this rank does not map (share): a mapped one is a view into the
+  // owner's storage (a task lent across ranks, runtime::Options::lend, writes
+  // its owner's tiles there).
   Data data_of(Tile tile) const override;
   // "the collection '<spec>'".
   std::string describe() const override;
@@ -94,8 +97,8 @@ class LayoutCollection final : public DataCollection {
   // The global elements of `tile` (2-D box; a 1-D layout's has one column).
   Box box(Tile tile) const;
   bool is_local(Tile tile) const { return rank_of(tile) == rank_; }
-  // Column-major storage of a local tile. Throws redist::Error unless the tile is
-  // local and sizeof(T) is the layout's element size.
+  // Column-major storage of a local tile (or a mapped one: data_of). Throws
+  // redist::Error unless data_of can give it and sizeof(T) is the layout's element size.
   template <class T>
   T* tile(Tile t) const {
     check_element(sizeof(T));
@@ -129,6 +132,7 @@ class LayoutCollection final : public DataCollection {
   std::byte* storage_ = nullptr;
   int ranks_ = 1;
   std::vector<std::span<const std::byte>> mapped_;  // share(); empty: nothing shared
+  std::vector<std::shared_ptr<const LocalIndex>> mapped_index_;  // per mapped rank (share)
 };
 
 }  // namespace redist::runtime

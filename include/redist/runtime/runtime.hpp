@@ -59,8 +59,8 @@ struct Options {
   // task; that rank lends one it does not need next (the lowest priority of its
   // queues) when every flow of the task lies in the storage of the two ranks. The
   // borrower runs the body on the memory where it lies and hands the task back;
-  // the owner finishes it (releases its successors) as its own. Every body must
-  // write its outputs in place (no TaskContext::allocate). Needs storage_of.
+  // the owner finishes it (releases its successors) as its own; an output the body
+  // made anew (TaskContext::allocate) goes back with it, copied. Needs storage_of.
   bool lend = false;
 };
 

@@ -180,7 +180,8 @@ TEST_P(Geqrf, RoundTripBitIdenticalAndMatchesLapack) {
 // The caller's matrix already in the working layout and in shared windows (tiles of
 // 48 x 48 doubles, above the eager limit), on the default grid and on Px1 (where
 // tile rows travel down their column), nodes whole, of 1 and of 2 ranks: the same
-// bits (A and T) as the tile QR on the heap, with reads in place on and off.
+// bits (A and T) as the tile QR on the heap, with reads in place on and off, and
+// with tasks lent across the ranks of a node (apps::Options::lend).
 TEST_P(Geqrf, SharedStorageBitIdentical) {
   apps::Options o = options(GetParam());
   o.tile = 48;
@@ -190,10 +191,13 @@ TEST_P(Geqrf, SharedStorageBitIdentical) {
     SCOPED_TRACE(work.spec());
     const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
     for (int node : {0, 1, 2})
-      for (bool in_place : {true, false}) {
-        SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
+      for (int mode : {0, 1, 2}) {  // in place; not; in place and lending
+        const bool in_place = mode != 1;
+        SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off") +
+                     (mode == 2 ? ", lend" : ""));
         apps::Options om = o;
         om.read_in_place = in_place;
+        om.lend = mode == 2;
         SharedCopy a(make_local(work, element), node);
         const apps::QrFactors f = apps::geqrf(work, a.data(), MPI_COMM_WORLD, om);
         EXPECT_FALSE(f.report.moved);
