@@ -159,7 +159,8 @@ class UserMatrix {
 // busy (if given): the least and the most busy rank's busy_seconds / (compute
 // seconds x threads), in %.
 redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
-                             const redist::apps::Options& o, bool shared, std::pair<double, double>* busy = nullptr) {
+                             const redist::apps::Options& o, bool shared, std::pair<double, double>* busy = nullptr,
+                             double* lent_share = nullptr) {
   UserMatrix a(user, rank, make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
   std::optional<UserMatrix> b, c;
   if (alg == "gemm")
@@ -176,6 +177,11 @@ redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t
     const double mine = r.compute_seconds > 0 ? 100 * r.busy_seconds / (r.compute_seconds * std::max(o.threads, 1)) : 0;
     busy->first = -rb::max_over_ranks(-mine);
     busy->second = rb::max_over_ranks(mine);
+  }
+  if (lent_share) {  // of all the tasks, those run by another rank than their owner (Options::lend)
+    std::int64_t mine[2] = {r.lent, r.tasks + r.lent}, all[2] = {0, 0};
+    MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    *lent_share = all[1] > 0 ? 100.0 * static_cast<double>(all[0]) / static_cast<double>(all[1]) : 0;
   }
   r.to_seconds = rb::max_over_ranks(r.to_seconds);
   r.compute_seconds = rb::max_over_ranks(r.compute_seconds);
@@ -268,15 +274,16 @@ int main(int argc, char** argv) {
         poor.tile = std::min<index_t>(src_tile, n);
         poor.grid = redist::Coord{1, ranks};
         const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
-        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0}, busy_lo, busy_hi;
+        std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0}, busy_lo, busy_hi, lent_pct;
         if (repeat) rep_t.clear(), rep_to.clear();
         for (int r = 0; r < reps; ++r) {
           pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
                               ranks, threads * 1));
           poor_t.push_back(run_app(alg, poor_layout, n, rank, poor, shared).compute_seconds);
           std::pair<double, double> busy;
-          good_t.push_back(run_app(alg, work, n, rank, good, shared, &busy).compute_seconds);
-          busy_lo.push_back(busy.first), busy_hi.push_back(busy.second);
+          double lent = 0;
+          good_t.push_back(run_app(alg, work, n, rank, good, shared, &busy, &lent).compute_seconds);
+          busy_lo.push_back(busy.first), busy_hi.push_back(busy.second), lent_pct.push_back(lent);
           redist::apps::Workspace workspace;  // empty: the first call allocates as without one
           redist::apps::Options first = good;
           if (repeat) first.workspace = &workspace;
@@ -297,6 +304,7 @@ int main(int argc, char** argv) {
                       f / pdm, f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to),
                       rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_gf,
                       rb::median(rep_to), rb::median(busy_lo), rb::median(busy_hi));
+          if (lend) std::printf("#   good: %.1f%% of the tasks lent to another rank (median)\n", rb::median(lent_pct));
           std::fflush(stdout);
           if (!csv.empty())
             if (FILE* out = std::fopen(csv.c_str(), "a")) {
