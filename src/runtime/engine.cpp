@@ -165,7 +165,7 @@ class Engine {
       } catch (const std::exception& e) {
         fail(rank_, e.what(), true);
       }
-      lend_idle();
+      lend_idle(false);  // a worker that has nothing to run asks; this thread only says FINISHED
       if (executed() == local_tasks_ && comm_.idle() && lend_quiet()) break;
       // While a worker polls MPI itself (multiple mode), a second poller would only
       // take its core: step aside. When all workers compute, progress here.
@@ -285,7 +285,7 @@ class Engine {
         if (between_) progress_between(w);
         continue;
       }
-      lend_idle();
+      lend_idle(true);
       if (inline_ && executed() == local_tasks_ && comm_.idle() && lend_quiet()) {  // no comm thread to tell us
         finished_.store(true, std::memory_order_release);
         sched_.wake_all();
@@ -458,17 +458,17 @@ class Engine {
   // No peer to lend to or borrow from: nothing of the protocol runs.
   bool lending() const { return !maps_.peers.empty(); }
 
-  // Called while a worker (or the communication thread) has nothing to run: tells
-  // the peers once that this rank's tasks are all done, and asks the next peer
-  // that is not finished for a task, one request at a time.
-  void lend_idle() {
+  // Called while a worker has nothing to run (`ask`), and by the communication
+  // thread: tells the peers once that this rank's tasks are all done; with `ask`,
+  // asks the next peer that is not finished for a task, one request at a time.
+  void lend_idle(bool ask) {
     if (!lending()) return;
     std::lock_guard lock(lend_mutex_);
     if (!finished_sent_ && executed() == local_tasks_) {
       finished_sent_ = true;
       for (int p : maps_.peers) comm_.send_control(p, {Comm::kFinished});
     }
-    if (asking_ >= 0 || std::chrono::steady_clock::now() < ask_after_) return;
+    if (!ask || asking_ >= 0 || std::chrono::steady_clock::now() < ask_after_) return;
     for (std::size_t i = 0; i < maps_.peers.size(); ++i) {
       const int p = maps_.peers[(next_peer_ + i) % maps_.peers.size()];
       if (peer_finished_[static_cast<std::size_t>(p)]) continue;
@@ -545,8 +545,10 @@ class Engine {
   }
 
   // A STEAL from `source`: lends the queued task of lowest priority whose flows
-  // all lie in storage both ranks map, keeping one for this rank unless worker
-  // w's placeholder holds its next task; else NOLEND.
+  // all lie in storage both ranks map; else NOLEND. A worker between two tasks
+  // (w >= 0) keeps one for itself unless its placeholder holds its next task; the
+  // communication thread (w < 0, the workers busy or about to pick) keeps none:
+  // the borrower is idle now.
   void lend_to(int w, int source) {
     {
       std::lock_guard lock(lend_mutex_);
@@ -557,7 +559,7 @@ class Engine {
       scratch.clear();
       return t.lender < 0 && append_lent_flows(graph_, maps_, rank_, source, t, scratch);
     };
-    const int keep = w >= 0 && workers_[w]->has_slot ? 0 : 1;
+    const int keep = w >= 0 && !workers_[w]->has_slot ? 1 : 0;
     ReadyTask t;
     if (!sched_.take_lowest(keep, ok, t)) {
       comm_.send_control(source, {Comm::kNoLend});
