@@ -494,21 +494,22 @@ class Engine {
     switch (msg[0]) {
       case Comm::kSteal: return lend_to(w, source);
       case Comm::kLend: {
-        const TaskClass& c = graph_.at(static_cast<int>(msg[2]));
-        ReadyTask t;
-        t.cls = &c;
-        t.params = Params{msg[3], msg[4], msg[5], msg[6]};
-        t.priority = c.priority_of(t.params);
-        std::size_t at = 7;
-        t.flows = lent_flows(graph_, c, t.params, rank_, source, msg, at);
-        t.lender = source;
-        t.lend_id = msg[1];
-        borrowed_.fetch_add(1, std::memory_order_acq_rel);
-        {
-          std::lock_guard lock(lend_mutex_);
-          asking_ = -1;
+        std::size_t at = 2;
+        for (std::int64_t n = 0; n < msg[1]; ++n) {
+          const TaskClass& c = graph_.at(static_cast<int>(msg[at + 1]));
+          ReadyTask t;
+          t.cls = &c;
+          t.params = Params{msg[at + 2], msg[at + 3], msg[at + 4], msg[at + 5]};
+          t.priority = c.priority_of(t.params);
+          t.lender = source;
+          t.lend_id = msg[at];
+          at += 6;
+          t.flows = lent_flows(graph_, c, t.params, rank_, source, msg, at);
+          borrowed_.fetch_add(1, std::memory_order_acq_rel);
+          sched_.push(w, std::move(t));
         }
-        sched_.push(w, std::move(t));
+        std::lock_guard lock(lend_mutex_);
+        asking_ = -1;  // after the tasks are queued: lend_quiet sees them in borrowed_
         return;
       }
       case Comm::kNoLend: {
@@ -544,11 +545,13 @@ class Engine {
     }
   }
 
-  // A STEAL from `source`: lends the queued task of lowest priority whose flows
-  // all lie in storage both ranks map; else NOLEND. A worker between two tasks
-  // (w >= 0) keeps one for itself unless its placeholder holds its next task; the
-  // communication thread (w < 0, the workers busy or about to pick) keeps none:
-  // the borrower is idle now.
+  // A STEAL from `source`: lends half the queued tasks (at least one) of lowest
+  // priority whose flows all lie in storage both ranks map; else NOLEND. A worker
+  // between two tasks (w >= 0) keeps one for itself unless its placeholder holds
+  // its next task; the communication thread (w < 0, the workers busy or about to
+  // pick) keeps none: the borrower is idle now. Half, not one: with
+  // CommMode::workers the owner answers only between two of its tasks, so the
+  // borrower would get at most one task per task of the owner.
   void lend_to(int w, int source) {
     {
       std::lock_guard lock(lend_mutex_);
@@ -560,22 +563,22 @@ class Engine {
       return t.lender < 0 && append_lent_flows(graph_, maps_, rank_, source, t, scratch);
     };
     const int keep = w >= 0 && !workers_[w]->has_slot ? 1 : 0;
+    const int most = std::max(1, (sched_.queued() - keep + 1) / 2);
+    std::vector<std::int64_t> msg{Comm::kLend, 0};
     ReadyTask t;
-    if (!sched_.take_lowest(keep, ok, t)) {
-      comm_.send_control(source, {Comm::kNoLend});
-      return;
-    }
-    std::int64_t id;
-    {
-      std::lock_guard lock(lend_mutex_);
-      id = next_lend_id_++;
-    }
-    std::vector<std::int64_t> msg{Comm::kLend, id, t.cls->id(), t.params[0], t.params[1], t.params[2], t.params[3]};
-    append_lent_flows(graph_, maps_, rank_, source, t, msg);
-    {
+    for (int n = 0; n < most && sched_.take_lowest(keep, ok, t); ++n) {
+      std::int64_t id;
+      {
+        std::lock_guard lock(lend_mutex_);
+        id = next_lend_id_++;
+      }
+      msg.insert(msg.end(), {id, t.cls->id(), t.params[0], t.params[1], t.params[2], t.params[3]});
+      append_lent_flows(graph_, maps_, rank_, source, t, msg);
+      ++msg[1];
       std::lock_guard lock(lend_mutex_);
       lent_.emplace(id, std::move(t));  // before the LEND: its RETURN may come at once
     }
+    if (msg[1] == 0) msg = {Comm::kNoLend};
     comm_.send_control(source, std::move(msg));
   }
 

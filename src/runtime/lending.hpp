@@ -8,7 +8,7 @@
 //
 // Protocol (Comm messages, control tag, all small):
 //   STEAL    borrower -> owner   "I have nothing to run": at most one in flight
-//   LEND     owner -> borrower   a task: number, class, parameters, its flows
+//   LEND     owner -> borrower   tasks: per task its number, class, parameters, flows
 //   NOLEND   owner -> borrower   nothing to lend now (the borrower waits a little)
 //   RETURN   borrower -> owner   the task ran: number, the flows' sizes, and the
 //                                bytes of any output the body made anew

@@ -96,10 +96,14 @@ bool Scheduler::pop(int worker, ReadyTask& task, bool& stolen) {
   return false;
 }
 
+int Scheduler::queued() const {
+  int n = 0;
+  for (auto& q : queues_) n += q->size.load(std::memory_order_acquire);
+  return n;
+}
+
 bool Scheduler::take_lowest(int keep, const std::function<bool(const ReadyTask&)>& ok, ReadyTask& task) {
-  int queued = 0;
-  for (auto& q : queues_) queued += q->size.load(std::memory_order_acquire);
-  if (queued <= keep) return false;
+  if (queued() <= keep) return false;
   for (auto& qp : queues_) {
     Queue& q = *qp;
     if (q.size.load(std::memory_order_acquire) == 0) continue;

@@ -36,6 +36,8 @@ class Scheduler {
   // Pops the highest-priority task of `worker`'s own queue, or else steals the best
   // task of another queue. Returns false when all queues looked empty.
   bool pop(int worker, ReadyTask& task, bool& stolen);
+  // Tasks queued in all (a snapshot).
+  int queued() const;
   // Lending (Options::lend): when more than `keep` tasks are queued in all, takes
   // the one of lowest priority that `ok` accepts (the first queue that has one).
   bool take_lowest(int keep, const std::function<bool(const ReadyTask&)>& ok, ReadyTask& task);
