@@ -55,10 +55,10 @@ struct Options {
   // successor reads it (Access::read, no OUT of its own) and has no landing.
   bool read_in_place = true;
   // Work lent across ranks of a node (docs/runtime.md, "Lending tasks"): a rank
-  // with nothing to run asks a rank whose collection storage it maps for a ready
-  // task; that rank lends one it does not need next (the lowest priority of its
-  // queues) when every flow of the task lies in the storage of the two ranks. The
-  // borrower runs the body on the memory where it lies and hands the task back;
+  // with nothing to run asks a rank whose collection storage it maps for ready
+  // tasks; that rank lends half its queued tasks, those of lowest priority whose
+  // every flow lies in the storage of the two ranks. The borrower runs each body
+  // on the memory where its data lies and hands the task back;
   // the owner finishes it (releases its successors) as its own; an output the body
   // made anew (TaskContext::allocate) goes back with it, copied. Needs storage_of.
   bool lend = false;
