@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "mpi/agree.hpp"
+#include "places.hpp"
 #include "redist/error.hpp"
 
 namespace redist::runtime::detail {
@@ -195,12 +196,10 @@ bool Comm::append_in_place(std::vector<std::int64_t>& msg, const Data& d, int de
   if (d.is_typed() || d.size() <= options_.eager_limit) return false;
   for (int c = 0; c < graph_.num_collections(); ++c) {
     const DataCollection& coll = graph_.collection(c);
-    const std::span<const std::byte> own = coll.storage_of(rank_);
-    if (own.empty() || coll.storage_of(dest).empty()) continue;
-    const std::byte* p = d.bytes();
-    if (p < own.data() || p > own.data() + own.size() || d.size() > static_cast<std::size_t>(own.data() + own.size() - p))
-      continue;
-    msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kInPlace, c, p - own.data()});
+    if (coll.storage_of(dest).empty()) continue;
+    const std::int64_t offset = offset_in(coll.storage_of(rank_), d);
+    if (offset < 0) continue;
+    msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), kInPlace, c, offset});
     ++read_in_place_;
     return true;
   }
@@ -370,10 +369,9 @@ Data Comm::in_place(int source, std::int64_t coll, std::int64_t offset, std::siz
   if (there.empty())
     fail(c.describe(), ": rank ", source, " sent an output to read in its storage, which rank ", rank_,
          " does not map (DataCollection::storage_of must be symmetric)");
-  if (offset < 0 || static_cast<std::size_t>(offset) > there.size() || size > there.size() - offset)
+  if (!fits(there, offset, size))
     fail("internal error: ", size, " bytes at ", offset, " read in place from rank ", source, "'s ", there.size());
-  // Consumers only read it (stays_unchanged): the const is cast away for Data's sake.
-  return Data::wrap(const_cast<std::byte*>(there.data()) + offset, size);
+  return view_at(there, offset, size);  // consumers only read it (stays_unchanged)
 }
 
 // Posts the receive of a rendezvous transfer and asks its producer for the data.

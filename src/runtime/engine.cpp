@@ -370,14 +370,19 @@ class Engine {
     }
   }
 
+  // The body of `t` on worker w, its time counted busy.
+  void run_body(int w, ReadyTask& t) {
+    TaskContext ctx(*t.cls, t.params, t.flows.data(), rank_, w);
+    const auto t0 = std::chrono::steady_clock::now();
+    t.cls->body_fn()(ctx);
+    workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   void execute(int w, ReadyTask& t) {
     if (t.lender >= 0) return run_borrowed(w, t);
     const TaskClass& c = *t.cls;
     try {
-      TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
-      const auto t0 = std::chrono::steady_clock::now();
-      c.body_fn()(ctx);
-      workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      run_body(w, t);
       epilogue(w, t);
     } catch (const std::exception& e) {
       fail(rank_, cat("task ", c.describe(t.params), " failed: ", e.what()), true);
@@ -589,10 +594,7 @@ class Engine {
     try {
       std::vector<const std::byte*> at;
       for (const Data& d : t.flows) at.push_back(d.bytes());
-      TaskContext ctx(c, t.params, t.flows.data(), rank_, w);
-      const auto t0 = std::chrono::steady_clock::now();
-      c.body_fn()(ctx);
-      workers_[w]->busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      run_body(w, t);
       std::vector<std::int64_t> msg{Comm::kReturn, t.lend_id};
       append_returned_flows(c, t.params, at, t.flows, msg);
       t.flows.clear();

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "mpi/agree.hpp"
+#include "places.hpp"
 
 namespace redist::runtime::detail {
 
@@ -38,12 +39,9 @@ bool append_lent_flows(const TaskGraph& graph, const LendMaps& maps, int rank, i
       for (int r : {rank, borrower}) {
         // This rank's storage, where the borrower maps it; the borrower's, where this rank does.
         if (!(((r == rank ? maps.theirs[b] : maps.mine[b]) >> c) & 1)) continue;
-        const std::span<const std::byte> s = graph.collection(c).storage_of(r);
-        if (s.empty()) continue;
-        const std::byte* p = d.bytes();
-        if (p < s.data() || p > s.data() + s.size() || d.size() > static_cast<std::size_t>(s.data() + s.size() - p))
-          continue;
-        msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), c, r, p - s.data()});
+        const std::int64_t offset = offset_in(graph.collection(c).storage_of(r), d);
+        if (offset < 0) continue;
+        msg.insert(msg.end(), {static_cast<std::int64_t>(d.size()), c, r, offset});
         found = true;
         break;
       }
@@ -71,11 +69,11 @@ std::vector<Data> lent_flows(const TaskGraph& graph, const TaskClass& cls, const
     if (c >= graph.num_collections() || (r != rank && r != lender))
       fail("internal error: a task lent by rank ", lender, " names collection ", c, " of rank ", r);
     const std::span<const std::byte> s = graph.collection(c).storage_of(r);
-    if (s.empty() || offset < 0 || static_cast<std::size_t>(offset) > s.size() || size > s.size() - offset)
+    if (s.empty() || !fits(s, offset, size))
       fail(graph.collection(c).describe(), ": rank ", lender, " lent ", cls.describe(p),
            " with ", size, " bytes at ", offset, " of rank ", r, "'s storage, which rank ", rank,
            " does not map (DataCollection::storage_of must be symmetric)");
-    d = Data::wrap(const_cast<std::byte*>(s.data()) + offset, size);
+    d = view_at(s, offset, size);
   }
   return flows;
 }

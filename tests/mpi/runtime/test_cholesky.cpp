@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <span>
 
 #include "cholesky/cholesky.hpp"
 #include "redist/shm.hpp"
@@ -44,6 +46,29 @@ std::vector<redist::Layout> layouts(int ranks) {
     return static_cast<int>((t[0] + 2 * t[1]) % ranks);
   });
   out.push_back(redist::Layout::parse("50x50 tile=11x11 function name=runtime_test_skew ranks=" + r));
+  return out;
+}
+using Mapping = std::vector<std::span<const std::byte>>;
+
+// The Cholesky of fill_spd on `layout`, its storage (`bytes` per rank) in shared
+// windows on nodes of `node` ranks (0: the machine's) and shared: the factor
+// gathered on rank 0 and the run's statistics. `check` sees the mapping first.
+std::pair<std::vector<double>, rt::Stats> on_shared(const redist::Layout& layout, redist::index_t bytes, int node,
+                                                    const rt::Options& o,
+                                                    const std::function<void(const Mapping&)>& check = {}) {
+  void* mem = redist::shared_allocate(MPI_COMM_WORLD, bytes, node);
+  std::pair<std::vector<double>, rt::Stats> out;
+  {
+    rt::LayoutCollection a(layout, MPI_COMM_WORLD, mem, static_cast<std::size_t>(bytes));
+    const Mapping mapped = redist::shared_ranges(MPI_COMM_WORLD, mem, bytes);
+    if (check) check(mapped);
+    a.share(mapped);
+    chol::fill_spd(a);
+    rt::TaskGraph g = chol::task_graph(a);
+    out.second = rt::run(g, MPI_COMM_WORLD, o);
+    out.first = gather_on_root<double>(a);
+  }
+  redist::shared_free(mem);
   return out;
 }
 }  // namespace
@@ -130,25 +155,14 @@ TEST_P(Cholesky, SharedStorageReadsTilesInPlace) {
     for (int node : {0, 1, 2})
       for (bool in_place : {true, false}) {
         SCOPED_TRACE("node size " + std::to_string(node) + (in_place ? ", in place" : ", off"));
-        void* mem = redist::shared_allocate(MPI_COMM_WORLD, bytes, node);
-        std::vector<double> got;
-        rt::Stats s;
-        {
-          rt::LayoutCollection a(layout, MPI_COMM_WORLD, mem, static_cast<std::size_t>(bytes));
-          const auto mapped = redist::shared_ranges(MPI_COMM_WORLD, mem, bytes);
+        o.read_in_place = in_place;
+        const auto [got, s] = on_shared(layout, bytes, node, o, [&](const Mapping& mapped) {
           ASSERT_EQ(mapped.size(), static_cast<std::size_t>(ranks));
           for (int r = 0; r < ranks; ++r) {  // mapped exactly where r is on this rank's node
             const bool same_node = node == 0 || r / node == rank / node;
             EXPECT_EQ(!mapped[static_cast<std::size_t>(r)].empty(), same_node && bytes > 0) << "rank " << r;
           }
-          a.share(mapped);
-          chol::fill_spd(a);
-          o.read_in_place = in_place;
-          rt::TaskGraph g = chol::task_graph(a);
-          s = rt::run(g, MPI_COMM_WORLD, o);
-          got = gather_on_root<double>(a);
-        }
-        redist::shared_free(mem);
+        });
         if (rank == 0) {
           ASSERT_EQ(got.size(), want.size());
           EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0);
@@ -204,19 +218,8 @@ TEST_P(Cholesky, LendsTasksAcrossRanksOfANode) {
     const auto bytes = static_cast<redist::index_t>(heap.storage_bytes());
     for (int node : {0, 2}) {
       SCOPED_TRACE("node size " + std::to_string(node));
-      void* mem = redist::shared_allocate(MPI_COMM_WORLD, bytes, node);
-      std::vector<double> got;
-      rt::Stats s;
-      {
-        rt::LayoutCollection a(layout, MPI_COMM_WORLD, mem, static_cast<std::size_t>(bytes));
-        a.share(redist::shared_ranges(MPI_COMM_WORLD, mem, bytes));
-        chol::fill_spd(a);
-        o.lend = true;
-        rt::TaskGraph g = chol::task_graph(a);
-        s = rt::run(g, MPI_COMM_WORLD, o);
-        got = gather_on_root<double>(a);
-      }
-      redist::shared_free(mem);
+      o.lend = true;
+      const auto [got, s] = on_shared(layout, bytes, node, o);
       if (world_rank() == 0) {
         ASSERT_EQ(got.size(), want.size());
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0);
