@@ -89,6 +89,12 @@ options:
   --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
                    try the on-node and off-node paths on one machine; also
                    $REDIST_NODE_SIZE; default: the shared-memory node)
+  --copy-threads T threads per rank for its copies (local pieces, packing,
+                   unpacking, shm's push into shared windows), each phase cut
+                   into parts of at least 4 MB (Options::copy_threads; also
+                   $REDIST_COPY_THREADS; default 1). Ranks bound to one core
+                   gain nothing: mpirun binds each of 1-2 ranks to a core,
+                   so pass --bind-to none to mpirun
   --senders N      two process groups (docs/groups.md): the first N ranks send
                    with SRC (their ranks 0..N-1), the rest receive with DST
   --overlap        with --senders: all P ranks receive (DST for P ranks)
@@ -191,7 +197,8 @@ int cmd_run(int argc, char** argv) {
     const Args a = parse_args(argc, argv, 2,
                               {"--strategy", "--reps", "--warmup", "--max-message", "--memory", "--timeout",
                                "--tg-threads", "--tg-batch", "--tg-eager", "--tg-grain", "--senders", "--type",
-                               "--alpha", "--beta", "--storage", "--node-size", "--auto-trials"},
+                               "--alpha", "--beta", "--storage", "--node-size", "--auto-trials",
+                               "--copy-threads"},
                               {"--no-verify", "--json", "--help", "--tg-chained", "--tg-whole-tiles", "--tg-funneled",
                                "--tg-comm-thread", "--tg-packed", "--overlap", "--conj"},
                               {"--test-ready-file"});
@@ -202,6 +209,8 @@ int cmd_run(int argc, char** argv) {
     if (!storage.empty()) setenv("REDIST_STORAGE", storage.c_str(), 1);
     if (a.has("--node-size"))
       setenv("REDIST_NODE_SIZE", std::to_string(a.get_int("--node-size", 0, 1, INT_MAX)).c_str(), 1);
+    if (a.has("--copy-threads"))  // read by every plan the run makes, as $REDIST_COPY_THREADS
+      setenv("REDIST_COPY_THREADS", std::to_string(a.get_int("--copy-threads", 1, 1, 1024)).c_str(), 1);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));
     harness::MeasureOptions mo;
     mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));

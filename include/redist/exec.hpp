@@ -181,6 +181,15 @@ struct Options {
   // levels on this VM, docs/shm.md), the choice follows the level of the moment.
   // Plan::auto_choice() is empty until the trials end.
   int auto_trials = 0;
+  // Threads per rank for this rank's copies (docs/strategies.md, "Copy threads"):
+  // its local pieces, the packing and unpacking of each peer's message, and shm's
+  // push into shared windows, each cut into parts of at least 4 MB, one thread per
+  // part, the calling thread doing one. 0: $REDIST_COPY_THREADS, else 1 (every copy
+  // on the calling thread). Results are the same bytes whatever the count, so each
+  // rank may pass its own (not agreed). Threads of a rank bound to one core gain
+  // nothing: Open MPI binds each rank to a core when at most 2 start
+  // (mpirun --bind-to none).
+  int copy_threads = 0;
 };
 
 class PlanImpl;

@@ -3,6 +3,7 @@
 #include <span>
 #include <vector>
 
+#include "exec/threads.hpp"
 #include "kernels/arith.hpp"
 #include "kernels/copy.hpp"
 #include "plan/pieces.hpp"
@@ -59,12 +60,37 @@ void copy_local_range(const PlanCore& p, size_t k, index_t a, index_t b, const S
 
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const bool stream = stream_for(p.rp.stats.bytes_local);
-  for (size_t k = 0; k < p.rp.locals.size(); ++k) copy_local(p, k, src, dst, stream);
-  if (stream) stream_fence();
+  const int parts = copy_parts(p, p.rp.stats.bytes_local);
+  if (parts == 1) {
+    for (size_t k = 0; k < p.rp.locals.size(); ++k) copy_local(p, k, src, dst, stream);
+    if (stream) stream_fence();
+    return;
+  }
+  // Part t: elements [part_begin(t), part_begin(t + 1)) of the local pieces one
+  // after another; a piece inside one part whole, one cut by a part in ranges.
+  const index_t total = p.rp.stats.bytes_local / p.rp.elem_size;
+  for_parts(parts, [&](int t) {
+    const index_t a = part_begin(total, t, parts, 1), b = part_begin(total, t + 1, parts, 1);
+    index_t at = 0;  // the first element of locals[k]
+    for (size_t k = 0; k < p.rp.locals.size() && at < b; ++k) {
+      const index_t n = p.rp.locals[k].elements();
+      if (at >= a && at + n <= b) copy_local(p, k, src, dst, stream);
+      else if (at + n > a) copy_local_range(p, k, std::max(a, at) - at, std::min(b, at + n) - at, src, dst, stream);
+      at += n;
+    }
+  });
 }
 
 void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf) {
   const index_t es = p.rp.elem_size;
+  const index_t bytes = p.rp.sends[static_cast<size_t>(i)].bytes;
+  if (const int parts = copy_parts(p, bytes); parts > 1) {
+    for_parts(parts, [&](int t) {
+      const index_t a = part_begin(bytes / es, t, parts, 1) * es, b = part_begin(bytes / es, t + 1, parts, 1) * es;
+      pack_peer_range(p, i, src, a, b - a, buf + a);
+    });
+    return;
+  }
   const bool stream = stream_for(p.rp.stats.bytes_sent);
   for (const Segment& s : p.rp.sends[i].segments) {
     pack_run(s, src.at(s.at, es), buf, es, stream);
@@ -75,6 +101,14 @@ void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf) {
 
 void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst) {
   const index_t es = p.rp.elem_size;
+  const index_t bytes = p.rp.receives[static_cast<size_t>(i)].bytes;
+  if (const int parts = copy_parts(p, bytes); parts > 1) {
+    for_parts(parts, [&](int t) {
+      const index_t a = part_begin(bytes / es, t, parts, 1) * es, b = part_begin(bytes / es, t + 1, parts, 1) * es;
+      unpack_peer_range(p, i, buf + a, a, b - a, dst);
+    });
+    return;
+  }
   const bool stream = stream_for(p.rp.stats.bytes_received);
   const Arithmetic* a = arithmetic_of(p);
   for (const Segment& s : p.rp.receives[i].segments) {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "exec/shm_window.hpp"
+#include "exec/threads.hpp"
 #include "exec/strategy.hpp"
 #include "mpi/agree.hpp"
 
@@ -597,6 +598,7 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   if (err.empty() && options.executions < 0)
     err = detail::cat("options.executions must be >= 0 (0: unknown, keep every strategy's state), got ",
                       options.executions);
+  if (err.empty()) p.copy = detail::copy_threads_from(options.copy_threads, err);
   if (err.empty() && options.max_buffer_bytes < 0)
     err = detail::cat("options.max_buffer_bytes must be >= 0 (0: no budget), got ", options.max_buffer_bytes);
   if (err.empty() && options.taskgraph.threads < 1)

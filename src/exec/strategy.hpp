@@ -60,12 +60,22 @@ struct DstBlocks {
 // buffers, which strategies that pack borrow for the length of one run (no
 // strategy keeps data in them between runs, so sharing them is safe and a plan
 // alternating strategies does not hold one copy of its volume per strategy).
+// Options::copy_threads resolved (copy_threads_from, exec/threads.hpp): this
+// rank's copy threads, and the smallest part of a copy phase in bytes (some 20 us
+// to start a thread against some 400 us for 4 MB copied here; tests lower it with
+// $REDIST_COPY_PART_BYTES).
+struct CopyThreads {
+  int threads = 1;
+  index_t part_min = index_t{4} << 20;
+};
+
 class PlanCore {
  public:
   Layout src, dst;
   Region region;               // regions[0] (an empty region when there are none)
   std::vector<Region> regions;  // every region the plan moves (make_plan's list)
   Options options;
+  CopyThreads copy;  // Options::copy_threads resolved (exec/threads.hpp)
   MPI_Comm comm = MPI_COMM_NULL;
   bool owns_comm = true;  // comm is the plan's duplicate (Options::duplicate_comm), freed with it
   int rank = 0, size = 1;

@@ -638,6 +638,17 @@ TEST(Validation, BadOptionsAndCommunicator) {
   o.strategy = "fastest";
   kind("an unknown options.strategy", "make_plan");
   expect_plan_error(ok, ok, whole, {"options.strategy", "unknown strategy 'fastest'", "p2p"}, o);
+  o = {};
+  o.copy_threads = -1;
+  kind("options.copy_threads < 0", "make_plan");
+  expect_plan_error(ok, ok, whole, {"options.copy_threads must be from 0 to 1024", "got -1"}, o);
+  // Not agreed (each rank may pass its own), but a bad value on one rank is an
+  // error on every rank.
+  o = {};
+  if (world_rank() == world_size() - 1) setenv("REDIST_COPY_THREADS", "two", 1);
+  kind("$REDIST_COPY_THREADS not a number (on one rank)", "make_plan");
+  expect_plan_error(ok, ok, whole, {"REDIST_COPY_THREADS=two", "expected a number of copy threads per rank from 1 to 1024"}, o);
+  unsetenv("REDIST_COPY_THREADS");
   kind("MPI_COMM_NULL as the communicator", "make_plan");
   expect_same_error(capture([&] { make_plan(ok, ok, whole, MPI_COMM_NULL); }), {"needs a communicator", "MPI_COMM_NULL"});
   kind("an owner function name that cannot be written in a spec", "register_owner_function");

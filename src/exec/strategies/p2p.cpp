@@ -3,6 +3,7 @@
 // overlaps the wire), copy local pieces while messages fly, unpack each message
 // as it completes. Messages above Options::max_message_bytes go as several.
 #include "exec/pack.hpp"
+#include "exec/threads.hpp"
 #include "cost/model.hpp"
 #include "mpi/agree.hpp"
 
@@ -63,7 +64,7 @@ class P2p final : public Strategy {
     copy_locals(p, src, dst);
     for (size_t left = nr; left > 0;) {
       int count = 0;
-      check_wait(MPI_Waitsome(static_cast<int>(nr), req, &count, done_.data(), status_.data()), "MPI_Waitsome", p.comm,
+      check_wait(wait_some(p, static_cast<int>(nr), req, &count, done_.data(), status_.data()), "MPI_Waitsome", p.comm,
                  status_.data(), count, done_.data(),
                  [&](int i) { return cat("receive from rank ", recv_chunks_[i].peer); });
       for (int j = 0; j < count; ++j) {
@@ -72,7 +73,7 @@ class P2p final : public Strategy {
       }
       left -= static_cast<size_t>(count);
     }
-    check_wait(MPI_Waitall(static_cast<int>(ns), req + nr, status_.data()), "MPI_Waitall", p.comm, status_.data(),
+    check_wait(wait_all(p, static_cast<int>(ns), req + nr, status_.data()), "MPI_Waitall", p.comm, status_.data(),
                static_cast<int>(ns), nullptr, [&](int i) { return cat("send to rank ", send_chunks_[i].peer); });
   }
 

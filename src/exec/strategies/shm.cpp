@@ -59,6 +59,7 @@
 #include "exec/pack.hpp"
 #include "exec/remote.hpp"
 #include "exec/shm_window.hpp"
+#include "exec/threads.hpp"
 #include "kernels/arith.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
@@ -97,6 +98,7 @@ struct Row {
 // 202 groups. The copies and their order are the walk's, row for row.
 struct RowGroup {
   std::int64_t first, period, reps, src_step;
+  std::int64_t bytes;  // of one repetition (its period's rows)
 };
 constexpr std::int64_t kMaxPeriod = 8;
 // A row is chained to the previous row of the walk that writes the same target
@@ -145,7 +147,7 @@ class Shm final : public Strategy {
   void fold_rows();
   std::string resolve(const std::vector<std::int64_t>& h, std::int64_t nblocks, int peer, std::vector<std::byte*>& base);
   std::string push(const SrcBlocks& src, const DstBlocks& dst, bool rings);
-  void walk(const SrcBlocks& src, const DstBlocks& dst, bool rings);
+  void walk(const SrcBlocks& src, const DstBlocks& dst, bool rings, index_t begin, index_t end);
   std::string pull(size_t i, const DstBlocks& dst);
   std::string cma_read(size_t i, const DstBlocks& dst);
   void cma_send(size_t i, const SrcBlocks& src);
@@ -181,6 +183,8 @@ class Shm final : public Strategy {
   std::vector<std::vector<std::byte*>> push_base_;  // per send peer: its target blocks, mapped here
   std::vector<Row> rows_;        // the groups' rows
   std::vector<RowGroup> groups_;  // the sorted walk, folded (empty: segment by segment)
+  index_t walk_bytes_ = 0;        // the walk's bytes, its groups' repetitions all told
+  int walk_parts_ = 1;            // the last run's walk: parts on threads of their own (copy threads)
   bool rows_built_ = false;
   size_t walk_rows_ = 0, walk_chained_ = 0;  // rows of the walk (merged), chained ones
   std::vector<char> rows_for_;  // send_fifo_ when the rows were built
@@ -497,6 +501,7 @@ void Shm::link_chains() {
 // wins (the shortest of equals); a row that repeats nothing is a group of one.
 // At most kMaxPeriod passes over the rows.
 void Shm::fold_rows() {
+  walk_bytes_ = 0;
   const auto n = static_cast<std::int64_t>(rows_.size());
   auto moved = [&](std::int64_t a, std::int64_t b, std::int64_t ds, std::int64_t dd) {  // rows_[b] is rows_[a] moved
     const Row &x = rows_[static_cast<size_t>(a)], &y = rows_[static_cast<size_t>(b)];
@@ -517,12 +522,14 @@ void Shm::fold_rows() {
       if (reps * q > best_reps * best) best = q, best_reps = reps;
     }
     groups_.push_back({static_cast<std::int64_t>(kept.size()), best, best_reps,
-                       best_reps > 1 ? at(k + best).src_off - at(k).src_off : 0});
+                       best_reps > 1 ? at(k + best).src_off - at(k).src_off : 0, 0});
     for (std::int64_t j = 0; j < best; ++j) {
+      groups_.back().bytes += at(k + j).bytes;
       kept.push_back(at(k + j));
       kept.back().dst_step = best_reps > 1 ? at(k + best + j).dst_off - at(k + j).dst_off : 0;
     }
     k += best * best_reps;
+    walk_bytes_ += groups_.back().bytes * best_reps;
   }
   rows_ = std::move(kept);
 }
@@ -538,7 +545,13 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
   if (!err.empty()) return err;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the headers before the targets' stores
   if (!groups_.empty()) {
-    walk(src, dst, rings);
+    // Without rings the walk's bytes are cut into parts for the copy threads (a
+    // ring's slots are filled in order, by one thread).
+    walk_parts_ = rings ? 1 : copy_parts(p, walk_bytes_);
+    for_parts(walk_parts_, [&](int t) {
+      walk(src, dst, rings, part_begin(walk_bytes_, t, walk_parts_, p.rp.elem_size),
+           part_begin(walk_bytes_, t + 1, walk_parts_, p.rp.elem_size));
+    });
   } else {  // segment by segment (short rows, or many)
     const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
     copy_locals(p, src, dst);
@@ -563,11 +576,12 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
 // peer's (its window, mapped here) or a walked ring's slot; the rows of peers
 // that pull or take messages are skipped. With rings (fifo_.begin() called), the
 // receives' full slots are unpacked every kPollBytes walked and whenever a
-// ring has no free slot.
-void Shm::walk(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
+// ring has no free slot. Only bytes [begin, end) of the walk (its rows one
+// after another): a part of it on a copy thread; with rings, the whole walk.
+void Shm::walk(const SrcBlocks& src, const DstBlocks& dst, bool rings, index_t begin, index_t end) {
   PlanCore& p = plan_;
   const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
-  slot_.assign(p.rp.sends.size(), nullptr);
+  if (rings) slot_.assign(p.rp.sends.size(), nullptr);
   index_t since = 0;  // bytes walked since the last poll
   // A row into ring i's message at byte `off`, across slot ends.
   auto put = [&](size_t i, index_t off, const std::byte* f, index_t n) {
@@ -607,7 +621,12 @@ void Shm::walk(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
   };
   std::byte* to[kMaxPeriod];
   const std::byte* from[kMaxPeriod];
+  index_t pos = 0;  // the walk's bytes before group g
   for (const RowGroup& g : groups_) {
+    const index_t gpos = pos;
+    pos += g.bytes * g.reps;
+    if (pos <= begin) continue;
+    if (gpos >= end) break;
     const Row* r = &rows_[static_cast<size_t>(g.first)];
     for (std::int64_t j = 0; j < g.period; ++j) {
       if (r[j].dst_block == kRingRow) to[j] = nullptr;
@@ -618,11 +637,20 @@ void Shm::walk(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
       if (to[j] != nullptr) to[j] += r[j].dst_off;
       from[j] = static_cast<const std::byte*>(src.ptr[static_cast<size_t>(r[j].src_block)]) + r[j].src_off;
     }
-    for (std::int64_t k = 0; k < g.reps; ++k)
+    const std::int64_t k0 = begin > gpos && g.bytes > 0 ? (begin - gpos) / g.bytes : 0;
+    index_t at = gpos + k0 * g.bytes;  // the walk's bytes before row (k, j)
+    for (std::int64_t k = k0; k < g.reps && at < end; ++k)
       for (std::int64_t j = 0; j < g.period; ++j) {
-        const index_t n = r[j].bytes;
-        if (r[j].dst_block == kRingRow) put(static_cast<size_t>(r[j].target), r[j].dst_off + k * r[j].dst_step, from[j] + k * g.src_step, n);
-        else if (to[j] != nullptr) copy(to[j] + k * r[j].dst_step, from[j] + k * g.src_step, n, r[j].flags);
+        // The row's bytes in [begin, end); a row cut there keeps its chain
+        // flags only at the ends it still has.
+        const index_t lo = std::max(at, begin) - at, hi = std::min(at + r[j].bytes, end) - at;
+        at += r[j].bytes;
+        if (lo >= hi) continue;
+        const index_t n = hi - lo;
+        const auto flags = static_cast<std::uint16_t>((lo == 0 ? r[j].flags & kChainedBefore : 0) |
+                                                      (hi == r[j].bytes ? r[j].flags & kChainedAfter : 0));
+        if (r[j].dst_block == kRingRow) put(static_cast<size_t>(r[j].target), r[j].dst_off + k * r[j].dst_step + lo, from[j] + k * g.src_step + lo, n);
+        else if (to[j] != nullptr) copy(to[j] + k * r[j].dst_step + lo, from[j] + k * g.src_step + lo, n, flags);
         else continue;
         if (rings && (since += n) >= kPollBytes) fifo_.poll(p, src, dst), since = 0;
       }
@@ -904,7 +932,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     int count = 0;
     index_.resize(rq_.size());
     status_.resize(rq_.size());
-    check_wait(MPI_Waitsome(static_cast<int>(rq_.size()), rq_.data(), &count, index_.data(), status_.data()),
+    check_wait(wait_some(p, static_cast<int>(rq_.size()), rq_.data(), &count, index_.data(), status_.data()),
                "MPI_Waitsome", p.comm, status_.data(), count, index_.data(), [&](int k) {
                  return cat("receive from rank ", p.rp.receives[static_cast<size_t>(rpeer_[static_cast<size_t>(k)])].peer);
                });
@@ -915,7 +943,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     left -= static_cast<size_t>(count);
   }
   status_.resize(sq_.size());
-  check_wait(MPI_Waitall(static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
+  check_wait(wait_all(p, static_cast<int>(sq_.size()), sq_.data(), status_.data()), "MPI_Waitall", p.comm,
              status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
   std::atomic_thread_fence(std::memory_order_seq_cst);  // "done" before the target's loads
   agree(p.comm, err);  // a failed mapping is reported on every rank
@@ -968,7 +996,9 @@ std::string Shm::describe() const {
                                                          walked_rings_ > 1 ? " rings" : " ring")
                                                      : std::string("push walked the source in storage order"),
                                    "; ", walk_chained_, " of ", walk_rows_,
-                                   " rows chained, in ", groups_.size(), " groups)"),
+                                   " rows chained, in ", groups_.size(), " groups",
+                                   walk_parts_ > 1 ? cat(", in ", walk_parts_, " parts on as many threads") : std::string(),
+                                   ")"),
              peers);
 }
 

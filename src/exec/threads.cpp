@@ -1,0 +1,102 @@
+#include "exec/threads.hpp"
+
+#include <time.h>
+
+#include <cstdlib>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "kernels/copy.hpp"
+
+namespace redist::detail {
+namespace {
+
+// A whole number from the environment variable `name` in [lo, hi]; `fallback`
+// when unset or empty; an error in `err` when it is anything else.
+index_t env_number(const char* name, index_t fallback, index_t lo, index_t hi, const char* what, std::string& err) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long k = std::strtoll(v, &end, 10);
+  if (*end || k < lo || k > hi) {
+    err = cat(name, "=", v, ": expected ", what, " from ", lo, " to ", hi);
+    return fallback;
+  }
+  return static_cast<index_t>(k);
+}
+
+// Between two tests of a wait: this core sleeps (10 us asked, some 60 us with
+// the kernel's timer slack), so that the scheduler moves a runnable copy thread
+// of another rank onto it; sched_yield() alone kept it here (CFS yields only to
+// threads queued on this core).
+void idle() {
+  const timespec t{0, 10'000};
+  nanosleep(&t, nullptr);
+}
+
+}  // namespace
+
+CopyThreads copy_threads_from(int requested, std::string& err) {
+  constexpr int kMaxThreads = 1024;
+  CopyThreads c;
+  if (requested < 0 || requested > kMaxThreads) {
+    err = cat("options.copy_threads must be from 0 to ", kMaxThreads, " (0: $REDIST_COPY_THREADS, else 1), got ",
+              requested);
+    return c;
+  }
+  c.threads = requested > 0 ? requested
+                            : static_cast<int>(env_number("REDIST_COPY_THREADS", 1, 1, kMaxThreads,
+                                                          "a number of copy threads per rank", err));
+  if (err.empty())
+    c.part_min = env_number("REDIST_COPY_PART_BYTES", c.part_min, 1, index_t{1} << 50,
+                            "the smallest part of a copy phase in bytes", err);
+  return c;
+}
+
+int copy_parts(const PlanCore& p, index_t bytes) {
+  if (p.copy.threads <= 1 || bytes < 2 * p.copy.part_min) return 1;
+  return static_cast<int>(std::min<index_t>(p.copy.threads, bytes / p.copy.part_min));
+}
+
+void for_parts(int parts, const std::function<void(int)>& part) {
+  if (parts <= 1) {
+    part(0);
+    return;
+  }
+  std::vector<std::exception_ptr> failed(static_cast<size_t>(parts));
+  auto run = [&](int t) {
+    try {
+      part(t);
+    } catch (...) {
+      failed[static_cast<size_t>(t)] = std::current_exception();
+    }
+    stream_fence();
+  };
+  std::vector<std::thread> team;
+  team.reserve(static_cast<size_t>(parts - 1));
+  for (int t = 1; t < parts; ++t) team.emplace_back(run, t);
+  run(0);
+  for (std::thread& th : team) th.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
+int wait_all(const PlanCore& p, int n, MPI_Request* req, MPI_Status* status) {
+  if (p.copy.threads <= 1) return MPI_Waitall(n, req, status);
+  for (;;) {
+    int done = 0;
+    if (const int rc = MPI_Testall(n, req, &done, status); rc != MPI_SUCCESS || done) return rc;
+    idle();
+  }
+}
+
+int wait_some(const PlanCore& p, int n, MPI_Request* req, int* count, int* index, MPI_Status* status) {
+  if (p.copy.threads <= 1) return MPI_Waitsome(n, req, count, index, status);
+  for (;;) {
+    if (const int rc = MPI_Testsome(n, req, count, index, status); rc != MPI_SUCCESS || *count != 0) return rc;
+    idle();
+  }
+}
+
+}  // namespace redist::detail
