@@ -31,7 +31,7 @@ namespace {
 
 const char* kUsage =
     "redist bench SUITE [--out DIR] [--reps N] [--scale S] [--smoke] [--no-plots] [--launches-note]\n"
-    "                   [--auto-trials K]\n"
+    "                   [--auto-trials K] [--copy-threads T]\n"
     "redist bench compare SRC DST [REGION] [--out DIR] [--reps N]\n"
     "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
     "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
@@ -52,7 +52,10 @@ const char* kUsage =
     "         planning in each call, beside ScaLAPACK's pdgemr2d; docs/scalapack.md),\n"
     "         repartition (paper 003: 280^3 and 528^3 doubles onto 16^3-64^3 patches, greedy\n"
     "         and balanced placement, per patch = segment vs per rank = p2p; prints the\n"
-    "         moved volume, load imbalance and the per-patch / per-rank time ratio)\n"
+    "         moved volume, load imbalance and the per-patch / per-rank time ratio),\n"
+    "         threads (copy threads per rank: rank 0's array to rank 1 in shared windows\n"
+    "         and on the heap, rank 0 re-tiling its own, issue 14's case a; shm and p2p\n"
+    "         on 1 and on T copy threads in the same rounds, and their ratio)\n"
     "  taskgraph suites (paper 000 sec. 8.2, docs/taskgraph.md): each times the taskgraph\n"
     "  strategy with one optimization switched (batch Fig. 6a, isolate_segments Fig. 6b,\n"
     "  dynamic_volume Fig. 7, multiple_send and eager payloads Fig. 8) beside its base\n"
@@ -73,6 +76,9 @@ const char* kUsage =
     "  --threads N      worker threads per rank of the taskgraph strategy (default 1;\n"
     "                   with one rank and N > 1 launch with --bind-to none)\n"
     "  --launches-note  print how the ranks are placed (ranks per node vs cores)\n"
+    "  --copy-threads T the threads suite's copy threads per rank (2..1024, default 2;\n"
+    "                   launch with mpirun --bind-to none: a rank bound to one core\n"
+    "                   runs its threads on it)\n"
     "  --auto-trials K  auto times its two best-predicted strategies in turn, 2K\n"
     "                   executes before its verified warm-up, then keeps the faster\n"
     "                   (Options::auto_trials; 0..1000, default 0: the model alone);\n"
@@ -211,6 +217,22 @@ void print_budgets(const harness::CaseResult& r, const std::vector<BudgetRow>& r
   }
 }
 
+// The threads suite: a strategy's method on a plan with copy threads.
+std::string threaded_name(const std::string& strategy, int threads) {
+  return strategy + " x" + std::to_string(threads) + " threads";
+}
+
+// The threads suite: each strategy's median with copy threads over its median on
+// one thread, both timed in the same rounds.
+void print_copy_threads(const Case& c, const harness::CaseResult& r) {
+  for (const std::string& s : c.thread_strategies) {
+    const harness::MethodResult *one = r.find(s), *many = r.find(threaded_name(s, c.copy_threads));
+    if (!one || !many || one->median <= 0) continue;
+    std::printf("  copy threads: %-5s %d threads %.3f ms against 1 thread %.3f ms: %.2fx the time\n", s.c_str(),
+                c.copy_threads, many->median * 1e3, one->median * 1e3, many->median / one->median);
+  }
+}
+
 // Runs one case on every rank; the result is the same on every rank.
 harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>& machine, int reps,
                              bool inject_error, int auto_trials) {
@@ -225,6 +247,7 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
     opt.machine = machine;  // one model for the whole run: auto and the predictions
     opt.taskgraph = c.base;
     opt.auto_trials = auto_trials;  // the harness runs the trials before auto's verified warm-up
+    if (c.copy_threads > 0) opt.copy_threads = 1;  // the threads suite: 1 here, c.copy_threads on its own plans
     // Where CaseRun allocates (harness::shared_storage_requested).
     if (c.shared_storage) setenv("REDIST_STORAGE", *c.shared_storage ? "shared" : "heap", 1);
     run = c.senders > 0 ? harness::group_case_run(src, dst, region, MPI_COMM_WORLD, c.senders, c.overlap, opt)
@@ -327,6 +350,21 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
         run->add_method(budgeted.back().name, [plan, a, b, name] { plan->execute(a, b, name); });
       }
   }
+  // The threads suite: each of its strategies again on a plan with copy threads.
+  std::vector<std::unique_ptr<Plan>> threaded;
+  if (c.copy_threads > 0) {
+    const void* a = run->source().data();
+    void* b = run->target().data();
+    for (const std::string& s : c.thread_strategies) {
+      Options o;
+      o.strategy = s;
+      o.machine = machine;
+      o.copy_threads = c.copy_threads;
+      threaded.push_back(std::make_unique<Plan>(make_plan(src, dst, region, MPI_COMM_WORLD, o)));
+      Plan* plan = threaded.back().get();
+      run->add_method(threaded_name(s, c.copy_threads), [plan, a, b, s] { plan->execute(a, b, s); });
+    }
+  }
   // Paper 001's yardstick: a plain MPI_Alltoall moving the busiest rank's remote
   // volume, spread evenly over its peers.
   std::vector<char> sa, sb;
@@ -412,7 +450,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
   std::string suite, out;
   std::vector<std::string> positional;
-  int reps = 5, threads = 1, auto_trials = 0;
+  int reps = 5, threads = 1, auto_trials = 0, copy_threads = 2;
   double scale = 0;
   bool smoke = false, launches_note = false, inject_error = false, plots = true;
   for (int i = 1; i < argc; ++i) {
@@ -432,6 +470,9 @@ int main(int argc, char** argv) {
     } else if (a == "--threads" && has_value) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) fail("--threads needs a number >= 1");
+    } else if (a == "--copy-threads" && has_value) {
+      copy_threads = std::atoi(argv[++i]);
+      if (copy_threads < 2 || copy_threads > 1024) fail("--copy-threads needs a number from 2 to 1024");
     } else if (a == "--auto-trials" && has_value) {
       const std::string v = argv[++i];
       char* end = nullptr;
@@ -464,9 +505,10 @@ int main(int argc, char** argv) {
   }
   if (scale == 0) scale = 1;
   if (reps < 1) fail("--reps must be >= 1");
-  const std::vector<Case> cases =
-      suite == "compare" ? std::vector<Case>{compare_case(positional)}
-                         : make_suite(suite, nranks_, scale, smoke, threads);
+  std::vector<Case> cases = suite == "compare" ? std::vector<Case>{compare_case(positional)}
+                                               : make_suite(suite, nranks_, scale, smoke, threads);
+  for (Case& c : cases)
+    if (!c.thread_strategies.empty()) c.copy_threads = copy_threads;
   if (cases.empty()) fail("unknown suite '" + suite + "' (see --help)");
   if (out.empty()) out = "results/" + suite;
 
@@ -507,6 +549,7 @@ int main(int argc, char** argv) {
       progress_done(stderr);
       print_case(stdout, r, i + 1, cases.size());
       if (!cases[i].variants.empty()) print_effects(cases[i], r);
+      if (cases[i].copy_threads > 0) print_copy_threads(cases[i], r);
     }
     report.add(std::move(r));
     if (rank_ == 0 && !report.write(out)) {

@@ -19,6 +19,7 @@ struct SuiteSummary {
   std::vector<double> geomean_speedup, best_ratio;
   std::vector<int> speedup_cases;
   int auto_within_10 = 0, cases = 0;
+  int auto_cases = 0;  // cases that timed auto
 };
 
 class Report {

@@ -166,6 +166,36 @@ std::vector<Case> shm(int p, double scale) {
   return out;
 }
 
+// Copy threads per rank (Options::copy_threads, docs/strategies.md "Copy
+// threads"): moves where one rank copies while the others wait (rank 0's 4000^2
+// array to rank 1, the tiles 100 -> 70x90: one run of 128 MB; rank 0 re-tiling
+// its own 6000^2 array), and issue 14's case a, where every rank copies. Each
+// with the single-copy limit beside it.
+std::vector<Case> copy_threads(int p, double scale) {
+  std::vector<Case> out;
+  const long n = scaled(4000, scale), nl = scaled(6000, scale), na = scaled(8000, scale);
+  const std::string one = square(n) + " tile=100x100 block_cyclic grid=1x1 storage=local_array";
+  const std::string other = square(n) + " tile=70x90 block_cyclic grid=1x1 first=" + s(p > 1 ? 1 : 0) +
+                            " storage=local_array";
+  auto add = [&](const std::string& name, const std::string& src, const std::string& dst, bool shared,
+                 std::vector<std::string> strategies, std::vector<std::string> threaded) {
+    Case c{"threads", shared ? "shared window" : "heap", name + (shared ? " (shared)" : " (heap)"),
+           double(out.size()), "case", src, dst, "", false, std::move(strategies)};
+    c.shared_storage = shared;
+    c.single_copy = true;
+    c.thread_strategies = std::move(threaded);
+    out.push_back(c);
+  };
+  const std::string move = p > 1 ? "rank 0 -> 1, 100 -> 70x90" : "rank 0 re-tiles 100 -> 70x90";
+  add(move, one, other, true, {"shm", "p2p", "alltoallw"}, {"shm", "p2p"});
+  add(move, one, other, false, {"shm", "p2p", "alltoallw"}, {"p2p"});
+  add("rank 0 re-tiles 200 -> 300", bc2(nl, 200, 200, "1x1"), bc2(nl, 300, 300, "1x1"), false, {"p2p", "shm"},
+      {"p2p", "shm"});
+  add("a 200->200 1xP->Px1", bc2(na, 200, 200, "1x" + s(p)), bc2(na, 200, 200, s(p) + "x1"), true, {"shm", "p2p"},
+      {"shm", "p2p"});
+  return out;
+}
+
 // The ScaLAPACK drop-in (libredist_scalapack, docs/scalapack.md): compare's cases
 // (docs/strategies.md, "Speed") and the issue's 1-D one called through pdgemr2d_,
 // plus many calls on a 100x100 matrix. bench_main times each call the drop-in
@@ -424,6 +454,7 @@ std::vector<Case> make_suite(const std::string& suite, int p, double scale, bool
   else if (suite == "fine") out = fine(p, scale);
   else if (suite == "tran") out = tran(p, scale);
   else if (suite == "shm") out = shm(p, scale);
+  else if (suite == "threads") out = copy_threads(p, scale);
   else if (suite == "dropin") out = dropin(p, scale);
   else if (suite == "repartition") out = repartition(p, scale);
   else if (suite == "ctl_batch") out = ctl_batch(p, scale, threads);

@@ -54,6 +54,12 @@ struct Case {
   // printed per rank.
   std::vector<double> budgets{};
   std::vector<std::string> budget_strategies{};
+  // The `threads` suite (Options::copy_threads): each of `thread_strategies` also
+  // runs on a plan of its own with `copy_threads` copy threads per rank (bench's
+  // --copy-threads), beside the same strategy on one thread; the case's other
+  // methods run on one.
+  std::vector<std::string> thread_strategies{};
+  int copy_threads = 0;
 };
 
 // Suite names in the order `all` runs them.

@@ -119,6 +119,12 @@ typedef struct redist_options {
      (Added after the first fields: a program compiled against an older header
      passes a shorter struct; rebuild it.) */
   int auto_trials;
+  /* Threads per rank for this rank's copies (Options::copy_threads, docs/strategies.md
+     "Copy threads per rank"): local pieces, packing, unpacking and shm's push cut
+     into parts of at least 4 MB, one thread each. 0: $REDIST_COPY_THREADS, else 1.
+     Outside 0..1024: REDIST_ERR_INVALID_ARGUMENT from make_plan. (Added after
+     auto_trials, as it was.) */
+  int copy_threads;
 } redist_options;
 
 /* Collective over `comm` (every rank calls it, with the same arguments). Plans

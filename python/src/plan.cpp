@@ -276,6 +276,7 @@ void bind_plan(nb::module_& m) {
                    "The strategy auto runs for this plan: '' until auto decides (its first execute, or after the "
                    "2 * auto_trials trial executes), then a name of strategy_names(), the same on every rank.")
       .def_prop_ro("auto_trials", [](PyPlan& p) { return p.get().options().auto_trials; })
+      .def_prop_ro("copy_threads", [](PyPlan& p) { return p.get().options().copy_threads; })
       .def_prop_ro("buffer_bytes", [](PyPlan& p) { return p.get().buffer_bytes(); })
       .def_prop_ro("rank", [](const PyPlan& p) { return p.rank; })
       .def_prop_ro("size", [](const PyPlan& p) { return p.size; })
@@ -306,7 +307,7 @@ void bind_plan(nb::module_& m) {
   m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, const std::string& strategy,
                         index_t max_message_bytes, index_t max_buffer_bytes, const std::string& calibration,
                         std::optional<Machine> machine, const std::string& element_type, std::complex<double> alpha,
-                        std::complex<double> beta, bool conjugate, int auto_trials) {
+                        std::complex<double> beta, bool conjugate, int auto_trials, int copy_threads) {
     MPI_Comm c = comm_of(comm);
     // A spec or region string that does not parse on some rank is agreed on like any bad argument.
     Layout s, d;
@@ -333,6 +334,7 @@ void bind_plan(nb::module_& m) {
     o.max_buffer_bytes = max_buffer_bytes;
     o.calibration = calibration;
     o.auto_trials = auto_trials;  // checked (>= 0) by the core's make_plan, agreed
+    o.copy_threads = copy_threads;  // checked (0..1024) by the core's make_plan, agreed
     if (machine) o.machine = std::make_shared<const Machine>(std::move(*machine));
     std::optional<Plan> plan;
     {
@@ -345,12 +347,12 @@ void bind_plan(nb::module_& m) {
      nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
      nb::arg("calibration") = "", nb::arg("machine") = nb::none(), nb::arg("element_type") = "bytes",
      nb::arg("alpha") = std::complex<double>(1.0), nb::arg("beta") = std::complex<double>(0.0),
-     nb::arg("conjugate") = false, nb::arg("auto_trials") = 0,
+     nb::arg("conjugate") = false, nb::arg("auto_trials") = 0, nb::arg("copy_threads") = 0,
      nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
              "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
              "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None, "
              "element_type: str = 'bytes', alpha: complex = 1, beta: complex = 0, conjugate: bool = False, "
-             "auto_trials: int = 0) -> Plan"),
+             "auto_trials: int = 0, copy_threads: int = 0) -> Plan"),
      "Collective over comm (an mpi4py communicator; None: COMM_WORLD): checks the arguments on every rank (the same "
      "redist.Error everywhere), then plans this rank. src, dst: Layouts or spec strings; region: a Region, a region "
      "string or None (the whole source shape; 'axes=1,0' in it transposes). element_type ('f32', 'f64', 'c64', "
@@ -358,7 +360,8 @@ void bind_plan(nb::module_& m) {
      "copying (docs/transforms.md); a strategy that cannot apply it is refused with an error naming those that can. "
      "auto_trials=k > 0: the first 2k executes under 'auto' alternate between the two strategies the model predicts "
      "fastest, timing each, then auto keeps the one with the smaller median time (Plan.auto_choice; 0: the model "
-     "alone).");
+     "alone). copy_threads=T > 1: this rank's copies (local pieces, packing, unpacking, shm's push) cut into parts "
+     "of at least 4 MB on T threads (0: $REDIST_COPY_THREADS, else 1; docs/strategies.md, 'Copy threads per rank').");
 }
 
 }  // namespace redist::python

@@ -352,6 +352,24 @@ def test_auto_trials(trials):
                 assert same_everywhere(MPI.COMM_WORLD, plan.auto_choice)
 
 
+def test_copy_threads(monkeypatch):
+    """copy_threads=3, with parts of any size ($REDIST_COPY_PART_BYTES=1, read by
+    make_plan): every element lands right for strategies that pack, copy locally
+    and push; a count outside 0..1024 is the same Error on every rank."""
+    monkeypatch.setenv("REDIST_COPY_PART_BYTES", "1")
+    src = f"60x50 tile=7x3 block_cyclic grid=1x{P}"
+    dst = f"60x50 tile=4x9 random seed=3 ranks={P}"
+    a = redist.fromfunction(value, src)
+    for strategy in ("p2p", "alltoallv", "shm"):
+        with redist.make_plan(src, dst, strategy=strategy, copy_threads=3) as plan:
+            assert plan.copy_threads == 3
+            b = redist.zeros(dst)
+            plan.execute(a, b)
+            check_tiles(b, value)
+    msg = agreed_error(lambda: redist.make_plan(src, dst, copy_threads=-1))
+    assert "copy_threads must be from 0 to 1024" in msg and "-1" in msg
+
+
 def test_error_auto_trials_negative():
     msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy="auto", auto_trials=-3))
     assert "auto_trials must be >= 0" in msg and "-3" in msg

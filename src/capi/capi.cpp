@@ -142,6 +142,7 @@ redist_status make_plan(std::optional<redist::Layout> src, std::optional<redist:
     if (options->max_message_bytes != 0) o.max_message_bytes = options->max_message_bytes;
     if (options->calibration) o.calibration = options->calibration;
     o.auto_trials = options->auto_trials;  // checked (>= 0) by the core's make_plan, agreed
+    o.copy_threads = options->copy_threads;  // checked (0..1024) by the core's make_plan, agreed
     if (options->elem_size < 0)
       local.set(REDIST_ERR_INVALID_ARGUMENT, cat("options.elem_size must be >= 0 (0: the layouts' esize), got ",
                                                  options->elem_size));

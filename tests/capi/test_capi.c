@@ -147,6 +147,9 @@ static redist_plan* make(const Case* c, const char* strategy, const char* src_sp
   redist_options o = {0};
   o.elem_size = c->elem_size;
   if (c->strategy_in_options) o.strategy = strategy;
+  /* Copy threads on the cases that name the strategy in the options (the ctest
+     sets $REDIST_COPY_PART_BYTES=1: parts of any size, so these small cases are cut). */
+  o.copy_threads = c->strategy_in_options ? 3 : 0;
   redist_plan* plan = NULL;
   redist_status st;
   if (c->from_specs) {

@@ -61,6 +61,12 @@ static void bad_specs(void) {
   o.elem_size = -4;
   plan_spec(kGood, kGood, NULL, &o, &st);
   expect_agreed("a negative options.elem_size", st, REDIST_ERR_INVALID_ARGUMENT, "options.elem_size");
+  o.elem_size = 0;
+  o.copy_threads = test_rank == test_ranks - 1 ? 5000 : 1; /* not agreed, but checked on every rank */
+  plan_spec(kGood, kGood, NULL, &o, &st);
+  expect_agreed("options.copy_threads above 1024 on one rank", st, REDIST_ERR_INVALID_ARGUMENT,
+                "options.copy_threads must be from 0 to 1024");
+  o.copy_threads = 0;
   if (test_ranks > 1) {
     plan_spec(kGood, test_rank == 1 ? "13x11 tile=4x4 block_cyclic grid=1x1" : kGood, NULL, NULL, &st);
     expect_agreed("the target layout differs between ranks", st, REDIST_ERR_MISMATCH, "between ranks");

@@ -309,3 +309,25 @@ def test_shm_suite_times_the_single_copy_limit(tmp_path):
         once = next(m for m in case["methods"] if m["name"] == "single copy")
         assert case["single_copy_s"] == once["median_s"]
         assert once["times_single_copy"] == pytest.approx(1.0)
+
+
+def test_threads_suite_times_each_strategy_on_one_and_on_t_copy_threads(tmp_path):
+    """The threads suite (Options::copy_threads): each of its strategies on one copy
+    thread and again on a plan with --copy-threads T, both verified in the same
+    rounds, and a line per strategy with the ratio of the two medians; a count
+    below 2 is refused before anything runs."""
+    res = run_bench(["threads", "--smoke", "--copy-threads", "3", "--no-plots", "--out", str(tmp_path)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert {c["suite"] for c in data["cases"]} == {"threads"}
+    for case in data["cases"]:
+        names = {m["name"]: m for m in case["methods"]}
+        threaded = [n for n in names if n.endswith(" x3 threads")]
+        assert threaded, names
+        for n in threaded:
+            assert names[n]["verified"] is True and names[n]["median_s"] > 0
+            assert n.split(" ")[0] in names  # the same strategy on one thread
+    assert res.stdout.count("copy threads: ") >= 2 and "3 threads" in res.stdout
+    r = run_bench(["threads", "--smoke", "--copy-threads", "1", "--no-plots", "--out", str(tmp_path / "x")])
+    assert r.returncode == 2 and "--copy-threads needs a number from 2 to 1024" in r.stderr, r.stdout + r.stderr
+    assert "[1/" not in r.stdout

@@ -169,6 +169,8 @@ BAD_RUN = [
      ["100x100", "50x50"], ["leaves the target array"]),
     ("a malformed region", "Region::parse",
      ["100x100", "100x100", "10xa"], ["bad region", "integers joined by 'x'"]),
+    ("--copy-threads 0", "redist run options",
+     ["100x100", "100x100", "--copy-threads", "0"], ["option --copy-threads needs an integer >= 1 and <= 1024"]),
     ("--senders 2 on 2 ranks without --overlap (no receiver left)", "redist run options",
      ["100x100", "100x100", "--senders", "2"], ["option --senders needs an integer >= 1 and <= 1"]),
     ("a sender layout for more ranks than --senders gives the group", "make_group_plan",
