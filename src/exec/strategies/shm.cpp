@@ -122,6 +122,18 @@ bool fifo_walk_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
+// The order in which this rank takes its peers (Walker & Otto, paper 001): from
+// the rank after its own, wrapping around, so that in an all-to-all every step
+// pairs each rank with a different one. If every rank began with the lowest
+// rank, all of them would read from (or write into) its memory at once.
+std::vector<size_t> from_next(const std::vector<PeerPlan>& peers, int rank, int size) {
+  std::vector<size_t> order(peers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto distance = [&](size_t i) { return (peers[i].peer - rank + size) % size; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return distance(a) < distance(b); });
+  return order;
+}
+
 class Shm final : public Strategy {
  public:
   explicit Shm(PlanCore& p) : Strategy(p) {}
@@ -165,6 +177,7 @@ class Shm final : public Strategy {
   std::vector<std::vector<std::int64_t>> src_in_, dst_out_;  // as receiver: the sender's header, mine
   std::vector<std::vector<std::int64_t>> src_out_, dst_in_;  // as sender: mine, the receiver's header
   std::vector<Path> recv_path_, send_path_;
+  std::vector<size_t> send_order_, recv_order_;  // from_next: the peers from the next rank on
   // Cross-memory attach per pair on the node: the receiver's probe read and the
   // sender's probe write (kCmaOk or why not, exec/cma.hpp), known to both sides;
   // who moves the bytes and which segments travel packed; the packed runs'
@@ -237,6 +250,7 @@ bool Shm::available() {
   src_in_ = sized(recv_src_blocks_), dst_out_ = sized(recv_dst_blocks_);
   src_out_ = sized(send_src_blocks_), dst_in_ = sized(send_dst_blocks_);
   recv_path_.assign(nr, kMessage), send_path_.assign(ns, kMessage);
+  send_order_ = from_next(p.rp.sends, p.rank, p.size), recv_order_ = from_next(p.rp.receives, p.rank, p.size);
   push_base_.resize(ns);
   pending_.assign(nr, 0);
 
@@ -556,7 +570,7 @@ std::string Shm::push(const SrcBlocks& src, const DstBlocks& dst, bool rings) {
     const bool stream = stream_for(p.rp.stats.bytes_sent + p.rp.stats.bytes_local);
     copy_locals(p, src, dst);
     const size_t per = record_size(p.rp.ndim);
-    for (size_t i = 0; i < p.rp.sends.size(); ++i) {
+    for (size_t i : send_order_) {
       if (send_path_[i] != kPush) continue;
       for (size_t k = 0; k < p.rp.sends[i].segments.size(); ++k) {
         const Segment& s = p.rp.sends[i].segments[k];
@@ -909,18 +923,19 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   }
   for (size_t i = 0; i < ns; ++i)
     if (send_path_[i] == kPush) post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
-  for (size_t i = 0; i < ns; ++i)
+  // Writes and reads of other ranks' memory, each in from_next's order.
+  for (size_t i : send_order_)
     if (send_path_[i] == kCmaWrite) {
       std::string e = cma_write(i, src);
       if (err.empty()) err = std::move(e);
       post(true, nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone);
     }
-  for (size_t i = 0; i < nr; ++i)
+  for (size_t i : recv_order_)
     if (recv_path_[i] == kPull) {
       if (err.empty()) err = pull(i, dst);
       post(true, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
     }
-  for (size_t i = 0; i < nr; ++i)
+  for (size_t i : recv_order_)
     if (recv_path_[i] == kCma) {
       std::string e = cma_read(i, dst);
       if (err.empty()) err = std::move(e);
