@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <complex>
@@ -362,6 +363,9 @@ int cmd_run(int argc, char** argv) {
                   human_time(lim.single_copy).c_str(), human_bytes(double(g.max_written_bytes)).c_str(),
                   human_rate(machine->bmemcpy_node > 0 ? machine->bmemcpy_node : machine->bmemcpy).c_str());
     std::printf("model    picks %s (smallest predicted time, paper 000 Eq. 1)\n", res.model_choice.c_str());
+    if (const char* t = std::getenv("REDIST_COPY_THREADS"); t && std::strcmp(t, "1") != 0)
+      std::printf("threads  %s copy threads per rank (--copy-threads; docs/strategies.md): the limit and the model "
+                  "are one thread's\n", t);
     std::printf("buffers  %s at most on a rank, measured (the plan's packed buffers, every strategy run)%s\n",
                 human_bytes(double(peak)).c_str(),
                 opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()
