@@ -107,6 +107,33 @@ double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt
   return t;
 }
 
+StorageRun storage_run(const PeerPlan& pp) {
+  StorageRun r;
+  index_t next = 0;  // where the next segment must begin
+  for (const Segment& g : pp.segments) {
+    if (g.elements() == 0) continue;
+    const RunRows rows = run_rows(g.shape, g.run, g.count, g.step, packed_steps(g.shape, g.count));
+    if (rows.rows != 1 || (r.block >= 0 && (g.at.block != r.block || g.at.offset != next))) return {};
+    if (r.block < 0) r = {g.at.block, g.at.offset};
+    next = g.at.offset + g.elements();
+  }
+  return r;
+}
+
+double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) {
+  // Summed in packed_copy_time's order (sends, receives, local copies): the same
+  // figure where no message is one run.
+  double sends = 0, receives = 0;
+  auto packed = [&](const PeerPlan& p, double& t) {
+    for (const Segment& g : p.segments) t += rt.copy.time(runs_of(g, rp.elem_size));
+  };
+  for (const PeerPlan& p : rp.sends)
+    if (storage_run(p).block < 0) packed(p, sends);
+  for (const PeerPlan& p : rp.receives)
+    if (!unpack_in_place || storage_run(p).block < 0) packed(p, receives);
+  return sends + receives + local_copy_time(rp, rt);
+}
+
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m) {
   double t = 0;
   for (const PeerPlan& p : peers) t += m.exchange_time(static_cast<double>(p.bytes));

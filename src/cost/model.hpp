@@ -49,6 +49,20 @@ double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt
 inline double packed_copy_time(const RankPlan& rp, const Rates& rt) {
   return pack_time(rp.sends, rp.elem_size, rt) + pack_time(rp.receives, rp.elem_size, rt) + local_copy_time(rp, rt);
 }
+// A peer's message as one run of this rank's storage: its segments, in the
+// order they are packed, each one contiguous row in storage (run_rows: its
+// elements in packed order are adjacent there) and each beginning where the one
+// before ended, all in one block. `block` -1: not one run. p2p sends such a
+// message straight from the source and receives it straight into the target
+// (rank 0's 4000^2 array to rank 1: one message of 128 MB, no packing).
+struct StorageRun {
+  index_t block = -1, offset = 0;  // the block and the message's first element in it
+};
+StorageRun storage_run(const PeerPlan& pp);
+// packed_copy_time without the packing of messages that are one storage run
+// (sent from the source), nor the unpacking of those received (into the target;
+// `unpack_in_place` false: Options::arithmetic, they are unpacked).
+double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place = true);
 // Seconds of one message per peer, both directions at once (the measured exchange).
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
 // Runs of `peers` (plan entries: messages, for one message per run).

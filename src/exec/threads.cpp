@@ -84,19 +84,22 @@ void for_parts(int parts, const std::function<void(int)>& part) {
     if (e) std::rethrow_exception(e);
 }
 
+// The MPI calls below return their codes to the caller's check_wait: unchecked here.
 int wait_all(const PlanCore& p, int n, MPI_Request* req, MPI_Status* status) {
-  if (p.copy.threads <= 1) return MPI_Waitall(n, req, status);
+  if (p.copy.threads <= 1) return MPI_Waitall(n, req, status);  // unchecked here
   for (const double t0 = MPI_Wtime();;) {
     int done = 0;
-    if (const int rc = MPI_Testall(n, req, &done, status); rc != MPI_SUCCESS || done) return rc;
+    const int rc = MPI_Testall(n, req, &done, status);  // unchecked here
+    if (rc != MPI_SUCCESS || done) return rc;
     idle(t0);
   }
 }
 
 int wait_some(const PlanCore& p, int n, MPI_Request* req, int* count, int* index, MPI_Status* status) {
-  if (p.copy.threads <= 1) return MPI_Waitsome(n, req, count, index, status);
+  if (p.copy.threads <= 1) return MPI_Waitsome(n, req, count, index, status);  // unchecked here
   for (const double t0 = MPI_Wtime();;) {
-    if (const int rc = MPI_Testsome(n, req, count, index, status); rc != MPI_SUCCESS || *count != 0) return rc;
+    const int rc = MPI_Testsome(n, req, count, index, status);  // unchecked here
+    if (rc != MPI_SUCCESS || *count != 0) return rc;
     idle(t0);
   }
 }

@@ -143,6 +143,45 @@ TEST_P(Conformance, LongAndShortRows) {
   EXPECT_TRUE(all_ok(err.empty())) << err;
 }
 
+// Messages that are one run of storage on a side (p2p sends them from the
+// source and receives them into the target as they are, cost/model.hpp
+// storage_run): rank 0's whole array to the last rank (one run each side), a
+// vector in blocks to blocks of another size, whole columns at offsets; also
+// split into chunks of 100 bytes (not a multiple of the element), and with
+// target = 0.5 * source + 2 * target, where the receive side is unpacked.
+TEST_P(Conformance, MessagesThatAreOneRun) {
+  const int p = world_size();
+  const std::string last = std::to_string(p - 1);
+  const Layout whole = Layout::parse("97x61 tile=10x10 block_cyclic grid=1x1 storage=local_array");
+  const Layout moved = Layout::parse("97x61 tile=7x9 block_cyclic grid=1x1 first=" + last + " storage=local_array");
+  const Layout vec = block_cyclic_layout({1000}, {(1000 + p - 1) / p}, {p}, 8, StorageKind::local_array);
+  const Layout vec2 = block_cyclic_layout({1000}, {(1000 + 2 * p - 1) / (2 * p) + 3}, {p}, 8, StorageKind::local_array);
+  const Layout cols = Layout::parse("64x40 tile=64x" + std::to_string((40 + p - 1) / p) +
+                                    " block_cyclic grid=1x" + std::to_string(p) + " storage=local_array");
+  const Layout cols2 = Layout::parse("64x50 tile=64x7 block_cyclic grid=1x" + std::to_string(p) + " storage=local_array");
+  struct One {
+    Layout src, dst;
+    Region region;
+  };
+  const std::vector<One> cases = {{whole, moved, Region::whole(whole.shape())},
+                                  {vec, vec2, Region::whole(vec.shape())},
+                                  {cols, cols2, Region{{64, 23}, {0, 9}, {0, 20}}}};
+  for (size_t k = 0; k < cases.size(); ++k)
+    for (int variant = 0; variant < 3; ++variant) {
+      Options opt;
+      if (variant == 1) opt.max_message_bytes = 100;
+      if (variant == 2) {
+        opt.arithmetic.type = ElementType::f64;
+        opt.arithmetic.alpha = 0.5, opt.arithmetic.beta = 2.0;
+        bool can = false;
+        for (const StrategyInfo& i : strategies()) can = can || (i.name == GetParam() && i.arithmetic);
+        if (!can) continue;
+      }
+      std::string err = run_case(cases[k].src, cases[k].dst, cases[k].region, GetParam(), opt);
+      EXPECT_TRUE(all_ok(err.empty())) << "case " << k << " variant " << variant << ": " << err;
+    }
+}
+
 // ScaLAPACK's storage as pdgemr2d sees it: local arrays whose leading dimension
 // differs on every rank (LLD > local rows, by 5 * rank + 1), on grids whose ranks
 // are placed in reverse and rotated order (Cblacs_gridmap), ragged edges.

@@ -261,3 +261,36 @@ TEST(Cost, ShmChargesPeersOnOtherNodesAsMessages) {
 }
 
 }  // namespace
+
+namespace {
+
+// p2p sends a message that is one run of the source straight from it and
+// receives one that is one run of the target straight into it (storage_run):
+// rank 0's 400x300 array in ScaLAPACK storage to rank 1 (tiles 100 -> 70x90) is
+// one message of one run, nothing packed; the same array into 2 ranks' rows of
+// tiles is not one run on either side, and both sides pay their copies. The
+// model by hand on the flat machine.
+TEST(Cost, P2pSendsAndReceivesStorageRunsInPlace) {
+  const Flat f;
+  const Machine m = f.machine();
+  const auto side = [](const char* spec) { return Layout::parse(spec); };
+  const Layout src = side("400x300 tile=100x100 block_cyclic grid=1x1 storage=local_array");
+  const Layout to1 = side("400x300 tile=70x90 block_cyclic grid=1x1 first=1 storage=local_array");
+  const Layout rows = side("400x300 tile=70x90 block_cyclic grid=2x1 storage=local_array");
+  const index_t bytes = 400 * 300 * 8;
+  for (int rank : {0, 1}) {
+    const RankPlan rp = plan_rank(src, to1, Region::whole(src.shape()), rank, 2);
+    const Prediction p = predict(rp, "p2p", m);
+    EXPECT_DOUBLE_EQ(p.memcpy, 0) << "rank " << rank;  // nothing packed, unpacked or copied locally
+    EXPECT_DOUBLE_EQ(p.comm, f.exchange(bytes)) << "rank " << rank;
+    // alltoallv packs and unpacks as before
+    EXPECT_NEAR(predict(rp, "alltoallv", m).memcpy, static_cast<double>(bytes) * f.copy, 1e-12) << "rank " << rank;
+  }
+  const RankPlan r0 = plan_rank(src, rows, Region::whole(src.shape()), 0, 2);
+  const RankPlan r1 = plan_rank(src, rows, Region::whole(src.shape()), 1, 2);
+  EXPECT_NEAR(predict(r0, "p2p", m).memcpy, static_cast<double>(r0.stats.bytes_sent + r0.stats.bytes_local) * f.copy,
+              1e-12);
+  EXPECT_NEAR(predict(r1, "p2p", m).memcpy, static_cast<double>(r1.stats.bytes_received) * f.copy, 1e-12);
+}
+
+}  // namespace

@@ -2,6 +2,9 @@
 // first, pack and send peer by peer in distance order (packing the next peer
 // overlaps the wire), copy local pieces while messages fly, unpack each message
 // as it completes. Messages above Options::max_message_bytes go as several.
+// A message that is one run of storage on its side (cost/model.hpp,
+// storage_run) is sent from the source, or received into the target (without
+// Options::arithmetic), as it is: no packing, no unpacking.
 #include "exec/pack.hpp"
 #include "exec/threads.hpp"
 #include "cost/model.hpp"
@@ -37,7 +40,10 @@ class P2p final : public Strategy {
         requests_(send_chunks_.size() + recv_chunks_.size()),
         done_(requests_.size()),
         status_(requests_.size()),
-        pending_(p.rp.receives.size()) {}
+        pending_(p.rp.receives.size()) {
+    for (const PeerPlan& pp : p.rp.sends) send_run_.push_back(storage_run(pp));
+    for (const PeerPlan& pp : p.rp.receives) recv_run_.push_back(arithmetic_of(p) ? StorageRun{} : storage_run(pp));
+  }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     PlanCore& p = plan_;
@@ -46,18 +52,27 @@ class P2p final : public Strategy {
     std::byte* rbuf = p.recv_scratch();
     std::byte* sbuf = p.send_scratch();
     std::fill(pending_.begin(), pending_.end(), 0);
+    const index_t es = p.rp.elem_size;
     for (size_t c = 0; c < nr; ++c) {
       const Chunk& k = recv_chunks_[c];
+      const StorageRun& in = recv_run_[static_cast<size_t>(k.peer_index)];
       ++pending_[k.peer_index];
-      check_mpi(MPI_Irecv(rbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]),
-                "MPI_Irecv", p.comm, "receive from", k.peer);
+      std::byte* to = in.block < 0 ? rbuf + k.offset
+                                   : static_cast<std::byte*>(dst.ptr[static_cast<size_t>(in.block)]) + in.offset * es +
+                                         (k.offset - p.recv_offset[static_cast<size_t>(k.peer_index)]);
+      check_mpi(MPI_Irecv(to, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]), "MPI_Irecv", p.comm,
+                "receive from", k.peer);
     }
     size_t c = 0;
     for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-      pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
+      const StorageRun& out = send_run_[i];
+      if (out.block < 0) pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
       for (; c < ns && send_chunks_[c].peer_index == static_cast<int>(i); ++c) {
         const Chunk& k = send_chunks_[c];
-        check_mpi(MPI_Isend(sbuf + k.offset, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[nr + c]),
+        const std::byte* from = out.block < 0 ? sbuf + k.offset
+                                              : static_cast<const std::byte*>(src.ptr[static_cast<size_t>(out.block)]) +
+                                                    out.offset * es + (k.offset - p.send_offset[i]);
+        check_mpi(MPI_Isend(from, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[nr + c]),
                   "MPI_Isend", p.comm, "send to", k.peer);
       }
     }
@@ -69,7 +84,8 @@ class P2p final : public Strategy {
                  [&](int i) { return cat("receive from rank ", recv_chunks_[i].peer); });
       for (int j = 0; j < count; ++j) {
         const int i = recv_chunks_[done_[j]].peer_index;
-        if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+        if (--pending_[i] == 0 && recv_run_[static_cast<size_t>(i)].block < 0)
+          unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
       }
       left -= static_cast<size_t>(count);
     }
@@ -83,16 +99,18 @@ class P2p final : public Strategy {
   std::vector<int> done_;
   std::vector<MPI_Status> status_;  // of the requests completed by one wait (errors name their peer)
   std::vector<index_t> pending_;  // per receive peer: its chunks still in flight
+  std::vector<StorageRun> send_run_, recv_run_;  // per peer: its message as one run of storage, if it is
 };
 
 // T_comm = max(sum_send x(bytes_peer), sum_recv x(bytes_peer)), x(n) the measured
 // exchange of n bytes each way (paper 002 Eq. 1 with t_w read from the curve);
-// T_memcpy = pack(send rows) + unpack(receive rows) + local copies.
+// T_memcpy = pack(send rows) + unpack(receive rows) + local copies, without the
+// messages that are one run of storage (sent and received as they are).
 Prediction predict(const RankPlan& rp, const Machine& m) {
   const Rates rt = rates(rp, m, true);
   Prediction p;
   p.comm = std::max(message_time(rp.sends, m), message_time(rp.receives, m));
-  p.memcpy = packed_copy_time(rp, rt);
+  p.memcpy = p2p_copy_time(rp, rt);
   return p;
 }
 
