@@ -168,9 +168,10 @@ std::vector<Case> shm(int p, double scale) {
 
 // Copy threads per rank (Options::copy_threads, docs/strategies.md "Copy
 // threads"): moves where one rank copies while the others wait (rank 0's 4000^2
-// array to rank 1, the tiles 100 -> 70x90: one run of 128 MB; rank 0 re-tiling
-// its own 6000^2 array), and issue 14's case a, where every rank copies. Each
-// with the single-copy limit beside it.
+// array to rank 1, the tiles 100 -> 70x90: one run of 128 MB in shared windows,
+// into tile storage on the heap; rank 0 re-tiling its own 6000^2 array), and
+// issue 14's case a, where every rank copies. Each with the single-copy limit
+// beside it.
 std::vector<Case> copy_threads(int p, double scale) {
   std::vector<Case> out;
   const long n = scaled(4000, scale), nl = scaled(6000, scale), na = scaled(8000, scale);
@@ -186,9 +187,12 @@ std::vector<Case> copy_threads(int p, double scale) {
     c.thread_strategies = std::move(threaded);
     out.push_back(c);
   };
+  // Into tile storage on the heap the message is no longer one run: p2p packs
+  // and unpacks it, each side on its copy threads while the other waits.
+  const std::string tiles = square(n) + " tile=70x90 block_cyclic grid=1x1 first=" + s(p > 1 ? 1 : 0);
   const std::string move = p > 1 ? "rank 0 -> 1, 100 -> 70x90" : "rank 0 re-tiles 100 -> 70x90";
   add(move, one, other, true, {"shm", "p2p", "alltoallw"}, {"shm", "p2p"});
-  add(move, one, other, false, {"shm", "p2p", "alltoallw"}, {"p2p"});
+  add(move + " tiles", one, tiles, false, {"shm", "p2p", "alltoallw"}, {"p2p"});
   add("rank 0 re-tiles 200 -> 300", bc2(nl, 200, 200, "1x1"), bc2(nl, 300, 300, "1x1"), false, {"p2p", "shm"},
       {"p2p", "shm"});
   add("a 200->200 1xP->Px1", bc2(na, 200, 200, "1x" + s(p)), bc2(na, 200, 200, s(p) + "x1"), true, {"shm", "p2p"},
