@@ -118,6 +118,31 @@ void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks
   if (stream) stream_fence();
 }
 
+std::vector<StorageRun> send_runs(const PlanCore& p) {
+  std::vector<StorageRun> v;
+  for (const PeerPlan& pp : p.rp.sends) v.push_back(storage_run(pp));
+  return v;
+}
+
+std::vector<StorageRun> receive_runs(const PlanCore& p) {
+  std::vector<StorageRun> v;
+  for (const PeerPlan& pp : p.rp.receives) v.push_back(arithmetic_of(p) ? StorageRun{} : storage_run(pp));
+  return v;
+}
+
+const std::byte* message_out(const PlanCore& p, int i, const SrcBlocks& src, const StorageRun& run, std::byte* packed) {
+  if (run.block >= 0)
+    return static_cast<const std::byte*>(src.ptr[static_cast<size_t>(run.block)]) + run.offset * p.rp.elem_size;
+  pack_peer(p, i, src, packed);
+  return packed;
+}
+
+std::byte* message_in(const PlanCore& p, const DstBlocks& dst, const StorageRun& run, std::byte* packed) {
+  if (run.block >= 0)
+    return static_cast<std::byte*>(dst.ptr[static_cast<size_t>(run.block)]) + run.offset * p.rp.elem_size;
+  return packed;
+}
+
 void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf) {
   const index_t es = p.rp.elem_size;
   const bool stream = stream_for(n);

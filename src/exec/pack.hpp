@@ -4,6 +4,7 @@
 // execute is large: all local copies, all packing, all unpacking of this rank.
 #pragma once
 
+#include "cost/model.hpp"
 #include "exec/strategy.hpp"
 
 namespace redist::detail {
@@ -32,6 +33,18 @@ void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
 // Unpacks the message of peer `i` of rp.receives from `buf` into the target, with
 // the plan's arithmetic.
 void unpack_peer(const PlanCore& p, int i, const std::byte* buf, const DstBlocks& dst);
+
+// Messages that are one run of storage (cost/model.hpp, storage_run), per send
+// (receive) peer of rp: sent from the source, received into the target as they
+// are. A receive with the plan's arithmetic is not one (it is unpacked).
+std::vector<StorageRun> send_runs(const PlanCore& p);
+std::vector<StorageRun> receive_runs(const PlanCore& p);
+// Where send peer i's message starts: in the source when `run` is one, else in
+// `packed`, packed there now (pack_peer).
+const std::byte* message_out(const PlanCore& p, int i, const SrcBlocks& src, const StorageRun& run, std::byte* packed);
+// Where a receive peer's message lands: in the target when `run` is one (then
+// nothing is to unpack), else in `packed`.
+std::byte* message_in(const PlanCore& p, const DstBlocks& dst, const StorageRun& run, std::byte* packed);
 
 // A piece of a message (plan/pieces.hpp): bytes [off, off + n) of the message to peer `i` of
 // rp.sends, in the order pack_peer writes them, packed into `buf` (off and n

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cost/model.hpp"  // storage_run
 #include "redist/cost.hpp"
 #include "redist/exec.hpp"  // predict(rank plan, strategy name, machine)
 
@@ -190,11 +191,15 @@ Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::
       if (g.run * es < 2048) b += g.elements() * es;
     return b;
   };
+  // A message that is one run of storage on a side costs no copy on that side.
+  const auto packed = [](const PeerPlan& pp) {
+    return detail::storage_run(pp).block < 0 ? static_cast<double>(pp.bytes) : 0.0;
+  };
   double copied = static_cast<double>(rp.stats.bytes_local), read = 0, sent = 0, received = 0;
   int on_s = 0, on_r = 0, packed_s = 0, packed_r = 0;
   for (const PeerPlan& pp : rp.sends)
     if (!on(pp.peer)) {
-      sent += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
+      sent += f.exchange(pp.bytes), copied += packed(pp);
     } else {
       ++on_s;
       copied += static_cast<double>(heap ? short_bytes(pp) : pp.bytes);  // windows: copied; rings: packed
@@ -202,7 +207,7 @@ Prediction shm_by_hand(const RankPlan& rp, const Flat& f, bool heap, const std::
     }
   for (const PeerPlan& pp : rp.receives)
     if (!on(pp.peer)) {
-      received += f.exchange(pp.bytes), copied += static_cast<double>(pp.bytes);
+      received += f.exchange(pp.bytes), copied += packed(pp);
     } else {
       ++on_r;
       if (rings) copied += static_cast<double>(pp.bytes);  // unpacked
@@ -231,6 +236,13 @@ TEST(Cost, ShmChargesPeersOnOtherNodesAsMessages) {
   for (const auto& [src, dst] : cases)
     for (int r = 0; r < 4; ++r) {
       const RankPlan rp = plan_rank(src, dst, Region::whole(src.shape()), r, 4);
+      // Of the columns' messages, those within one tile on a side are one run
+      // there (sent or received in place); none of the 10-row tiles' are.
+      int runs = 0;
+      for (const auto* peers : {&rp.sends, &rp.receives})
+        for (const PeerPlan& pp : *peers) runs += detail::storage_run(pp).block >= 0;
+      if (&src == &cases[0].first) EXPECT_GT(runs, 0) << "rank " << r;
+      else EXPECT_EQ(runs, 0) << "rank " << r;
       bool off = false;
       for (const PeerPlan& pp : rp.sends) off = off || nodes[static_cast<size_t>(pp.peer)] != nodes[static_cast<size_t>(r)];
       ASSERT_TRUE(off) << "rank " << r << " has no peer on the other node";

@@ -41,8 +41,7 @@ class P2p final : public Strategy {
         done_(requests_.size()),
         status_(requests_.size()),
         pending_(p.rp.receives.size()) {
-    for (const PeerPlan& pp : p.rp.sends) send_run_.push_back(storage_run(pp));
-    for (const PeerPlan& pp : p.rp.receives) recv_run_.push_back(arithmetic_of(p) ? StorageRun{} : storage_run(pp));
+    send_run_ = send_runs(p), recv_run_ = receive_runs(p);
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -52,27 +51,21 @@ class P2p final : public Strategy {
     std::byte* rbuf = p.recv_scratch();
     std::byte* sbuf = p.send_scratch();
     std::fill(pending_.begin(), pending_.end(), 0);
-    const index_t es = p.rp.elem_size;
     for (size_t c = 0; c < nr; ++c) {
       const Chunk& k = recv_chunks_[c];
-      const StorageRun& in = recv_run_[static_cast<size_t>(k.peer_index)];
+      const auto i = static_cast<size_t>(k.peer_index);
       ++pending_[k.peer_index];
-      std::byte* to = in.block < 0 ? rbuf + k.offset
-                                   : static_cast<std::byte*>(dst.ptr[static_cast<size_t>(in.block)]) + in.offset * es +
-                                         (k.offset - p.recv_offset[static_cast<size_t>(k.peer_index)]);
+      std::byte* to = message_in(p, dst, recv_run_[i], rbuf + p.recv_offset[i]) + (k.offset - p.recv_offset[i]);
       check_mpi(MPI_Irecv(to, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]), "MPI_Irecv", p.comm,
                 "receive from", k.peer);
     }
     size_t c = 0;
     for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-      const StorageRun& out = send_run_[i];
-      if (out.block < 0) pack_peer(p, static_cast<int>(i), src, sbuf + p.send_offset[i]);
+      const std::byte* out = message_out(p, static_cast<int>(i), src, send_run_[i], sbuf + p.send_offset[i]);
       for (; c < ns && send_chunks_[c].peer_index == static_cast<int>(i); ++c) {
         const Chunk& k = send_chunks_[c];
-        const std::byte* from = out.block < 0 ? sbuf + k.offset
-                                              : static_cast<const std::byte*>(src.ptr[static_cast<size_t>(out.block)]) +
-                                                    out.offset * es + (k.offset - p.send_offset[i]);
-        check_mpi(MPI_Isend(from, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[nr + c]),
+        check_mpi(MPI_Isend(out + (k.offset - p.send_offset[i]), static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag,
+                            p.comm, &req[nr + c]),
                   "MPI_Isend", p.comm, "send to", k.peer);
       }
     }

@@ -167,7 +167,7 @@ class Shm final : public Strategy {
   // Posts a send or a receive into sq_ (headers and "done"), named for errors.
   void post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int peer, int tag);
   void send_message(size_t i, const SrcBlocks& src);
-  void receive_message(size_t i);
+  void receive_message(size_t i, const DstBlocks& dst);
 
   std::vector<char> on_node_;  // per rank of the plan
   std::vector<int> world_;     // per rank of the plan: its rank in MPI_COMM_WORLD
@@ -178,6 +178,7 @@ class Shm final : public Strategy {
   std::vector<std::vector<std::int64_t>> src_out_, dst_in_;  // as sender: mine, the receiver's header
   std::vector<Path> recv_path_, send_path_;
   std::vector<size_t> send_order_, recv_order_;  // from_next: the peers from the next rank on
+  std::vector<StorageRun> send_run_, recv_run_;   // per peer: a message that is one run of storage (exec/pack.hpp)
   // Cross-memory attach per pair on the node: the receiver's probe read and the
   // sender's probe write (kCmaOk or why not, exec/cma.hpp), known to both sides;
   // who moves the bytes and which segments travel packed; the packed runs'
@@ -251,6 +252,7 @@ bool Shm::available() {
   src_out_ = sized(send_src_blocks_), dst_in_ = sized(send_dst_blocks_);
   recv_path_.assign(nr, kMessage), send_path_.assign(ns, kMessage);
   send_order_ = from_next(p.rp.sends, p.rank, p.size), recv_order_ = from_next(p.rp.receives, p.rank, p.size);
+  send_run_ = send_runs(p), recv_run_ = receive_runs(p);
   push_base_.resize(ns);
   pending_.assign(nr, 0);
 
@@ -794,30 +796,33 @@ void Shm::post(bool send, void* buf, std::int64_t count, MPI_Datatype type, int 
   swhat_.push_back(cat(send ? "send to rank " : "receive from rank ", peer));
 }
 
+// A message as p2p's (one run of storage sent from the source, else packed).
 void Shm::send_message(size_t i, const SrcBlocks& src) {
   PlanCore& p = plan_;
   const PeerPlan& pp = p.rp.sends[i];
   if (!sbuf_) sbuf_ = p.send_scratch();
-  pack_peer(p, static_cast<int>(i), src, sbuf_ + p.send_offset[i]);
+  const std::byte* out = message_out(p, static_cast<int>(i), src, send_run_[i], sbuf_ + p.send_offset[i]);
   for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
     sq_.emplace_back();
     swhat_.push_back(cat("send to rank ", pp.peer));
-    check_mpi(MPI_Isend(sbuf_ + p.send_offset[i] + off,
+    check_mpi(MPI_Isend(out + off,
                         static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
                         kTagData, p.comm, &sq_.back()),
               "MPI_Isend", p.comm, "send to", pp.peer);
   }
 }
 
-void Shm::receive_message(size_t i) {
+// A message as p2p's (one run of the target received into it, else unpacked).
+void Shm::receive_message(size_t i, const DstBlocks& dst) {
   PlanCore& p = plan_;
   const PeerPlan& pp = p.rp.receives[i];
   if (!rbuf_) rbuf_ = p.recv_scratch();
+  std::byte* in = message_in(p, dst, recv_run_[i], rbuf_ + p.recv_offset[i]);
   for (index_t off = 0; off < pp.bytes; off += p.options.max_message_bytes) {
     rq_.emplace_back();
     rpeer_.push_back(static_cast<int>(i));
     ++pending_[i];
-    check_mpi(MPI_Irecv(rbuf_ + p.recv_offset[i] + off,
+    check_mpi(MPI_Irecv(in + off,
                         static_cast<int>(std::min(p.options.max_message_bytes, pp.bytes - off)), MPI_BYTE, pp.peer,
                         kTagData, p.comm, &rq_.back()),
               "MPI_Irecv", p.comm, "receive from", pp.peer);
@@ -845,7 +850,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     const int peer = p.rp.receives[i].peer;
     if (!on_node(peer)) {
       recv_path_[i] = kMessage;
-      receive_message(i);
+      receive_message(i, dst);
       continue;
     }
     header(reinterpret_cast<const void* const*>(dst.ptr.data()), *p.dst_local, recv_dst_blocks_[i], peer, dst_out_[i]);
@@ -871,7 +876,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     if (!on_node(p.rp.receives[i].peer)) continue;
     recv_path_[i] = decide(src_in_[i][0], dst_out_[i][0], fifo_.recv_ok(i), recv_cma_[i]);
     if (recv_path_[i] == kCma && pack_.recv_write[i]) recv_path_[i] = kCmaWrite;
-    if (recv_path_[i] == kMessage) receive_message(i);
+    if (recv_path_[i] == kMessage) receive_message(i, dst);
     if (recv_path_[i] == kPush || recv_path_[i] == kCmaWrite)
       post(false, nullptr, 0, MPI_BYTE, p.rp.receives[i].peer, kTagDone);
     if (recv_path_[i] == kCma && pack_.recv_bytes[i] > 0)
@@ -953,7 +958,8 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
                });
     for (int j = 0; j < count; ++j) {
       const int i = rpeer_[static_cast<size_t>(index_[static_cast<size_t>(j)])];
-      if (--pending_[static_cast<size_t>(i)] == 0) unpack_peer(p, i, rbuf_ + p.recv_offset[static_cast<size_t>(i)], dst);
+      if (--pending_[static_cast<size_t>(i)] == 0 && recv_run_[static_cast<size_t>(i)].block < 0)
+        unpack_peer(p, i, rbuf_ + p.recv_offset[static_cast<size_t>(i)], dst);
     }
     left -= static_cast<size_t>(count);
   }
@@ -1030,7 +1036,8 @@ std::string Shm::describe() const {
 //     kCmaPackBelow packed by the sender, read as one run and unpacked; one more
 //     startup per peer with packed rows (their run's address);
 //   a peer on another node: a message, as p2p: packed, sent, unpacked, the
-//     exchange curve per message.
+//     exchange curve per message (a message that is one run of storage on a
+//     side is sent or received in place, with no copy on that side).
 // T_comm = 2 t_m per peer on the node (headers, done) [+ t_m per peer with
 // packed rows, heap through cma] + max(sum over sends, sum over receives) of the exchange
 // time of each message to or from another node;
@@ -1056,9 +1063,10 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
   double copies = local_copy_time(rp, rt), sent = 0, received = 0;
   index_t on_sends = 0, on_receives = 0, packed_sends = 0, packed_receives = 0;
   for (const PeerPlan& pp : rp.sends) {
-    if (!on_node(rp, node_of, pp.peer)) {  // a message: packed
+    if (!on_node(rp, node_of, pp.peer)) {  // a message: packed (not one run of storage: sent as it is)
       sent += m.exchange_time(static_cast<double>(pp.bytes));
-      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
+      if (storage_run(pp).block < 0)
+        for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
       continue;
     }
     ++on_sends;
@@ -1067,9 +1075,10 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
       if (!cma || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
   }
   for (const PeerPlan& pp : rp.receives) {
-    if (!on_node(rp, node_of, pp.peer)) {  // a message: unpacked
+    if (!on_node(rp, node_of, pp.peer)) {  // a message: unpacked (one run of storage: received in place)
       received += m.exchange_time(static_cast<double>(pp.bytes));
-      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
+      if (storage_run(pp).block < 0)
+        for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
       continue;
     }
     ++on_receives;
