@@ -124,6 +124,7 @@ class Phased final : public Strategy {
       done_.resize(p.rp.receives.size());
     }
     status_.resize(requests_.size());
+    if constexpr (V != Variant::datatypes) send_run_ = send_runs(p), recv_run_ = receive_runs(p);
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -151,13 +152,22 @@ class Phased final : public Strategy {
       const index_t sall = si < 0 ? 0 : p.rp.sends[si].bytes, rall = ri < 0 ? 0 : p.rp.receives[ri].bytes;
       const int to = si < 0 ? MPI_PROC_NULL : p.rp.sends[si].peer;
       const int from = ri < 0 ? MPI_PROC_NULL : p.rp.receives[ri].peer;
+      // A message that is one run of storage goes from the source, or into the
+      // target, piece by piece as it is (exec/pack.hpp, message_out / message_in).
+      const bool out_run = si >= 0 && send_run_[static_cast<size_t>(si)].block >= 0;
+      const bool in_run = ri >= 0 && recv_run_[static_cast<size_t>(ri)].block >= 0;
       for (index_t at = 0; at < std::max(sall, rall); at += piece_) {
         const index_t sbytes = std::clamp<index_t>(sall - at, 0, piece_);
         const index_t rbytes = std::clamp<index_t>(rall - at, 0, piece_);
+        const std::byte* out = sbuf;
+        std::byte* in = rbuf;
         // A whole message (no budget, or one below it) as before: pack_peer / unpack_peer.
-        if (sbytes == sall && sall > 0) pack_peer(p, si, src, sbuf);
+        if (out_run && sbytes > 0) out = message_out(p, si, src, send_run_[static_cast<size_t>(si)], nullptr) + at;
+        else if (sbytes == sall && sall > 0) pack_peer(p, si, src, sbuf);
         else if (sbytes > 0) pack_peer_range(p, si, src, at, sbytes, sbuf);
-        exchange(sbuf, sbytes, to, rbuf, rbytes, from, max);
+        if (in_run && rbytes > 0) in = message_in(p, dst, recv_run_[static_cast<size_t>(ri)], nullptr) + at;
+        exchange(out, sbytes, to, in, rbytes, from, max);
+        if (in_run) continue;
         if (rbytes == rall && rall > 0) unpack_peer(p, ri, rbuf, dst);
         else if (rbytes > 0) unpack_peer_range(p, ri, rbuf, at, rbytes, dst);
       }
@@ -234,11 +244,12 @@ class Phased final : public Strategy {
     owner.clear();
     for (size_t i = 0; i < p.rp.receives.size(); ++i) {
       const PeerPlan& q = p.rp.receives[i];
+      std::byte* in = message_in(p, dst, recv_run_[i], rbuf + p.recv_offset[i]);
       for (index_t off = 0; off < q.bytes; off += max) {
         req.emplace_back();
         owner.push_back(static_cast<int>(i));
-        check_mpi(MPI_Irecv(rbuf + p.recv_offset[i] + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE,
-                            q.peer, kTag, p.comm, &req.back()),
+        check_mpi(MPI_Irecv(in + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE, q.peer, kTag, p.comm,
+                            &req.back()),
                   "MPI_Irecv", p.comm, "receive from", q.peer);
       }
     }
@@ -246,11 +257,11 @@ class Phased final : public Strategy {
     for (int si : rounds_.send) {
       if (si < 0) continue;
       const PeerPlan& q = p.rp.sends[si];
-      pack_peer(p, si, src, sbuf + p.send_offset[si]);
+      const std::byte* out = message_out(p, si, src, send_run_[static_cast<size_t>(si)], sbuf + p.send_offset[si]);
       for (index_t off = 0; off < q.bytes; off += max) {
         req.emplace_back();
-        check_mpi(MPI_Isend(sbuf + p.send_offset[si] + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE,
-                            q.peer, kTag, p.comm, &req.back()),
+        check_mpi(MPI_Isend(out + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE, q.peer, kTag, p.comm,
+                            &req.back()),
                   "MPI_Isend", p.comm, "send to", q.peer);
       }
     }
@@ -266,7 +277,8 @@ class Phased final : public Strategy {
                  [&](int i) { return cat("receive from rank ", p.rp.receives[owner[i]].peer); });
       for (int j = 0; j < count; ++j) {
         const int i = owner[index_[j]];
-        if (--pending_[i] == 0) unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+        if (--pending_[i] == 0 && recv_run_[static_cast<size_t>(i)].block < 0)
+          unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
       }
       left -= static_cast<size_t>(count);
     }
@@ -281,6 +293,7 @@ class Phased final : public Strategy {
   std::vector<MPI_Status> status_;
   std::vector<int> done_, index_, pending_;
   PeerTypesAt types_{"phased_dt"};  // phased_dt: one per peer and direction, for the block pointers last seen
+  std::vector<StorageRun> send_run_, recv_run_;  // per peer: a message that is one run of storage (not phased_dt)
 };
 
 // Messages of one side, largest first.
@@ -300,7 +313,7 @@ Prediction predict_rounds(const RankPlan& rp, const Machine& m) {
   Prediction p;
   for (size_t c = 0; c < std::max(s.size(), r.size()); ++c)
     p.comm += m.exchange_time(static_cast<double>(std::max(c < s.size() ? s[c] : 0, c < r.size() ? r[c] : 0)));
-  p.memcpy = packed_copy_time(rp, rates(rp, m, true));
+  p.memcpy = p2p_copy_time(rp, rates(rp, m, true));
   p.runtime = m.startup * static_cast<double>(std::max(s.size(), r.size()));
   return p;
 }
@@ -309,7 +322,7 @@ Prediction predict_rounds(const RankPlan& rp, const Machine& m) {
 Prediction predict_unsync(const RankPlan& rp, const Machine& m) {
   Prediction p;
   p.comm = std::max(message_time(rp.sends, m), message_time(rp.receives, m));
-  p.memcpy = packed_copy_time(rp, rates(rp, m, true));
+  p.memcpy = p2p_copy_time(rp, rates(rp, m, true));
   return p;
 }
 
