@@ -107,13 +107,16 @@ double pack_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt
   return t;
 }
 
+bool one_run(const Segment& g) {
+  return g.elements() > 0 && run_rows(g.shape, g.run, g.count, g.step, packed_steps(g.shape, g.count)).rows == 1;
+}
+
 StorageRun storage_run(const PeerPlan& pp) {
   StorageRun r;
   index_t next = 0;  // where the next segment must begin
   for (const Segment& g : pp.segments) {
     if (g.elements() == 0) continue;
-    const RunRows rows = run_rows(g.shape, g.run, g.count, g.step, packed_steps(g.shape, g.count));
-    if (rows.rows != 1 || (r.block >= 0 && (g.at.block != r.block || g.at.offset != next))) return {};
+    if (!one_run(g) || (r.block >= 0 && (g.at.block != r.block || g.at.offset != next))) return {};
     if (r.block < 0) r = {g.at.block, g.at.offset};
     next = g.at.offset + g.elements();
   }
@@ -131,6 +134,17 @@ double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) 
     if (storage_run(p).block < 0) packed(p, sends);
   for (const PeerPlan& p : rp.receives)
     if (!unpack_in_place || storage_run(p).block < 0) packed(p, receives);
+  return sends + receives + local_copy_time(rp, rt);
+}
+
+double segment_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) {
+  double sends = 0, receives = 0;  // summed as packed_copy_time (see p2p_copy_time)
+  for (const PeerPlan& p : rp.sends)
+    for (const Segment& g : p.segments)
+      if (!one_run(g)) sends += rt.copy.time(runs_of(g, rp.elem_size));
+  for (const PeerPlan& p : rp.receives)
+    for (const Segment& g : p.segments)
+      if (!unpack_in_place || !one_run(g)) receives += rt.copy.time(runs_of(g, rp.elem_size));
   return sends + receives + local_copy_time(rp, rt);
 }
 

@@ -59,6 +59,12 @@ struct StorageRun {
   index_t block = -1, offset = 0;  // the block and the message's first element in it
 };
 StorageRun storage_run(const PeerPlan& pp);
+// Is segment `g` one contiguous row of storage, its elements in packed order
+// adjacent there (run_rows)? `segment` sends and receives such a one in place.
+bool one_run(const Segment& g);
+// packed_copy_time without the segments that are one run (segment's messages:
+// one per segment; `unpack_in_place` as p2p_copy_time's).
+double segment_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place = true);
 // packed_copy_time without the packing of messages that are one storage run
 // (sent from the source), nor the unpacking of those received (into the target;
 // `unpack_in_place` false: Options::arithmetic, they are unpacked).

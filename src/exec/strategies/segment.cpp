@@ -3,7 +3,9 @@
 // receives and kWindow sends in flight: with every message posted at once, Open
 // MPI's cost per message grew from 0.2 us (16 in flight) to 7 us (16,384), and
 // 20,000 segments of 800 bytes took 3.5x as long as pdgemr2d. A finished slot is
-// refilled at once; each segment is unpacked when its last message lands.
+// refilled at once; each segment is unpacked when its last message lands. A
+// segment that is one run of storage (cost/model.hpp, one_run) is sent from the
+// source, or received into the target (without Options::arithmetic), as it is.
 #include "cost/model.hpp"
 #include "exec/pack.hpp"
 #include "kernels/copy.hpp"
@@ -56,23 +58,28 @@ class SegmentStrategy final : public Strategy {
     const bool stream_out = stream_for(p.rp.stats.bytes_sent);
     const bool stream_in = stream_for(p.rp.stats.bytes_received);
     std::copy(messages_.begin(), messages_.end(), pending_.begin());
+    const bool in_place = arithmetic_of(p) == nullptr;  // arithmetic is applied while unpacking
     auto post_recv = [&](int i) {
       const int from = p.rp.receives[rc.peer].peer;
-      slot_[i] = {&rc.segment(), static_cast<index_t>(rc.flat), rc.buf, from};
-      check_mpi(MPI_Irecv(rbuf + rc.buf + rc.off, static_cast<int>(rc.bytes()), MPI_BYTE, from, kTag, p.comm, &req[i]),
-                "MPI_Irecv", p.comm, "receive from", from);
+      const Segment& g = rc.segment();
+      const bool run = in_place && one_run(g);
+      slot_[i] = {&g, static_cast<index_t>(rc.flat), rc.buf, from, run};
+      std::byte* to = run ? dst.at(g.at, es) + rc.off : rbuf + rc.buf + rc.off;
+      check_mpi(MPI_Irecv(to, static_cast<int>(rc.bytes()), MPI_BYTE, from, kTag, p.comm, &req[i]), "MPI_Irecv",
+                p.comm, "receive from", from);
       rc.next();
     };
     auto post_send = [&](int i) {
       const Segment& g = sc.segment();
-      if (sc.off == 0) {
+      const bool run = one_run(g);
+      if (sc.off == 0 && !run) {
         pack_run(g, src.at(g.at, es), sbuf + sc.buf, es, stream_out);
         if (stream_out) stream_fence();
       }
       const int to = p.rp.sends[sc.peer].peer;
       send_peer_[i] = to;
-      check_mpi(MPI_Isend(sbuf + sc.buf + sc.off, static_cast<int>(sc.bytes()), MPI_BYTE, to, kTag, p.comm,
-                          &req[kWindow + i]),
+      const std::byte* from = run ? src.at(g.at, es) + sc.off : sbuf + sc.buf + sc.off;
+      check_mpi(MPI_Isend(from, static_cast<int>(sc.bytes()), MPI_BYTE, to, kTag, p.comm, &req[kWindow + i]),
                 "MPI_Isend", p.comm, "send to", to);
       sc.next();
     };
@@ -96,7 +103,7 @@ class SegmentStrategy final : public Strategy {
         const int i = done_[j];
         if (i < kWindow) {
           const Slot& s = slot_[i];
-          if (--pending_[static_cast<size_t>(s.flat)] == 0)
+          if (--pending_[static_cast<size_t>(s.flat)] == 0 && !s.in_place)
             unpack_run(*s.seg, rbuf + s.buf, dst.at(s.seg->at, es), es, stream_in, arithmetic_of(p));
           if (!rc.done()) post_recv(i), ++active;
         } else if (!sc.done()) {
@@ -113,6 +120,7 @@ class SegmentStrategy final : public Strategy {
     const Segment* seg = nullptr;
     index_t flat = 0, buf = 0;
     int peer = -1;
+    bool in_place = false;  // received into the target (one_run): nothing to unpack
   };
   Slot slot_[kWindow];
   int send_peer_[kWindow] = {};  // per send slot: its peer (for error messages)
@@ -124,7 +132,8 @@ class SegmentStrategy final : public Strategy {
 };
 
 // As p2p, plus each of its n messages' share of a stream of n: n * s(min(n, 64)),
-// s(k) the measured cost per message with k in flight each way.
+// s(k) the measured cost per message with k in flight each way; no copy for a
+// segment that is one run of storage.
 Prediction predict(const RankPlan& rp, const Machine& m) {
   const Rates rt = rates(rp, m, true);
   auto side = [&](const std::vector<PeerPlan>& peers) {
@@ -133,7 +142,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   };
   Prediction p;
   p.comm = std::max(side(rp.sends), side(rp.receives));
-  p.memcpy = packed_copy_time(rp, rt);
+  p.memcpy = segment_copy_time(rp, rt);  // segments that are one run move in place
   return p;
 }
 
