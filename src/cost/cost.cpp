@@ -123,7 +123,7 @@ StorageRun storage_run(const PeerPlan& pp) {
   return r;
 }
 
-double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) {
+double p2p_copy_time(const RankPlan& rp, const Rates& rt) {
   // Summed in packed_copy_time's order (sends, receives, local copies): the same
   // figure where no message is one run.
   double sends = 0, receives = 0;
@@ -133,18 +133,18 @@ double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) 
   for (const PeerPlan& p : rp.sends)
     if (storage_run(p).block < 0) packed(p, sends);
   for (const PeerPlan& p : rp.receives)
-    if (!unpack_in_place || storage_run(p).block < 0) packed(p, receives);
+    if (storage_run(p).block < 0) packed(p, receives);
   return sends + receives + local_copy_time(rp, rt);
 }
 
-double segment_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place) {
+double segment_copy_time(const RankPlan& rp, const Rates& rt) {
   double sends = 0, receives = 0;  // summed as packed_copy_time (see p2p_copy_time)
   for (const PeerPlan& p : rp.sends)
     for (const Segment& g : p.segments)
       if (!one_run(g)) sends += rt.copy.time(runs_of(g, rp.elem_size));
   for (const PeerPlan& p : rp.receives)
     for (const Segment& g : p.segments)
-      if (!unpack_in_place || !one_run(g)) receives += rt.copy.time(runs_of(g, rp.elem_size));
+      if (!one_run(g)) receives += rt.copy.time(runs_of(g, rp.elem_size));
   return sends + receives + local_copy_time(rp, rt);
 }
 

@@ -63,12 +63,13 @@ StorageRun storage_run(const PeerPlan& pp);
 // adjacent there (run_rows)? `segment` sends and receives such a one in place.
 bool one_run(const Segment& g);
 // packed_copy_time without the segments that are one run (segment's messages:
-// one per segment; `unpack_in_place` as p2p_copy_time's).
-double segment_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place = true);
+// one per segment), on either side. The models do not see Options::arithmetic,
+// under which received ones are unpacked after all.
+double segment_copy_time(const RankPlan& rp, const Rates& rt);
 // packed_copy_time without the packing of messages that are one storage run
 // (sent from the source), nor the unpacking of those received (into the target;
-// `unpack_in_place` false: Options::arithmetic, they are unpacked).
-double p2p_copy_time(const RankPlan& rp, const Rates& rt, bool unpack_in_place = true);
+// as segment_copy_time, without Options::arithmetic).
+double p2p_copy_time(const RankPlan& rp, const Rates& rt);
 // Seconds of one message per peer, both directions at once (the measured exchange).
 double message_time(const std::vector<PeerPlan>& peers, const Machine& m);
 // Runs of `peers` (plan entries: messages, for one message per run).

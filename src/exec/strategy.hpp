@@ -55,11 +55,6 @@ struct DstBlocks {
   }
 };
 
-// What every strategy sees of its plan: geometry and the plan's communicator,
-// nothing strategy-specific. Immutable after make_plan, except the scratch
-// buffers, which strategies that pack borrow for the length of one run (no
-// strategy keeps data in them between runs, so sharing them is safe and a plan
-// alternating strategies does not hold one copy of its volume per strategy).
 // Options::copy_threads resolved (copy_threads_from, exec/threads.hpp): this
 // rank's copy threads, and the smallest part of a copy phase in bytes (some 20 us
 // to start a thread against some 400 us for 4 MB copied here; tests lower it with
@@ -69,6 +64,11 @@ struct CopyThreads {
   index_t part_min = index_t{4} << 20;
 };
 
+// What every strategy sees of its plan: geometry and the plan's communicator,
+// nothing strategy-specific. Immutable after make_plan, except the scratch
+// buffers, which strategies that pack borrow for the length of one run (no
+// strategy keeps data in them between runs, so sharing them is safe and a plan
+// alternating strategies does not hold one copy of its volume per strategy).
 class PlanCore {
  public:
   Layout src, dst;

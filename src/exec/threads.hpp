@@ -29,10 +29,10 @@ int copy_parts(const PlanCore& p, index_t bytes);
 void for_parts(int parts, const std::function<void(int)>& part);
 
 // The waits of a rank with copy threads (CopyThreads::threads > 1): MPI_Waitall
-// and MPI_Waitsome, testing with sched_yield() in between, so that a rank waiting
-// for its peers gives its core to their copy threads (Open MPI's waits spin:
-// rank 0 pushing 128 MB into rank 1's window on 2 threads took 14-18 ms against
-// 15-16 on 1 while rank 1 spun, 8.8-9.3 ms with it yielding; docs/strategies.md).
+// and MPI_Waitsome as tests that spin for 100 us, then sleep between tests, so
+// that a rank waiting for its peers gives its core to their copy threads (Open
+// MPI's waits spin: rank 0 pushing 128 MB into rank 1's window on 2 threads took
+// 14.5-15.6 ms while rank 1 spun, 9.1-10.6 ms with it sleeping; docs/strategies.md).
 // With one copy thread, MPI's own waits. Same arguments and result as MPI's.
 int wait_all(const PlanCore& p, int n, MPI_Request* req, MPI_Status* status);
 int wait_some(const PlanCore& p, int n, MPI_Request* req, int* count, int* index, MPI_Status* status);
