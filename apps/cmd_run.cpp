@@ -276,7 +276,7 @@ int cmd_run(int argc, char** argv) {
       // `all` under a budget: the strategies within it (max over ranks), and auto.
       const auto& all = strategy_names();
       std::vector<long long> need;
-      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n, opt.max_buffer_bytes));
+      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n, opt));
       MPI_Allreduce(MPI_IN_PLACE, need.data(), static_cast<int>(need.size()), MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
       std::erase_if(names, [&](const std::string& n) {
         const auto it = std::find(all.begin(), all.end(), n);

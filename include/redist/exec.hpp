@@ -66,8 +66,11 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
                    std::span<const int> node_of);
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
-// received for the strategies that pack everything at once, one message each
-// way for `phased`, 0 for `alltoallw`. With a budget (`max_buffer_bytes`, as
+// received for the strategies that pack everything at once, less the messages
+// that are one run of storage for `p2p` (segments for `segment`), which move in
+// place; one message each way for `phased`, 0 for `alltoallw`. Without
+// Options::arithmetic (the overload with Options below sees it: received
+// messages are then all unpacked). With a budget (`max_buffer_bytes`, as
 // Options; 0: none) what the strategy allocates under it: `phased` and
 // `phased_sendrecv` then send each message as pieces of half the budget
 // (whole elements), so they need at most the budget once it holds two
@@ -191,6 +194,9 @@ struct Options {
   // (mpirun --bind-to none).
   int copy_threads = 0;
 };
+
+// extra_memory with the budget (max_buffer_bytes) and the arithmetic of `options`.
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, const Options& options);
 
 class PlanImpl;
 namespace detail {

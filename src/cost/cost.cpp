@@ -123,6 +123,21 @@ StorageRun storage_run(const PeerPlan& pp) {
   return r;
 }
 
+index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all) {
+  index_t n = 0;
+  for (const PeerPlan& p : peers)
+    if (all || storage_run(p).block < 0) n += p.bytes;
+  return n;
+}
+
+index_t segment_packed_bytes(const std::vector<PeerPlan>& peers, index_t elem_size, bool all) {
+  index_t n = 0;
+  for (const PeerPlan& p : peers)
+    for (const Segment& g : p.segments)
+      if (all || !one_run(g)) n += g.elements() * elem_size;
+  return n;
+}
+
 double p2p_copy_time(const RankPlan& rp, const Rates& rt) {
   // Summed in packed_copy_time's order (sends, receives, local copies): the same
   // figure where no message is one run.

@@ -62,6 +62,11 @@ StorageRun storage_run(const PeerPlan& pp);
 // Is segment `g` one contiguous row of storage, its elements in packed order
 // adjacent there (run_rows)? `segment` sends and receives such a one in place.
 bool one_run(const Segment& g);
+// The bytes of packed buffer one side of p2p (segment) needs: its messages
+// (segments) that are not one run of storage; with `all` (a receive side under
+// Options::arithmetic, which unpacks every message), every one.
+index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all = false);
+index_t segment_packed_bytes(const std::vector<PeerPlan>& peers, index_t elem_size, bool all = false);
 // packed_copy_time without the segments that are one run (segment's messages:
 // one per segment), on either side. The models do not see Options::arithmetic,
 // under which received ones are unpacked after all.

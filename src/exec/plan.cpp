@@ -463,7 +463,7 @@ std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
   const auto& reg = detail::registry();
   std::vector<index_t> x;
   for (const detail::StrategyEntry& e : reg)  // extra_plan is collective: same order everywhere
-    x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name, o.max_buffer_bytes));
+    x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name, o));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
             "MPI_Allreduce", p.comm);
   const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
@@ -484,20 +484,16 @@ std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
 
 }  // namespace
 
-std::byte* detail::PlanCore::send_scratch() {
-  if (!send_ && rp.stats.bytes_sent > 0) {
-    allocated(rp.stats.bytes_sent);
-    send_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_sent)]);
+std::byte* detail::PlanCore::scratch(std::unique_ptr<std::byte[]>& buf, index_t& have, index_t bytes) {
+  if (bytes > have) {
+    buf.reset();  // the smaller one goes first: the plan never holds both
+    buffer_bytes -= have;
+    have = 0;
+    allocated(bytes);
+    buf.reset(new std::byte[static_cast<size_t>(bytes)]);
+    have = bytes;
   }
-  return send_.get();
-}
-
-std::byte* detail::PlanCore::recv_scratch() {
-  if (!recv_ && rp.stats.bytes_received > 0) {
-    allocated(rp.stats.bytes_received);
-    recv_.reset(new std::byte[static_cast<size_t>(rp.stats.bytes_received)]);
-  }
-  return recv_.get();
+  return buf.get();
 }
 
 const std::vector<int>& detail::PlanCore::node_of() {
@@ -511,7 +507,7 @@ const std::vector<int>& detail::PlanCore::node_of() {
 void detail::PlanCore::allocated(index_t bytes) {
   if (round_) {
     round_.reset();
-    buffer_bytes = (send_ ? rp.stats.bytes_sent : 0) + (recv_ ? rp.stats.bytes_received : 0);
+    buffer_bytes = send_bytes_ + recv_bytes_;
   }
   buffer_bytes += bytes;
   buffer_peak = std::max(buffer_peak, buffer_bytes);
@@ -526,7 +522,7 @@ index_t largest_message(const std::vector<PeerPlan>& peers) {
 }  // namespace
 
 std::byte* detail::PlanCore::round_send() {
-  const bool whole = (send_ || rp.stats.bytes_sent == 0) && (recv_ || rp.stats.bytes_received == 0);
+  const bool whole = send_bytes_ >= rp.stats.bytes_sent && recv_bytes_ >= rp.stats.bytes_received;
   if (whole) return send_.get();
   if (!round_) {
     const index_t piece = budget_piece(options.max_buffer_bytes, rp.elem_size);

@@ -110,14 +110,21 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
   return e.predict(rp, m);
 }
 
-index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes) {
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, const Options& options) {
   const int i = detail::find_strategy(strategy);
   if (i < 0) {
     check_strategy(strategy);
     detail::fail("extra_memory: auto is not a strategy; ask each strategy");
   }
   const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
-  return e.extra_bytes ? e.extra_bytes(rp, max_buffer_bytes) : detail::packed_volume(rp);
+  const bool arithmetic = !options.arithmetic.identity();
+  return e.extra_bytes ? e.extra_bytes(rp, options.max_buffer_bytes, arithmetic) : detail::packed_volume(rp);
+}
+
+index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes) {
+  Options o;
+  o.max_buffer_bytes = max_buffer_bytes;
+  return extra_memory(rp, strategy, o);
 }
 
 index_t extra_memory(const RankPlan& rp, std::string_view strategy, index_t max_buffer_bytes, bool heap,

@@ -91,8 +91,14 @@ class PlanCore {
   std::vector<int> group_senders() const { return senders.empty() ? all_ranks() : senders; }
   std::vector<int> group_receivers() const { return receivers.empty() ? all_ranks() : receivers; }
 
-  std::byte* send_scratch();  // rp.stats.bytes_sent bytes (null when 0)
-  std::byte* recv_scratch();  // rp.stats.bytes_received bytes
+  // The packed send (receive) buffer: rp.stats.bytes_sent (bytes_received) bytes,
+  // null when 0; or at least `bytes` of it, for a strategy that packs only some
+  // messages (p2p and segment leave out those that are one run of storage). It
+  // grows to the most any strategy asked, never shrinks.
+  std::byte* send_scratch() { return send_scratch(rp.stats.bytes_sent); }
+  std::byte* recv_scratch() { return recv_scratch(rp.stats.bytes_received); }
+  std::byte* send_scratch(index_t bytes) { return scratch(send_, send_bytes_, bytes); }
+  std::byte* recv_scratch(index_t bytes) { return scratch(recv_, recv_bytes_, bytes); }
   // One packed message each way (`phased`): the largest this rank sends, then
   // the largest it receives, each at most one piece under the memory budget
   // (budget_piece); the whole-volume buffers above when they exist.
@@ -109,7 +115,7 @@ class PlanCore {
   // Options::executions reached (the strategies' state already gone).
   void drop_scratch() {
     send_.reset(), recv_.reset(), round_.reset();
-    buffer_bytes = 0;
+    send_bytes_ = recv_bytes_ = buffer_bytes = 0;
   }
   // After an MPI error, operations may still be in flight into the scratch
   // buffers: they are never freed (a leak, not a write into freed memory).
@@ -117,11 +123,14 @@ class PlanCore {
     leak_on_purpose(send_.release());
     leak_on_purpose(recv_.release());
     leak_on_purpose(round_.release());
+    send_bytes_ = recv_bytes_ = 0;
   }
 
  private:
   void allocated(index_t bytes);  // counts, and frees round_ before a whole-volume buffer
+  std::byte* scratch(std::unique_ptr<std::byte[]>& buf, index_t& have, index_t bytes);
   std::unique_ptr<std::byte[]> send_, recv_, round_;
+  index_t send_bytes_ = 0, recv_bytes_ = 0;  // their sizes
   std::vector<int> node_of_;
   index_t round_send_bytes_ = 0;
   std::vector<int> all_ranks() const {
@@ -170,9 +179,10 @@ struct StrategyEntry {
   // This rank's predicted seconds per execute (paper 000 Eq. 1), beside its code.
   Prediction (*predict)(const RankPlan& rp, const Machine& m);
   // The data buffers it allocates on this rank under the budget `budget`
-  // (Options::max_buffer_bytes, 0: none); null: the plan's packed send and
-  // receive volume (packed_volume), whatever the budget.
-  index_t (*extra_bytes)(const RankPlan& rp, index_t budget) = nullptr;
+  // (Options::max_buffer_bytes, 0: none), with or without Options::arithmetic;
+  // null: the plan's packed send and receive volume (packed_volume), whatever
+  // the budget.
+  index_t (*extra_bytes)(const RankPlan& rp, index_t budget, bool arithmetic) = nullptr;
   // Applies Options::arithmetic: every target write goes through copy_locals and
   // unpack_peer/unpack_run (exec/pack.hpp).
   bool arithmetic = false;

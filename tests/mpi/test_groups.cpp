@@ -330,7 +330,8 @@ TEST(Groups, AlgorithmMessageCounts) {
 // (detail::relay_counts, from the block list of every rank planned alone):
 // here against the real run, per rank, on random layouts in every group
 // configuration: the messages and bytes it sent in one execute (counted through
-// MPI's profiling interface) and its buffers (Plan::buffer_bytes after the runs).
+// MPI's profiling interface) and its buffers (Plan::buffer_bytes after the runs;
+// p2p's: extra_memory, at most relay_counts' whole volume).
 TEST(Groups, PlannedCountsMatchTheRun) {
   for_group_cases(3, 777, [](const Config& cfg, const Sides& sd, const Layout& src, const Layout& dst,
                              const Region& region, int c, const CaseRange&) {
@@ -369,7 +370,13 @@ TEST(Groups, PlannedCountsMatchTheRun) {
       const std::string where = detail::cat(cfg.name, " case ", c, " ", name, " union rank ", me);
       EXPECT_EQ(sent.load(), want.messages_sent) << where;
       EXPECT_EQ(sent_bytes.load(), want.bytes_sent) << where;
-      EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
+      if (std::string_view(name) == "p2p") {  // its messages that are one run of storage take no buffer,
+        // which the block list does not show: relay_counts gives the most
+        EXPECT_EQ(plan.buffer_bytes(), extra_memory(plan.rank_plan(), name)) << where;
+        EXPECT_LE(plan.buffer_bytes(), want.buffer_bytes) << where;
+      } else {
+        EXPECT_EQ(plan.buffer_bytes(), want.buffer_bytes) << where;
+      }
     }
     return true;
   });

@@ -754,6 +754,51 @@ TEST(Validation, MemoryBudget) {
   }
 }
 
+// p2p and segment send and receive messages (segments) that are one run of
+// storage in place, so they take no room in the packed buffers: rank 0's whole
+// local array moved to the last rank needs none, fits a budget of 0 bytes' worth
+// (1), and still arrives right; under Options::arithmetic the receiver unpacks it
+// from a buffer of the whole message. Plan::buffer_bytes after a run equals
+// extra_memory on every rank, also into tile storage (what is one run there
+// depends on the planner's segments: not asserted).
+TEST(Validation, OneRunMessagesTakeNoBuffer) {
+  const int rank = world_rank(), p = world_size();
+  if (p == 1) GTEST_SKIP() << "one rank sends nothing";
+  const std::string last = std::to_string(p - 1);
+  const Layout src = Layout::parse("97x61 tile=10x10 block_cyclic grid=1x1 storage=local_array");
+  const Layout dst = Layout::parse("97x61 tile=7x9 block_cyclic grid=1x1 first=" + last + " storage=local_array");
+  const Layout tiled = Layout::parse("97x61 tile=7x9 block_cyclic grid=1x1 first=" + last + " storage=tile");
+  const Region whole = Region::whole(src.shape());
+  const index_t bytes = 97 * 61 * 8;
+  struct Case {
+    const Layout* dst;
+    bool arithmetic;
+    index_t want;  // buffer bytes on the last rank (-1: not asserted)
+  };
+  for (const Case& c : {Case{&dst, false, 0}, Case{&dst, true, bytes}, Case{&tiled, false, -1}})
+    for (const char* name : {"p2p", "segment"}) {
+      SCOPED_TRACE(detail::cat(name, " into ", c.dst->spec(), c.arithmetic ? " with arithmetic" : ""));
+      Options o;
+      o.strategy = name;
+      if (c.arithmetic) o.arithmetic.type = ElementType::f64, o.arithmetic.beta = 1.0;  // target += source
+      if (c.want == 0) o.max_buffer_bytes = 1;
+      Plan plan = make_plan(src, *c.dst, whole, MPI_COMM_WORLD, o);
+      harness::LocalStorage s(src, rank), d(*c.dst, rank);
+      fill_pattern(src, rank, s.blocks(), kSrcId);
+      fill_pattern(*c.dst, rank, d.blocks(), kDstId);
+      plan.execute(s.const_blocks()[0], d.blocks()[0]);
+      if (!c.arithmetic) {
+        const CheckResult k = check_redistributed(*c.dst, rank, d.blocks(), whole, src, kSrcId, kDstId);
+        EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
+      }
+      if (c.want >= 0) {
+        const index_t want = rank == p - 1 ? c.want : 0;
+        EXPECT_TRUE(all_ok(plan.buffer_bytes() == want)) << "rank " << rank << ": " << plan.buffer_bytes() << " bytes";
+      }
+      EXPECT_EQ(plan.buffer_bytes(), extra_memory(plan.rank_plan(), name, o)) << "rank " << rank;
+    }
+}
+
 // ------------------------------------------------------------------ execute errors
 
 // Runs `bad` (an execute that must fail) for every strategy and checks the error

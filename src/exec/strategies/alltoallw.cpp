@@ -49,7 +49,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 StrategyEntry alltoallw_strategy() {
   StrategyEntry e =
       entry<Alltoallw>("alltoallw", "MPI derived datatypes straight from/to user memory, no packing", predict);
-  e.extra_bytes = [](const RankPlan&, index_t) { return index_t{0}; };  // no packed buffers (the fallback packs)
+  e.extra_bytes = [](const RankPlan&, index_t, bool) { return index_t{0}; };  // no packed buffers (the fallback packs)
   return e;
 }
 

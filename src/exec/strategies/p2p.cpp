@@ -4,7 +4,8 @@
 // as it completes. Messages above Options::max_message_bytes go as several.
 // A message that is one run of storage on its side (cost/model.hpp,
 // storage_run) is sent from the source, or received into the target (without
-// Options::arithmetic), as it is: no packing, no unpacking.
+// Options::arithmetic), as it is: no packing, no unpacking, and no room in the
+// packed buffers (extra_bytes counts the other messages).
 #include "exec/pack.hpp"
 #include "exec/threads.hpp"
 #include "cost/model.hpp"
@@ -31,40 +32,54 @@ std::vector<Chunk> chunk_peers(const std::vector<PeerPlan>& peers, const std::ve
   return chunks;
 }
 
+// Where each peer's message lies in the packed buffer: one after another, those
+// that are one run of storage (`runs`) left out (offset 0, they need no room).
+// `total`: the buffer's bytes.
+std::vector<index_t> packed_offsets(const std::vector<PeerPlan>& peers, const std::vector<StorageRun>& runs,
+                                    index_t& total) {
+  std::vector<index_t> at(peers.size());
+  total = 0;
+  for (size_t i = 0; i < peers.size(); ++i)
+    if (runs[i].block < 0) at[i] = total, total += peers[i].bytes;
+  return at;
+}
+
 class P2p final : public Strategy {
  public:
   explicit P2p(PlanCore& p)
       : Strategy(p),
-        send_chunks_(chunk_peers(p.rp.sends, p.send_offset, p.options.max_message_bytes)),
-        recv_chunks_(chunk_peers(p.rp.receives, p.recv_offset, p.options.max_message_bytes)),
+        send_run_(send_runs(p)),
+        recv_run_(receive_runs(p)),
+        send_at_(packed_offsets(p.rp.sends, send_run_, send_bytes_)),
+        recv_at_(packed_offsets(p.rp.receives, recv_run_, recv_bytes_)),
+        send_chunks_(chunk_peers(p.rp.sends, send_at_, p.options.max_message_bytes)),
+        recv_chunks_(chunk_peers(p.rp.receives, recv_at_, p.options.max_message_bytes)),
         requests_(send_chunks_.size() + recv_chunks_.size()),
         done_(requests_.size()),
         status_(requests_.size()),
-        pending_(p.rp.receives.size()) {
-    send_run_ = send_runs(p), recv_run_ = receive_runs(p);
-  }
+        pending_(p.rp.receives.size()) {}
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
     PlanCore& p = plan_;
     const size_t nr = recv_chunks_.size(), ns = send_chunks_.size();
     MPI_Request* req = requests_.data();
-    std::byte* rbuf = p.recv_scratch();
-    std::byte* sbuf = p.send_scratch();
+    std::byte* rbuf = p.recv_scratch(recv_bytes_);  // extra_bytes' figure (p2p_packed_bytes)
+    std::byte* sbuf = p.send_scratch(send_bytes_);
     std::fill(pending_.begin(), pending_.end(), 0);
     for (size_t c = 0; c < nr; ++c) {
       const Chunk& k = recv_chunks_[c];
       const auto i = static_cast<size_t>(k.peer_index);
       ++pending_[k.peer_index];
-      std::byte* to = message_in(p, dst, recv_run_[i], rbuf + p.recv_offset[i]) + (k.offset - p.recv_offset[i]);
+      std::byte* to = message_in(p, dst, recv_run_[i], rbuf + recv_at_[i]) + (k.offset - recv_at_[i]);
       check_mpi(MPI_Irecv(to, static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag, p.comm, &req[c]), "MPI_Irecv", p.comm,
                 "receive from", k.peer);
     }
     size_t c = 0;
     for (size_t i = 0; i < p.rp.sends.size(); ++i) {
-      const std::byte* out = message_out(p, static_cast<int>(i), src, send_run_[i], sbuf + p.send_offset[i]);
+      const std::byte* out = message_out(p, static_cast<int>(i), src, send_run_[i], sbuf + send_at_[i]);
       for (; c < ns && send_chunks_[c].peer_index == static_cast<int>(i); ++c) {
         const Chunk& k = send_chunks_[c];
-        check_mpi(MPI_Isend(out + (k.offset - p.send_offset[i]), static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag,
+        check_mpi(MPI_Isend(out + (k.offset - send_at_[i]), static_cast<int>(k.bytes), MPI_BYTE, k.peer, kTag,
                             p.comm, &req[nr + c]),
                   "MPI_Isend", p.comm, "send to", k.peer);
       }
@@ -78,7 +93,7 @@ class P2p final : public Strategy {
       for (int j = 0; j < count; ++j) {
         const int i = recv_chunks_[done_[j]].peer_index;
         if (--pending_[i] == 0 && recv_run_[static_cast<size_t>(i)].block < 0)
-          unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+          unpack_peer(p, i, rbuf + recv_at_[static_cast<size_t>(i)], dst);
       }
       left -= static_cast<size_t>(count);
     }
@@ -87,12 +102,14 @@ class P2p final : public Strategy {
   }
 
  private:
+  std::vector<StorageRun> send_run_, recv_run_;  // per peer: its message as one run of storage, if it is
+  index_t send_bytes_ = 0, recv_bytes_ = 0;      // the packed buffers: the other messages
+  std::vector<index_t> send_at_, recv_at_;       // per peer: its offset in the packed buffer
   std::vector<Chunk> send_chunks_, recv_chunks_;
   std::vector<MPI_Request> requests_;
   std::vector<int> done_;
   std::vector<MPI_Status> status_;  // of the requests completed by one wait (errors name their peer)
   std::vector<index_t> pending_;  // per receive peer: its chunks still in flight
-  std::vector<StorageRun> send_run_, recv_run_;  // per peer: its message as one run of storage, if it is
 };
 
 // T_comm = max(sum_send x(bytes_peer), sum_recv x(bytes_peer)), x(n) the measured
@@ -112,6 +129,9 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 StrategyEntry p2p_strategy() {
   StrategyEntry e = entry<P2p>("p2p", "one message per peer: receives posted first, unpacked as each arrives", predict);
   e.arithmetic = true;
+  e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {
+    return p2p_packed_bytes(rp.sends) + p2p_packed_bytes(rp.receives, arithmetic);
+  };
   return e;
 }
 

@@ -103,7 +103,7 @@ index_t largest(const std::vector<PeerPlan>& peers) {
 
 // The synchronized variants' buffers: one packed message each way, each at most
 // one piece under a budget.
-index_t one_message_each_way(const RankPlan& rp, index_t budget) {
+index_t one_message_each_way(const RankPlan& rp, index_t budget, bool) {
   const index_t piece = budget_piece(budget, rp.elem_size);
   return std::min(piece, largest(rp.sends)) + std::min(piece, largest(rp.receives));
 }
@@ -368,7 +368,7 @@ StrategyEntry phased_dt_strategy() {
   StrategyEntry e = entry<Phased<Variant::datatypes>>(
       "phased_dt", "contention-free rounds, data moved by derived datatypes in place (no packed buffer)",
       predict_datatypes);
-  e.extra_bytes = [](const RankPlan&, index_t) { return index_t{0}; };
+  e.extra_bytes = [](const RankPlan&, index_t, bool) { return index_t{0}; };
   return e;
 }
 }  // namespace redist::detail

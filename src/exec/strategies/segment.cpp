@@ -18,20 +18,23 @@ constexpr int kTag = 7;
 constexpr int kWindow = 64;  // messages in flight each way (the model charges this depth)
 
 // Walks the messages of one direction in order: every segment, split above
-// max_message_bytes. `buf` is the segment's offset in the packed buffer, `off`
-// the message's offset within the segment.
+// max_message_bytes. `buf` is the segment's offset in the packed buffer (where
+// only the segments that are not moved in place take room), `off` the message's
+// offset within the segment.
 struct MessageCursor {
   const std::vector<PeerPlan>* peers;
   index_t es, max;
+  bool in_place;  // one_run segments are moved in place (not on a receive side under arithmetic)
   size_t peer = 0, seg = 0, flat = 0;  // flat: segment number over all peers
   index_t off = 0, buf = 0;
   bool done() const { return peer >= peers->size(); }
   const Segment& segment() const { return (*peers)[peer].segments[seg]; }
+  bool run() const { return in_place && one_run(segment()); }  // moved in place
   index_t bytes() const { return std::min(max, segment().elements() * es - off); }
   void next() {
     off += max;
     if (off < segment().elements() * es) return;
-    buf += segment().elements() * es;
+    if (!run()) buf += segment().elements() * es;
     off = 0;
     ++flat;
     if (++seg == (*peers)[peer].segments.size()) seg = 0, ++peer;
@@ -45,6 +48,8 @@ class SegmentStrategy final : public Strategy {
     for (const PeerPlan& pp : p.rp.receives)
       for (const Segment& g : pp.segments) messages_.push_back((g.elements() * es + max - 1) / max);
     pending_.resize(messages_.size());
+    recv_bytes_ = segment_packed_bytes(p.rp.receives, es, arithmetic_of(p) != nullptr);
+    send_bytes_ = segment_packed_bytes(p.rp.sends, es);
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -52,17 +57,17 @@ class SegmentStrategy final : public Strategy {
     const index_t es = p.rp.elem_size;
     const index_t max = p.options.max_message_bytes;
     MPI_Request* req = requests_;
-    std::byte* rbuf = p.recv_scratch();
-    std::byte* sbuf = p.send_scratch();
-    MessageCursor rc{&p.rp.receives, es, max}, sc{&p.rp.sends, es, max};
+    const bool in_place = arithmetic_of(p) == nullptr;  // arithmetic is applied while unpacking
+    std::byte* rbuf = p.recv_scratch(recv_bytes_);  // extra_bytes' figure
+    std::byte* sbuf = p.send_scratch(send_bytes_);
+    MessageCursor rc{&p.rp.receives, es, max, in_place}, sc{&p.rp.sends, es, max, true};
     const bool stream_out = stream_for(p.rp.stats.bytes_sent);
     const bool stream_in = stream_for(p.rp.stats.bytes_received);
     std::copy(messages_.begin(), messages_.end(), pending_.begin());
-    const bool in_place = arithmetic_of(p) == nullptr;  // arithmetic is applied while unpacking
     auto post_recv = [&](int i) {
       const int from = p.rp.receives[rc.peer].peer;
       const Segment& g = rc.segment();
-      const bool run = in_place && one_run(g);
+      const bool run = rc.run();
       slot_[i] = {&g, static_cast<index_t>(rc.flat), rc.buf, from, run};
       std::byte* to = run ? dst.at(g.at, es) + rc.off : rbuf + rc.buf + rc.off;
       check_mpi(MPI_Irecv(to, static_cast<int>(rc.bytes()), MPI_BYTE, from, kTag, p.comm, &req[i]), "MPI_Irecv",
@@ -71,7 +76,7 @@ class SegmentStrategy final : public Strategy {
     };
     auto post_send = [&](int i) {
       const Segment& g = sc.segment();
-      const bool run = one_run(g);
+      const bool run = sc.run();
       if (sc.off == 0 && !run) {
         pack_run(g, src.at(g.at, es), sbuf + sc.buf, es, stream_out);
         if (stream_out) stream_fence();
@@ -129,6 +134,7 @@ class SegmentStrategy final : public Strategy {
   MPI_Status status_[2 * kWindow];
   std::vector<index_t> messages_;  // per receive segment: its messages (1 unless split)
   std::vector<index_t> pending_;   // the same, counted down in a run
+  index_t send_bytes_ = 0, recv_bytes_ = 0;  // the packed buffers: segments not moved in place
 };
 
 // As p2p, plus each of its n messages' share of a stream of n: n * s(min(n, 64)),
@@ -151,6 +157,9 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 StrategyEntry segment_strategy() {
   StrategyEntry e = entry<SegmentStrategy>("segment", "one message per segment, at most 64 in flight each way", predict);
   e.arithmetic = true;
+  e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {
+    return segment_packed_bytes(rp.sends, rp.elem_size) + segment_packed_bytes(rp.receives, rp.elem_size, arithmetic);
+  };
   return e;
 }
 
