@@ -67,8 +67,9 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, less the messages
-// that are one run of storage for `p2p` (segments for `segment`), which move in
-// place; one message each way for `phased`, 0 for `alltoallw`. Without
+// that are one run of storage for `p2p` and `phased_unsync` (segments for
+// `segment`), which move in place; one message each way for `phased` (the
+// largest that is not one run), 0 for `alltoallw`. Without
 // Options::arithmetic (the overload with Options below sees it: received
 // messages are then all unpacked). With a budget (`max_buffer_bytes`, as
 // Options; 0: none) what the strategy allocates under it: `phased` and

@@ -130,6 +130,13 @@ index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all) {
   return n;
 }
 
+index_t largest_packed_message(const std::vector<PeerPlan>& peers, bool all) {
+  index_t m = 0;
+  for (const PeerPlan& p : peers)
+    if (all || storage_run(p).block < 0) m = std::max(m, p.bytes);
+  return m;
+}
+
 index_t segment_packed_bytes(const std::vector<PeerPlan>& peers, index_t elem_size, bool all) {
   index_t n = 0;
   for (const PeerPlan& p : peers)

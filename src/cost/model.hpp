@@ -67,6 +67,8 @@ bool one_run(const Segment& g);
 // Options::arithmetic, which unpacks every message), every one.
 index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all = false);
 index_t segment_packed_bytes(const std::vector<PeerPlan>& peers, index_t elem_size, bool all = false);
+// The largest of those messages (phased's round buffers), 0 when none.
+index_t largest_packed_message(const std::vector<PeerPlan>& peers, bool all = false);
 // packed_copy_time without the segments that are one run (segment's messages:
 // one per segment), on either side. The models do not see Options::arithmetic,
 // under which received ones are unpacked after all.

@@ -513,21 +513,13 @@ void detail::PlanCore::allocated(index_t bytes) {
   buffer_peak = std::max(buffer_peak, buffer_bytes);
 }
 
-namespace {
-index_t largest_message(const std::vector<PeerPlan>& peers) {
-  index_t m = 0;
-  for (const PeerPlan& q : peers) m = std::max(m, q.bytes);
-  return m;
-}
-}  // namespace
-
-std::byte* detail::PlanCore::round_send() {
+std::byte* detail::PlanCore::round_send(index_t largest_send, index_t largest_recv) {
   const bool whole = send_bytes_ >= rp.stats.bytes_sent && recv_bytes_ >= rp.stats.bytes_received;
   if (whole) return send_.get();
-  if (!round_) {
-    const index_t piece = budget_piece(options.max_buffer_bytes, rp.elem_size);
-    round_send_bytes_ = std::min(piece, largest_message(rp.sends));
-    const index_t bytes = round_send_bytes_ + std::min(piece, largest_message(rp.receives));
+  const index_t piece = budget_piece(options.max_buffer_bytes, rp.elem_size);
+  round_send_bytes_ = std::min(piece, largest_send);
+  const index_t bytes = round_send_bytes_ + std::min(piece, largest_recv);
+  if (!round_ && bytes > 0) {
     round_.reset(new std::byte[static_cast<size_t>(bytes)]);
     buffer_bytes += bytes;
     buffer_peak = std::max(buffer_peak, buffer_bytes);
@@ -535,8 +527,8 @@ std::byte* detail::PlanCore::round_send() {
   return round_.get();
 }
 
-std::byte* detail::PlanCore::round_recv() {
-  round_send();
+std::byte* detail::PlanCore::round_recv(index_t largest_send, index_t largest_recv) {
+  round_send(largest_send, largest_recv);
   return round_ ? round_.get() + round_send_bytes_ : recv_.get();
 }
 

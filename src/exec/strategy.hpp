@@ -99,12 +99,13 @@ class PlanCore {
   std::byte* recv_scratch() { return recv_scratch(rp.stats.bytes_received); }
   std::byte* send_scratch(index_t bytes) { return scratch(send_, send_bytes_, bytes); }
   std::byte* recv_scratch(index_t bytes) { return scratch(recv_, recv_bytes_, bytes); }
-  // One packed message each way (`phased`): the largest this rank sends, then
-  // the largest it receives, each at most one piece under the memory budget
-  // (budget_piece); the whole-volume buffers above when they exist.
+  // One packed message each way (`phased`): the largest this rank packs to send
+  // (`largest_send` bytes), then the largest it unpacks (`largest_recv`), each at
+  // most one piece under the memory budget (budget_piece); the whole-volume
+  // buffers above when they exist. The same sizes on every call of a plan.
   // Call at the start of every run: the pointers may change between runs.
-  std::byte* round_send();
-  std::byte* round_recv();
+  std::byte* round_send(index_t largest_send, index_t largest_recv);
+  std::byte* round_recv(index_t largest_send, index_t largest_recv);
   // Collective, on every rank at once: rank r's node leader (the first rank of its
   // node, node_leaders in exec/shm_window.hpp, with options.node_size), for each
   // rank of the plan; found on the first call, kept for the plan's life.

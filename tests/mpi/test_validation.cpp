@@ -754,8 +754,9 @@ TEST(Validation, MemoryBudget) {
   }
 }
 
-// p2p and segment send and receive messages (segments) that are one run of
-// storage in place, so they take no room in the packed buffers: rank 0's whole
+// p2p, segment and the phased variants send and receive messages (segments)
+// that are one run of storage in place, so they take no room in the packed (or
+// round) buffers: rank 0's whole
 // local array moved to the last rank needs none, fits a budget of 0 bytes' worth
 // (1), and still arrives right; under Options::arithmetic the receiver unpacks it
 // from a buffer of the whole message. Plan::buffer_bytes after a run equals
@@ -776,7 +777,7 @@ TEST(Validation, OneRunMessagesTakeNoBuffer) {
     index_t want;  // buffer bytes on the last rank (-1: not asserted)
   };
   for (const Case& c : {Case{&dst, false, 0}, Case{&dst, true, bytes}, Case{&tiled, false, -1}})
-    for (const char* name : {"p2p", "segment"}) {
+    for (const char* name : {"p2p", "segment", "phased", "phased_sendrecv", "phased_unsync"}) {
       SCOPED_TRACE(detail::cat(name, " into ", c.dst->spec(), c.arithmetic ? " with arithmetic" : ""));
       Options o;
       o.strategy = name;

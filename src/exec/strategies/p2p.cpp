@@ -32,18 +32,6 @@ std::vector<Chunk> chunk_peers(const std::vector<PeerPlan>& peers, const std::ve
   return chunks;
 }
 
-// Where each peer's message lies in the packed buffer: one after another, those
-// that are one run of storage (`runs`) left out (offset 0, they need no room).
-// `total`: the buffer's bytes.
-std::vector<index_t> packed_offsets(const std::vector<PeerPlan>& peers, const std::vector<StorageRun>& runs,
-                                    index_t& total) {
-  std::vector<index_t> at(peers.size());
-  total = 0;
-  for (size_t i = 0; i < peers.size(); ++i)
-    if (runs[i].block < 0) at[i] = total, total += peers[i].bytes;
-  return at;
-}
-
 class P2p final : public Strategy {
  public:
   explicit P2p(PlanCore& p)

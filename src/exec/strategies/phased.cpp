@@ -102,10 +102,12 @@ index_t largest(const std::vector<PeerPlan>& peers) {
 }
 
 // The synchronized variants' buffers: one packed message each way, each at most
-// one piece under a budget.
-index_t one_message_each_way(const RankPlan& rp, index_t budget, bool) {
+// one piece under a budget. A message that is one run of storage moves in place
+// (under Options::arithmetic, only sent ones), so it takes none.
+index_t one_message_each_way(const RankPlan& rp, index_t budget, bool arithmetic) {
   const index_t piece = budget_piece(budget, rp.elem_size);
-  return std::min(piece, largest(rp.sends)) + std::min(piece, largest(rp.receives));
+  return std::min(piece, largest_packed_message(rp.sends)) +
+         std::min(piece, largest_packed_message(rp.receives, arithmetic));
 }
 
 template <Variant V>
@@ -124,7 +126,15 @@ class Phased final : public Strategy {
       done_.resize(p.rp.receives.size());
     }
     status_.resize(requests_.size());
-    if constexpr (V != Variant::datatypes) send_run_ = send_runs(p), recv_run_ = receive_runs(p);
+    if constexpr (V != Variant::datatypes) {
+      send_run_ = send_runs(p), recv_run_ = receive_runs(p);
+      if constexpr (V == Variant::unsynchronized) {
+        send_at_ = packed_offsets(p.rp.sends, send_run_, send_packed_);
+        recv_at_ = packed_offsets(p.rp.receives, recv_run_, recv_packed_);
+      } else {
+        send_packed_ = largest_packed(p.rp.sends, send_run_), recv_packed_ = largest_packed(p.rp.receives, recv_run_);
+      }
+    }
   }
 
   void run(const SrcBlocks& src, const DstBlocks& dst) override {
@@ -144,8 +154,9 @@ class Phased final : public Strategy {
   void run_rounds(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
     const index_t max = p.options.max_message_bytes;
-    std::byte* const sbuf = p.round_send();  // the plan's (kept after an MPI error: Plan abandons them)
-    std::byte* const rbuf = p.round_recv();
+    // The plan's (kept after an MPI error: Plan abandons them); one-run messages take none.
+    std::byte* const sbuf = p.round_send(send_packed_, recv_packed_);
+    std::byte* const rbuf = p.round_recv(send_packed_, recv_packed_);
     copy_locals(p, src, dst);
     for (size_t c = 0; c < rounds_.send.size(); ++c) {
       const int si = rounds_.send[c], ri = rounds_.recv[c];
@@ -235,8 +246,8 @@ class Phased final : public Strategy {
   void run_unsynchronized(const SrcBlocks& src, const DstBlocks& dst) {
     PlanCore& p = plan_;
     const index_t max = p.options.max_message_bytes;
-    std::byte* rbuf = p.recv_scratch();
-    std::byte* sbuf = p.send_scratch();
+    std::byte* rbuf = p.recv_scratch(recv_packed_);  // one-run messages take none
+    std::byte* sbuf = p.send_scratch(send_packed_);
     // One request per peer when messages fit max_message_bytes; else chunked requests.
     std::vector<MPI_Request>& req = requests_;
     req.clear();
@@ -244,7 +255,7 @@ class Phased final : public Strategy {
     owner.clear();
     for (size_t i = 0; i < p.rp.receives.size(); ++i) {
       const PeerPlan& q = p.rp.receives[i];
-      std::byte* in = message_in(p, dst, recv_run_[i], rbuf + p.recv_offset[i]);
+      std::byte* in = message_in(p, dst, recv_run_[i], rbuf + recv_at_[i]);
       for (index_t off = 0; off < q.bytes; off += max) {
         req.emplace_back();
         owner.push_back(static_cast<int>(i));
@@ -257,7 +268,7 @@ class Phased final : public Strategy {
     for (int si : rounds_.send) {
       if (si < 0) continue;
       const PeerPlan& q = p.rp.sends[si];
-      const std::byte* out = message_out(p, si, src, send_run_[static_cast<size_t>(si)], sbuf + p.send_offset[si]);
+      const std::byte* out = message_out(p, si, src, send_run_[static_cast<size_t>(si)], sbuf + send_at_[static_cast<size_t>(si)]);
       for (index_t off = 0; off < q.bytes; off += max) {
         req.emplace_back();
         check_mpi(MPI_Isend(out + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE, q.peer, kTag, p.comm,
@@ -278,7 +289,7 @@ class Phased final : public Strategy {
       for (int j = 0; j < count; ++j) {
         const int i = owner[index_[j]];
         if (--pending_[i] == 0 && recv_run_[static_cast<size_t>(i)].block < 0)
-          unpack_peer(p, i, rbuf + p.recv_offset[i], dst);
+          unpack_peer(p, i, rbuf + recv_at_[static_cast<size_t>(i)], dst);
       }
       left -= static_cast<size_t>(count);
     }
@@ -294,6 +305,11 @@ class Phased final : public Strategy {
   std::vector<int> done_, index_, pending_;
   PeerTypesAt types_{"phased_dt"};  // phased_dt: one per peer and direction, for the block pointers last seen
   std::vector<StorageRun> send_run_, recv_run_;  // per peer: a message that is one run of storage (not phased_dt)
+  // The packed buffers, without one-run messages: the largest message each way
+  // (phased, phased_sendrecv), or all of them, one after another at send_at_
+  // (recv_at_) (phased_unsync).
+  index_t send_packed_ = 0, recv_packed_ = 0;
+  std::vector<index_t> send_at_, recv_at_;
 };
 
 // Messages of one side, largest first.
@@ -358,6 +374,9 @@ StrategyEntry phased_unsync_strategy() {
       "phased_unsync", "every receive posted, sends in contention-free round order, whole volume buffered",
       predict_unsync);
   e.arithmetic = true;
+  e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {  // as p2p's
+    return p2p_packed_bytes(rp.sends) + p2p_packed_bytes(rp.receives, arithmetic);
+  };
   return e;
 }
 
