@@ -58,6 +58,18 @@ void copy_local_range(const PlanCore& p, size_t k, index_t a, index_t b, const S
   });
 }
 
+LocalParts::LocalParts(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst, index_t part, size_t first)
+    : p_(p), src_(src), dst_(dst), part_(std::max<index_t>(1, part)), stream_(stream_for(p.rp.stats.bytes_local)),
+      next_(first) {}
+
+bool LocalParts::step() {
+  if (next_ >= p_.rp.locals.size()) return false;
+  const index_t n = p_.rp.locals[next_].elements(), end = std::min(n, at_ + part_);
+  copy_local_range(p_, next_, at_, end, src_, dst_, stream_);
+  if ((at_ = end) == n) ++next_, at_ = 0;
+  return true;
+}
+
 void copy_locals(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst) {
   const bool stream = stream_for(p.rp.stats.bytes_local);
   const int parts = copy_parts(p, p.rp.stats.bytes_local);
@@ -160,17 +172,25 @@ std::byte* message_in(const PlanCore& p, const DstBlocks& dst, const StorageRun&
 }
 
 void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf) {
+  pack_peer_range(p, i, src, off, n, buf, stream_for(n));
+}
+
+void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst) {
+  unpack_peer_range(p, i, buf, off, n, dst, stream_for(n));
+}
+
+void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf,
+                     bool stream) {
   const index_t es = p.rp.elem_size;
-  const bool stream = stream_for(n);
   for_range(p.rp.sends[i].segments, off / es, (off + n) / es, [&](const Segment& s, index_t at) {
     pack_run(s, src.at(s.at, es), buf + at * es, es, stream);
   });
   if (stream) stream_fence();
 }
 
-void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst) {
+void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst,
+                       bool stream) {
   const index_t es = p.rp.elem_size;
-  const bool stream = stream_for(n);
   const Arithmetic* a = arithmetic_of(p);
   for_range(p.rp.receives[i].segments, off / es, (off + n) / es, [&](const Segment& s, index_t at) {
     unpack_run(s, buf + at * es, dst.at(s.at, es), es, stream, a);

@@ -28,6 +28,26 @@ void copy_local(const PlanCore& p, size_t k, const SrcBlocks& src, const DstBloc
 // column-major): a long local copy done a part at a time.
 void copy_local_range(const PlanCore& p, size_t k, index_t a, index_t b, const SrcBlocks& src, const DstBlocks& dst,
                       bool stream);
+// The local copies a part at a time, to fill a wait (shm's rings,
+// p2p_pipelined's slots): each step() copies at most `part` elements (streamed
+// when all the local copies make a large phase: the caller fences at the end),
+// false when none are left. `first`: the first local piece to copy
+// (locals.size(): none).
+class LocalParts {
+ public:
+  LocalParts(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst, index_t part, size_t first = 0);
+  bool step();
+  bool stream() const { return stream_; }
+
+ private:
+  const PlanCore& p_;
+  const SrcBlocks& src_;
+  const DstBlocks& dst_;
+  index_t part_;
+  bool stream_;
+  size_t next_;
+  index_t at_ = 0;  // elements of locals[next_] done
+};
 // Packs the segments sent to peer `i` of rp.sends into `buf`, one after another.
 void pack_peer(const PlanCore& p, int i, const SrcBlocks& src, std::byte* buf);
 // Unpacks the message of peer `i` of rp.receives from `buf` into the target, with
@@ -60,5 +80,12 @@ std::byte* message_in(const PlanCore& p, const DstBlocks& dst, const StorageRun&
 void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf);
 // The reverse for peer `i` of rp.receives, with the plan's arithmetic.
 void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst);
+// The same two with streaming stores chosen by the caller (above: stream_for(n)).
+// `p2p_pipelined` packs its small slots without them (a slot stays in the caches
+// for MPI to read) and unpacks a large message's pieces with them.
+void pack_peer_range(const PlanCore& p, int i, const SrcBlocks& src, index_t off, index_t n, std::byte* buf,
+                     bool stream);
+void unpack_peer_range(const PlanCore& p, int i, const std::byte* buf, index_t off, index_t n, const DstBlocks& dst,
+                       bool stream);
 
 }  // namespace redist::detail

@@ -8,6 +8,7 @@
 #define REDIST_STRATEGIES(X) \
   X(p2p)                     \
   X(segment)                 \
+  X(p2p_pipelined)           \
   X(alltoallv)               \
   X(alltoallw)               \
   X(direct)                  \

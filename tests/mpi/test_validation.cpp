@@ -412,7 +412,7 @@ TEST(Validation, UnknownStrategyName) {
   for (const char* name : {"p2q", "P2P", "alltoall"})
     expect_same_error(capture([&] { check_strategy(name); }),
                       {"unknown strategy '" + std::string(name) + "'",
-                       "p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, "
+                       "p2p, segment, p2p_pipelined, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, "
                        "phased_dt, taskgraph, centralized, staged, multistage, hybrid, aggregate, auto"});
   for (const std::string& name : strategy_names()) EXPECT_NO_THROW(check_strategy(name));
   EXPECT_NO_THROW(check_strategy("auto"));
@@ -754,7 +754,7 @@ TEST(Validation, MemoryBudget) {
   }
 }
 
-// p2p, segment and the phased variants send and receive messages (segments)
+// p2p, segment, p2p_pipelined and the phased variants send and receive messages (segments)
 // that are one run of storage in place, so they take no room in the packed (or
 // round) buffers: rank 0's whole
 // local array moved to the last rank needs none, fits a budget of 0 bytes' worth
@@ -777,7 +777,7 @@ TEST(Validation, OneRunMessagesTakeNoBuffer) {
     index_t want;  // buffer bytes on the last rank (-1: not asserted)
   };
   for (const Case& c : {Case{&dst, false, 0}, Case{&dst, true, bytes}, Case{&tiled, false, -1}})
-    for (const char* name : {"p2p", "segment", "phased", "phased_sendrecv", "phased_unsync"}) {
+    for (const char* name : {"p2p", "segment", "p2p_pipelined", "phased", "phased_sendrecv", "phased_unsync"}) {
       SCOPED_TRACE(detail::cat(name, " into ", c.dst->spec(), c.arithmetic ? " with arithmetic" : ""));
       Options o;
       o.strategy = name;
@@ -837,7 +837,7 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
   expect_execute_error(
       d, dst, [&](const std::string& e) { plan.execute(s.const_blocks()[0], d.blocks()[0], rank == last ? "fast" : e); },
       {"rank " + S(last) + ":", "unknown strategy 'fast'",
-       "allowed: p2p, segment, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, phased_dt, "
+       "allowed: p2p, segment, p2p_pipelined, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, phased_dt, "
        "taskgraph, centralized, staged, multistage, hybrid, aggregate, auto"});
 }
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import BUILD, MPIRUN, ROOT
 
 # The registry, in its order (src/exec/registry.cpp).
-STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "shm", "phased", "phased_sendrecv", "phased_unsync",
+STRATEGIES = ["p2p", "segment", "p2p_pipelined", "alltoallv", "alltoallw", "direct", "shm", "phased", "phased_sendrecv", "phased_unsync",
               "phased_dt", "taskgraph", "centralized", "staged", "multistage", "hybrid", "aggregate"]
 
 BENCH = BUILD / "bench" / "redist-bench"

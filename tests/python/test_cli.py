@@ -7,7 +7,7 @@ import re
 import pytest
 
 # The registry, in its order (src/exec/registry.cpp).
-STRATEGIES = ["p2p", "segment", "alltoallv", "alltoallw", "direct", "shm", "phased", "phased_sendrecv", "phased_unsync",
+STRATEGIES = ["p2p", "segment", "p2p_pipelined", "alltoallv", "alltoallw", "direct", "shm", "phased", "phased_sendrecv", "phased_unsync",
               "phased_dt", "taskgraph", "centralized", "staged", "multistage", "hybrid", "aggregate"]
 
 SRC = "120x90 tile=16x11 block_cyclic grid=1x2"
@@ -602,7 +602,7 @@ def test_plan_prints_buffers_and_phased_rounds(redist):
     lines = dict(re.findall(r"^  (\w+) +([\d.]+ \w?B.*)$", p.stdout, re.M))
     assert set(lines) == set(STRATEGIES), p.stdout
     over = {n for n, rest in lines.items() if "over the budget" in rest}
-    assert over == {"p2p", "segment", "alltoallv", "direct", "shm", "phased_unsync", "taskgraph", "centralized", "staged",
+    assert over == {"p2p", "segment", "p2p_pipelined", "alltoallv", "direct", "shm", "phased_unsync", "taskgraph", "centralized", "staged",
                     "multistage", "hybrid", "aggregate"}, p.stdout
 
 

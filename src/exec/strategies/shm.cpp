@@ -911,17 +911,9 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
     // The local copies fill the waits, a ring's bytes at a time (256 KB; a
     // compressed plan may hold them as one run of 128 MB: the peers' rings would
     // wait for all of it: case a on the heap 36-41 ms, cut 27 ms).
-    const bool stream = stream_for(p.rp.stats.bytes_local);
-    const index_t part = std::max<index_t>(1, kFifoSlots * fifo_slot_limit() / p.rp.elem_size);
-    size_t next = any_push || walk_rings ? p.rp.locals.size() : 0;  // push or the walk copied them
-    index_t at = 0;  // elements of locals[next] done
-    fifo_.finish(p, src, dst, [&] {
-      if (next == p.rp.locals.size()) return false;
-      const index_t n = p.rp.locals[next].elements(), end = std::min(n, at + part);
-      copy_local_range(p, next, at, end, src, dst, stream);
-      if ((at = end) == n) ++next, at = 0;
-      return true;
-    });
+    LocalParts locals(p, src, dst, kFifoSlots * fifo_slot_limit() / p.rp.elem_size,
+                      any_push || walk_rings ? p.rp.locals.size() : 0);  // push or the walk copied them
+    fifo_.finish(p, src, dst, [&] { return locals.step(); });
     stream_fence();
   } else if (!any_push) {
     copy_locals(p, src, dst);
