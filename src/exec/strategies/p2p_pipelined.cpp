@@ -2,12 +2,12 @@
 // (256 KB) through 4 slots per peer and direction. The sender packs a piece into
 // a slot and sends it, and packs its next piece into a slot once that slot's send
 // is done; the receiver unpacks each piece as it lands and posts the receive of
-// its next piece into the slot it emptied. So packing, the transfer and unpacking overlap
-// (p2p packs a whole message before its first byte leaves, and unpacks after
-// its last arrives), and the slots stay in the caches between the copies: from
-// memory a byte is read once (the source) and written once (the target), as in
-// shm's rings, but through MPI (across nodes too). A message that is one run of
-// storage (storage_run) goes in pieces straight from the source into the target.
+// its next piece into the slot it emptied. So packing, the transfer and
+// unpacking overlap (p2p packs a whole message before its first byte leaves, and
+// unpacks after its last arrives), and the slots can stay in the caches between
+// the copies, as shm's rings do on a node, but through MPI (across nodes too). A
+// message that is one run of storage (storage_run) goes in pieces straight from
+// the source or into the target. docs/strategies.md, "Pipelined messages".
 //
 // Pieces are whole elements (a peer's last one shorter), at most
 // Options::max_message_bytes (unless that is below one element), the same on
