@@ -138,7 +138,8 @@ std::vector<Case> tran(int p, double scale) {
 
 // Issue 14's cases (docs/shm.md), ScaLAPACK storage on both sides, each with the
 // arrays in shared windows and on the heap: the node-aware `shm` beside the
-// message strategies, `direct`, auto and pdgemr2d, and the single-copy limit.
+// message strategies (p2p, p2p_pipelined), `direct`, auto and pdgemr2d, and the
+// single-copy limit.
 std::vector<Case> shm(int p, double scale) {
   std::vector<Case> out;
   const long n = scaled(8000, scale), nd = scaled(2000, scale), ne = scaled(5000, scale);
@@ -158,7 +159,7 @@ std::vector<Case> shm(int p, double scale) {
     for (const Shape& sh : shapes) {
       Case c{"shm", shared ? "shared window" : "heap", sh.name + (shared ? " (shared)" : " (heap)"),
              double(out.size() % shapes.size()), "case a-e", sh.src, sh.dst, sh.region, false,
-             {"shm", "direct", "alltoallw", "p2p", "auto"}};
+             {"shm", "direct", "alltoallw", "p2p", "p2p_pipelined", "auto"}};
       c.shared_storage = shared;
       c.single_copy = true;
       out.push_back(c);
