@@ -501,9 +501,10 @@ const std::vector<int>& detail::PlanCore::node_of() {
   return node_of_;
 }
 
-// The one-message buffers are dropped when a whole-volume buffer is made (no
-// strategy keeps data in them between runs), so that the plan never holds both:
-// its peak is the larger, which a memory budget bounds.
+// The one-message buffers are dropped when a packed buffer is made or grows (no
+// strategy keeps data in them between runs), and round_send drops packed buffers
+// that are not whole, so that the plan never holds both: its peak is the larger,
+// which a memory budget bounds.
 void detail::PlanCore::allocated(index_t bytes) {
   if (round_) {
     round_.reset();
@@ -520,6 +521,12 @@ std::byte* detail::PlanCore::round_send(index_t largest_send, index_t largest_re
   round_send_bytes_ = std::min(piece, largest_send);
   const index_t bytes = round_send_bytes_ + std::min(piece, largest_recv);
   if (!round_ && bytes > 0) {
+    // Packed buffers smaller than the whole volume (p2p's, p2p_pipelined's slots)
+    // go first, as round_ goes before a larger one: the plan never holds both, so
+    // its peak is the larger, which a memory budget bounds.
+    send_.reset(), recv_.reset();
+    buffer_bytes -= send_bytes_ + recv_bytes_;
+    send_bytes_ = recv_bytes_ = 0;
     round_.reset(new std::byte[static_cast<size_t>(bytes)]);
     buffer_bytes += bytes;
     buffer_peak = std::max(buffer_peak, buffer_bytes);

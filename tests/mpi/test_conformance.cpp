@@ -254,6 +254,8 @@ TEST_P(Conformance, PaperBlockSizeChange) {
 // Memory budgets below one message (Options::max_buffer_bytes; issue 10): random
 // cases with a random budget from two elements up to one message each way, so
 // `phased` and `phased_sendrecv` send their messages as pieces (plan/pieces.hpp),
+// and `p2p_pipelined` with one from its least (slots of one element) up to its
+// slots without a budget, so its pieces shrink to fit,
 // with random arithmetic half the time (applied piece by piece); every case
 // against the oracle, and the measured buffers (Plan::buffer_bytes, the plan's
 // allocation counter) within the budget on every rank.
@@ -266,20 +268,29 @@ TEST(ConformanceShared, MemoryBudgetPieces) {
     const bool arith = uniform(rng, 0, 1) == 1;  // f64 elements, target = -1.5 source + 0.5 target
     const auto [src0, dst0, r] = random_case(rng, nranks, 4, arith ? 8 : 0, false, uniform(rng, 0, 3) == 0);
     const Layout src = with_rank_ld(src0, world_rank()), dst = with_rank_ld(dst0, world_rank());
-    index_t need = 0;  // one message each way, max over ranks
+    Options base;
+    if (arith) base.arithmetic.type = ElementType::f64, base.arithmetic.alpha = -1.5, base.arithmetic.beta = 0.5;
+    // Max over ranks: phased's one message each way; p2p_pipelined's slots
+    // without a budget, and with pieces of one element (the least it can hold).
+    index_t need[3] = {};
     {
       const RankPlan rp = plan_rank(src, dst, r, world_rank(), nranks);
-      need = extra_memory(rp, "phased");
-      MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+      Options least = base;
+      least.max_buffer_bytes = 1;
+      need[0] = extra_memory(rp, "phased", base);
+      need[1] = extra_memory(rp, "p2p_pipelined", base);
+      need[2] = extra_memory(rp, "p2p_pipelined", least);
+      MPI_Allreduce(MPI_IN_PLACE, need, 3, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
     }
     const index_t es = src.elem_size();
-    for (const char* ex : {"phased", "phased_sendrecv"}) {
-      Options opt;
-      opt.max_buffer_bytes = uniform(rng, 2 * es, std::max(2 * es, need));
+    for (const char* ex : {"phased", "phased_sendrecv", "p2p_pipelined"}) {
+      const bool pipelined = std::string_view(ex) == "p2p_pipelined";
+      const index_t lo = pipelined ? std::max(es, need[2]) : 2 * es, hi = pipelined ? need[1] : need[0];
+      Options opt = base;
+      opt.max_buffer_bytes = uniform(rng, lo, std::max(lo, hi));
       if (uniform(rng, 0, 3) == 0) opt.max_message_bytes = uniform(rng, 1, 64);  // pieces split again
-      if (arith) opt.arithmetic.type = ElementType::f64, opt.arithmetic.alpha = -1.5, opt.arithmetic.beta = 0.5;
       opt.strategy = ex;
-      split += opt.max_buffer_bytes < need;
+      if (!pipelined) split += opt.max_buffer_bytes < need[0];
       OracleCase oc(src, dst, r, world_rank(), opt.arithmetic);
       Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
       std::string err;
@@ -292,7 +303,7 @@ TEST(ConformanceShared, MemoryBudgetPieces) {
         err = detail::cat("allocated ", plan.buffer_bytes(), " bytes, over the budget ", opt.max_buffer_bytes);
       const bool ok = all_ok(err.empty());
       EXPECT_TRUE(err.empty()) << "rank " << world_rank() << " case " << c << " " << ex << " budget "
-                               << opt.max_buffer_bytes << " (one message each way: " << need << ")\n  src "
+                               << opt.max_buffer_bytes << " (without a budget: " << hi << ")\n  src "
                                << src.spec() << "\n  dst " << dst.spec() << "\n  region " << r.str() << "\n  " << err
                                << "\n  replay: " << replay_command(range, c);
       if (!ok) return;

@@ -11,7 +11,10 @@
 //
 // Pieces are whole elements (a peer's last one shorter), at most
 // Options::max_message_bytes (unless that is below one element), the same on
-// both sides: their size is agreed when the strategy is made. The n-th receive
+// both sides: their size is agreed when the strategy is made. Under a memory
+// budget (Options::max_buffer_bytes) they shrink until every rank's slots fit
+// (down to one element each), so the strategy fits budgets far below one
+// message without rounds. The n-th receive
 // posted for a peer matches its n-th send (MPI's order per pair and tag), which
 // is piece n. Every rank posts its first receives before any send and then
 // serves whichever of its requests completes, so no rank waits on a peer that
@@ -56,15 +59,52 @@ struct Stream {
   index_t piece_bytes(index_t j) const { return std::min(slot, bytes - j * slot); }
 };
 
+// The bytes of the messages this rank packs or unpacks (not one run of storage;
+// on the receive side every one under Options::arithmetic), both directions.
+std::vector<index_t> packed_messages(const RankPlan& rp, bool arithmetic) {
+  std::vector<index_t> b;
+  for (const PeerPlan& q : rp.sends)
+    if (q.bytes > 0 && storage_run(q).block < 0) b.push_back(q.bytes);
+  for (const PeerPlan& q : rp.receives)
+    if (q.bytes > 0 && (arithmetic || storage_run(q).block < 0)) b.push_back(q.bytes);
+  return b;
+}
+
+// The slots of those messages with pieces of `slot` bytes: each message up to
+// kSlots pieces (what the strategy allocates).
+index_t slot_buffers(const std::vector<index_t>& messages, index_t slot) {
+  index_t n = 0;
+  for (index_t b : messages) n += std::min(b, kSlots * slot);
+  return n;
+}
+
+// The largest piece (whole elements, at most kSlotBytes) whose slots fit this
+// rank's memory budget (0: none); one element where none fits (the strategy
+// then needs more than the budget, and make_plan says so).
+index_t budget_slot(const std::vector<index_t>& messages, index_t es, index_t budget) {
+  index_t hi = std::max(es, kSlotBytes / es * es);
+  if (budget <= 0 || slot_buffers(messages, hi) <= budget) return hi;
+  index_t lo = es;
+  if (slot_buffers(messages, lo) > budget) return lo;
+  while (hi - lo > es) {  // slot_buffers(lo) <= budget < slot_buffers(hi)
+    const index_t mid = std::max(lo + es, (lo + (hi - lo) / 2) / es * es);
+    (slot_buffers(messages, mid) <= budget ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 class P2pPipelined final : public Strategy {
  public:
   explicit P2pPipelined(PlanCore& p) : Strategy(p) {}
 
-  // Collective: agrees on the piece size (the smallest any rank wants), then lays
-  // out the streams and their slots.
+  // Collective: agrees on the piece size (the smallest any rank wants: under a
+  // memory budget, small enough for its slots to fit), then lays out the streams
+  // and their slots.
   bool available() override {
     PlanCore& p = plan_;
-    index_t slot = wanted_slot(p.rp.elem_size, p.options.max_message_bytes);
+    const index_t budgeted =
+        budget_slot(packed_messages(p.rp, arithmetic_of(p) != nullptr), p.rp.elem_size, p.options.max_buffer_bytes);
+    index_t slot = std::min(wanted_slot(p.rp.elem_size, p.options.max_message_bytes), budgeted);
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &slot, 1, MPI_INT64_T, MPI_MIN, p.comm), "MPI_Allreduce", p.comm);
     slot_ = slot;
     const std::vector<StorageRun> in = receive_runs(p), out = send_runs(p);
@@ -194,8 +234,9 @@ class P2pPipelined final : public Strategy {
 
   std::string describe_request(int i) const {
     const auto k = static_cast<size_t>(owner_[static_cast<size_t>(i)]);
-    if (k < recv_.size()) return cat("receive from rank ", plan_.rp.receives[static_cast<size_t>(recv_[k].peer_index)].peer);
-    return cat("send to rank ", plan_.rp.sends[static_cast<size_t>(send_[k - recv_.size()].peer_index)].peer);
+    const RankPlan& rp = plan_.rp;
+    if (k < recv_.size()) return cat("receive from rank ", rp.receives[static_cast<size_t>(recv_[k].peer_index)].peer);
+    return cat("send to rank ", rp.sends[static_cast<size_t>(send_[k - recv_.size()].peer_index)].peer);
   }
 
   index_t slot_ = 0;  // the agreed piece size
@@ -209,17 +250,6 @@ class P2pPipelined final : public Strategy {
   std::vector<MPI_Status> status_;
   std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
 };
-
-// Slots: per peer not one run of storage, its message up to 4 pieces of 256 KB;
-// an upper bound where the pieces are smaller (max_message_bytes below 256 KB).
-index_t slot_buffers(const std::vector<PeerPlan>& peers, bool all) {
-  index_t n = 0;
-  for (const PeerPlan& q : peers) {
-    if (q.bytes == 0 || (!all && storage_run(q).block >= 0)) continue;
-    n += std::min(q.bytes, kSlots * kSlotBytes);
-  }
-  return n;
-}
 
 // As p2p (the same copies and bytes), plus each piece beyond a peer's first at
 // the cost of one more message with kSlots in flight. The overlap between ranks
@@ -241,11 +271,12 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
 
 StrategyEntry p2p_pipelined_strategy() {
   StrategyEntry e = entry<P2pPipelined>(
-      "p2p_pipelined", "one message per peer, streamed in 256 KB pieces through 4 slots: packing, MPI and unpacking overlap",
-      predict);
+      "p2p_pipelined",
+      "one message per peer, streamed in 256 KB pieces through 4 slots: packing, MPI and unpacking overlap", predict);
   e.arithmetic = true;
-  e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {
-    return slot_buffers(rp.sends, false) + slot_buffers(rp.receives, arithmetic);
+  e.extra_bytes = [](const RankPlan& rp, index_t budget, bool arithmetic) {
+    const std::vector<index_t> m = packed_messages(rp, arithmetic);
+    return slot_buffers(m, budget_slot(m, rp.elem_size, budget));
   };
   return e;
 }

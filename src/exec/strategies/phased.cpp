@@ -268,7 +268,8 @@ class Phased final : public Strategy {
     for (int si : rounds_.send) {
       if (si < 0) continue;
       const PeerPlan& q = p.rp.sends[si];
-      const std::byte* out = message_out(p, si, src, send_run_[static_cast<size_t>(si)], sbuf + send_at_[static_cast<size_t>(si)]);
+      const auto k = static_cast<size_t>(si);
+      const std::byte* out = message_out(p, si, src, send_run_[k], sbuf + send_at_[k]);
       for (index_t off = 0; off < q.bytes; off += max) {
         req.emplace_back();
         check_mpi(MPI_Isend(out + off, static_cast<int>(std::min(max, q.bytes - off)), MPI_BYTE, q.peer, kTag, p.comm,
