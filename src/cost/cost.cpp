@@ -123,10 +123,18 @@ StorageRun storage_run(const PeerPlan& pp) {
   return r;
 }
 
-index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all) {
+std::vector<index_t> packed_messages(const RankPlan& rp, bool arithmetic) {
+  std::vector<index_t> b;
+  for (const PeerPlan& q : rp.sends)
+    if (q.bytes > 0 && storage_run(q).block < 0) b.push_back(q.bytes);
+  for (const PeerPlan& q : rp.receives)
+    if (q.bytes > 0 && (arithmetic || storage_run(q).block < 0)) b.push_back(q.bytes);
+  return b;
+}
+
+index_t p2p_packed_bytes(const RankPlan& rp, bool arithmetic) {
   index_t n = 0;
-  for (const PeerPlan& p : peers)
-    if (all || storage_run(p).block < 0) n += p.bytes;
+  for (index_t b : packed_messages(rp, arithmetic)) n += b;
   return n;
 }
 

@@ -62,12 +62,17 @@ StorageRun storage_run(const PeerPlan& pp);
 // Is segment `g` one contiguous row of storage, its elements in packed order
 // adjacent there (run_rows)? `segment` sends and receives such a one in place.
 bool one_run(const Segment& g);
-// The bytes of packed buffer one side of p2p (segment) needs: its messages
-// (segments) that are not one run of storage; with `all` (a receive side under
-// Options::arithmetic, which unpacks every message), every one.
-index_t p2p_packed_bytes(const std::vector<PeerPlan>& peers, bool all = false);
+// The bytes of each message this rank packs or unpacks: those that are not one
+// run of storage, sends then receives; under Options::arithmetic (`arithmetic`)
+// every received one (all are unpacked). p2p_packed_bytes: their sum, the packed
+// buffer of p2p and phased_unsync; p2p_pipelined's slots follow them.
+std::vector<index_t> packed_messages(const RankPlan& rp, bool arithmetic);
+index_t p2p_packed_bytes(const RankPlan& rp, bool arithmetic);
+// The same for one side of `segment`, per segment; with `all` (a receive side
+// under Options::arithmetic) every one.
 index_t segment_packed_bytes(const std::vector<PeerPlan>& peers, index_t elem_size, bool all = false);
-// The largest of those messages (phased's round buffers), 0 when none.
+// The largest message of `peers` that is not one run of storage (every one with
+// `all`), 0 when none: phased's round buffers.
 index_t largest_packed_message(const std::vector<PeerPlan>& peers, bool all = false);
 // packed_copy_time without the segments that are one run (segment's messages:
 // one per segment), on either side. The models do not see Options::arithmetic,

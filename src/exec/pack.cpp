@@ -151,13 +151,6 @@ std::vector<index_t> packed_offsets(const std::vector<PeerPlan>& peers, const st
   return at;
 }
 
-index_t largest_packed(const std::vector<PeerPlan>& peers, const std::vector<StorageRun>& runs) {
-  index_t m = 0;
-  for (size_t i = 0; i < peers.size(); ++i)
-    if (runs[i].block < 0) m = std::max(m, peers[i].bytes);
-  return m;
-}
-
 const std::byte* message_out(const PlanCore& p, int i, const SrcBlocks& src, const StorageRun& run, std::byte* packed) {
   if (run.block >= 0)
     return static_cast<const std::byte*>(src.ptr[static_cast<size_t>(run.block)]) + run.offset * p.rp.elem_size;

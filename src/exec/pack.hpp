@@ -64,8 +64,6 @@ std::vector<StorageRun> receive_runs(const PlanCore& p);
 // 0: they take no room).
 std::vector<index_t> packed_offsets(const std::vector<PeerPlan>& peers, const std::vector<StorageRun>& runs,
                                     index_t& total);
-// The largest message of `peers` that is not one run of storage (0: none).
-index_t largest_packed(const std::vector<PeerPlan>& peers, const std::vector<StorageRun>& runs);
 // Where send peer i's message starts: in the source when `run` is one, else in
 // `packed`, packed there now (pack_peer).
 const std::byte* message_out(const PlanCore& p, int i, const SrcBlocks& src, const StorageRun& run, std::byte* packed);

@@ -118,7 +118,7 @@ StrategyEntry p2p_strategy() {
   StrategyEntry e = entry<P2p>("p2p", "one message per peer: receives posted first, unpacked as each arrives", predict);
   e.arithmetic = true;
   e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {
-    return p2p_packed_bytes(rp.sends) + p2p_packed_bytes(rp.receives, arithmetic);
+    return p2p_packed_bytes(rp, arithmetic);
   };
   return e;
 }

@@ -59,18 +59,8 @@ struct Stream {
   index_t piece_bytes(index_t j) const { return std::min(slot, bytes - j * slot); }
 };
 
-// The bytes of the messages this rank packs or unpacks (not one run of storage;
-// on the receive side every one under Options::arithmetic), both directions.
-std::vector<index_t> packed_messages(const RankPlan& rp, bool arithmetic) {
-  std::vector<index_t> b;
-  for (const PeerPlan& q : rp.sends)
-    if (q.bytes > 0 && storage_run(q).block < 0) b.push_back(q.bytes);
-  for (const PeerPlan& q : rp.receives)
-    if (q.bytes > 0 && (arithmetic || storage_run(q).block < 0)) b.push_back(q.bytes);
-  return b;
-}
-
-// The slots of those messages with pieces of `slot` bytes: each message up to
+// The slots of the messages this rank packs or unpacks (packed_messages,
+// cost/model.hpp) with pieces of `slot` bytes: each message up to
 // kSlots pieces (what the strategy allocates).
 index_t slot_buffers(const std::vector<index_t>& messages, index_t slot) {
   index_t n = 0;

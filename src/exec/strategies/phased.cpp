@@ -132,7 +132,9 @@ class Phased final : public Strategy {
         send_at_ = packed_offsets(p.rp.sends, send_run_, send_packed_);
         recv_at_ = packed_offsets(p.rp.receives, recv_run_, recv_packed_);
       } else {
-        send_packed_ = largest_packed(p.rp.sends, send_run_), recv_packed_ = largest_packed(p.rp.receives, recv_run_);
+        // extra_bytes' figures (one_message_each_way)
+        send_packed_ = largest_packed_message(p.rp.sends);
+        recv_packed_ = largest_packed_message(p.rp.receives, arithmetic_of(p) != nullptr);
       }
     }
   }
@@ -376,7 +378,7 @@ StrategyEntry phased_unsync_strategy() {
       predict_unsync);
   e.arithmetic = true;
   e.extra_bytes = [](const RankPlan& rp, index_t, bool arithmetic) {  // as p2p's
-    return p2p_packed_bytes(rp.sends) + p2p_packed_bytes(rp.receives, arithmetic);
+    return p2p_packed_bytes(rp, arithmetic);
   };
   return e;
 }

@@ -24,12 +24,12 @@ constexpr int kWindow = 64;  // messages in flight each way (the model charges t
 struct MessageCursor {
   const std::vector<PeerPlan>* peers;
   index_t es, max;
-  bool in_place;  // one_run segments are moved in place (not on a receive side under arithmetic)
+  const std::vector<char>* in_place;  // per segment (flat): moved in place (SegmentStrategy::in_place)
   size_t peer = 0, seg = 0, flat = 0;  // flat: segment number over all peers
   index_t off = 0, buf = 0;
   bool done() const { return peer >= peers->size(); }
   const Segment& segment() const { return (*peers)[peer].segments[seg]; }
-  bool run() const { return in_place && one_run(segment()); }  // moved in place
+  bool run() const { return (*in_place)[flat] != 0; }
   index_t bytes() const { return std::min(max, segment().elements() * es - off); }
   void next() {
     off += max;
@@ -48,7 +48,9 @@ class SegmentStrategy final : public Strategy {
     for (const PeerPlan& pp : p.rp.receives)
       for (const Segment& g : pp.segments) messages_.push_back((g.elements() * es + max - 1) / max);
     pending_.resize(messages_.size());
-    recv_bytes_ = segment_packed_bytes(p.rp.receives, es, arithmetic_of(p) != nullptr);
+    const bool arithmetic = arithmetic_of(p) != nullptr;  // applied while unpacking: nothing received in place
+    recv_in_place_ = in_place(p.rp.receives, !arithmetic), send_in_place_ = in_place(p.rp.sends, true);
+    recv_bytes_ = segment_packed_bytes(p.rp.receives, es, arithmetic);
     send_bytes_ = segment_packed_bytes(p.rp.sends, es);
   }
 
@@ -57,10 +59,9 @@ class SegmentStrategy final : public Strategy {
     const index_t es = p.rp.elem_size;
     const index_t max = p.options.max_message_bytes;
     MPI_Request* req = requests_;
-    const bool in_place = arithmetic_of(p) == nullptr;  // arithmetic is applied while unpacking
     std::byte* rbuf = p.recv_scratch(recv_bytes_);  // extra_bytes' figure
     std::byte* sbuf = p.send_scratch(send_bytes_);
-    MessageCursor rc{&p.rp.receives, es, max, in_place}, sc{&p.rp.sends, es, max, true};
+    MessageCursor rc{&p.rp.receives, es, max, &recv_in_place_}, sc{&p.rp.sends, es, max, &send_in_place_};
     const bool stream_out = stream_for(p.rp.stats.bytes_sent);
     const bool stream_in = stream_for(p.rp.stats.bytes_received);
     std::copy(messages_.begin(), messages_.end(), pending_.begin());
@@ -135,6 +136,15 @@ class SegmentStrategy final : public Strategy {
   std::vector<index_t> messages_;  // per receive segment: its messages (1 unless split)
   std::vector<index_t> pending_;   // the same, counted down in a run
   index_t send_bytes_ = 0, recv_bytes_ = 0;  // the packed buffers: segments not moved in place
+  std::vector<char> send_in_place_, recv_in_place_;  // per segment (flat): one run of storage, moved in place
+
+  // Per segment of `peers` (flat): is it moved in place (one_run, where `allowed`)?
+  static std::vector<char> in_place(const std::vector<PeerPlan>& peers, bool allowed) {
+    std::vector<char> v;
+    for (const PeerPlan& pp : peers)
+      for (const Segment& g : pp.segments) v.push_back(allowed && one_run(g));
+    return v;
+  }
 };
 
 // As p2p, plus each of its n messages' share of a stream of n: n * s(min(n, 64)),
