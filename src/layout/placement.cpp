@@ -12,7 +12,8 @@
 //            it costs >= 0). Patches with equal parts are interchangeable: the
 //            flow moves counts of patch classes (PatchParts::class_of; 32,768
 //            classes for 6.6 million patches at 6000^3 / 32^3 on 16^3 ranks).
-//            Nodes are the ranks, a hub H and a sink T:
+//            Nodes are the ranks (ranks holding no part share one node until
+//            given a patch: Balancer), a hub H and a sink T:
 //              a -> b  move one patch of class c from a to b, cost ov(c,a) - ov(c,b),
 //                      kept per pair as the cheapest class (b among c's parts);
 //              a -> H -> b  move a patch of class c to any rank, cost ov(c,a);
@@ -229,10 +230,22 @@ int largest(const Classes& k, index_t c) {
 // on patch classes: a rank holds a count of patches of each class, and a move
 // carries as many patches of one class along one path as every arc, the source's
 // excess and the end's deficit allow.
+//
+// Nodes are not all R ranks: a rank that holds no part of any patch and has not
+// been given one (a "free" rank) has no arc but H -> it and it -> T, the same
+// load, slot and potential as every other such rank, so one node V stands for
+// them all. A path through V gives a patch or a slot to the lowest free rank,
+// which then becomes a node of its own (take()). So the graph has the ranks
+// holding parts, the ranks given patches, V, H and T: a placement of 16 patches
+// over a source grid of 2^24 ranks walks 16-odd nodes per phase, not 2^24.
 class Balancer {
  public:
   struct Hold {
     index_t cls, count;
+  };
+  struct RankHolds {
+    int rank;
+    std::vector<Hold> holds;
   };
 
   Balancer(const Classes& k, int R) : k_(k), R_(R) {
@@ -240,25 +253,34 @@ class Balancer {
     for (index_t c = 0; c < k_.size(); ++c) n += k_.count[c];
     f_ = n / R_;
     extra_ = n % R_;
-    load_.assign(R_, 0);
-    slot_.assign(R_, 0);
-    hold_.resize(R_);
-    arcs_.resize(R_);
-    dirty_.assign(R_, 1);
-    pi_.assign(R_ + 2, 0);
+    // Rank 0 too: it takes the patches with no part (largest()).
+    holders_.push_back(0);
+    for (const Part& p : k_.parts) holders_.push_back(p.rank);
+    std::sort(holders_.begin(), holders_.end());
+    holders_.erase(std::unique(holders_.begin(), holders_.end()), holders_.end());
+    free_left_ = R_ - static_cast<index_t>(holders_.size());
+    for (int node = 0; node < kFirst; ++node) new_node(-1);
+    for (int r : holders_) new_node(r);
+    part_node_.reserve(k_.parts.size());
+    for (const Part& p : k_.parts) part_node_.push_back(holder_node(p.rank));
     for (index_t c = 0; c < k_.size(); ++c)
-      if (k_.count[c] > 0) add(c, largest(k_, c), k_.count[c]);
+      if (k_.count[c] > 0) add(c, holder_node(largest(k_, c)), k_.count[c]);
   }
 
-  // Per rank, the patches of each class it gets.
-  std::vector<std::vector<Hold>> run() {
+  // The ranks given patches, ascending, with the patches of each class they get.
+  std::vector<RankHolds> run() {
     while (phase()) {
     }
-    return std::move(hold_);
+    std::vector<RankHolds> out;
+    for (int u = kFirst; u < nodes(); ++u)
+      if (!hold_[u].empty()) out.push_back({rank_[u], std::move(hold_[u])});
+    std::sort(out.begin(), out.end(), [](const RankHolds& a, const RankHolds& b) { return a.rank < b.rank; });
+    return out;
   }
 
  private:
   static constexpr index_t kInf = std::numeric_limits<index_t>::max() / 4;
+  static constexpr int kH = 0, kT = 1, kV = 2, kFirst = 3;  // then one node per rank
   struct Arc {  // from a rank: to a node, its cost, the class it moves
     int to;
     index_t cost, cls;
@@ -270,20 +292,58 @@ class Balancer {
   const Classes& k_;
   int R_;
   index_t f_ = 0, extra_ = 0, used_ = 0;
+  std::vector<int> holders_;    // ranks holding a part, ascending: nodes kFirst + i
+  std::vector<int> part_node_;  // per k_.parts entry, its rank's node
+  index_t free_left_ = 0;       // free ranks V stands for
+  int free_rank_ = 0;           // no free rank below it is left
+  // Per node:
+  std::vector<int> rank_;
   std::vector<index_t> load_;
   std::vector<char> slot_;
-  std::vector<std::vector<Hold>> hold_;  // per rank, its classes with a count > 0
-  std::vector<std::vector<Arc>> arcs_;   // per rank, its arcs (arcs()) when not dirty
+  std::vector<std::vector<Hold>> hold_;  // its classes with a count > 0
+  std::vector<std::vector<Arc>> arcs_;   // its arcs (arcs()) when not dirty
   std::vector<char> dirty_;
-  std::vector<index_t> pi_;              // potentials (ranks, H, T)
+  std::vector<index_t> pi_;              // potentials
   std::vector<char> dead_, on_path_;
   int hub_cursor_ = 0, slot_cursor_ = 0;
   std::vector<Step> path_;
 
-  int H() const { return R_; }
-  int T() const { return R_ + 1; }
-  index_t excess(int r) const { return load_[r] - f_ - slot_[r]; }
-  bool deficit(int v) const { return v == T() ? used_ < extra_ : v < R_ && excess(v) < 0; }
+  int nodes() const { return static_cast<int>(rank_.size()); }
+  bool is_rank(int v) const { return v >= kFirst; }
+  bool has_free() const { return free_left_ > 0; }
+  index_t excess(int v) const { return load_[v] - f_ - slot_[v]; }
+  bool deficit(int v) const {
+    if (v == kT) return used_ < extra_;
+    if (v == kV) return has_free() && f_ > 0;
+    return is_rank(v) && excess(v) < 0;
+  }
+
+  int new_node(int rank) {
+    rank_.push_back(rank);
+    load_.push_back(0);
+    slot_.push_back(0);
+    hold_.emplace_back();
+    arcs_.emplace_back();
+    dirty_.push_back(1);
+    pi_.push_back(rank < 0 ? 0 : pi_[kV]);  // a free rank's potential is V's
+    dead_.push_back(0);
+    on_path_.push_back(0);
+    return nodes() - 1;
+  }
+  int holder_node(int rank) const {
+    const auto it = std::lower_bound(holders_.begin(), holders_.end(), rank);
+    REDIST_ASSERT(it != holders_.end() && *it == rank, "balanced placement: rank ", rank, " holds no part");
+    return kFirst + static_cast<int>(it - holders_.begin());
+  }
+  // The lowest free rank, as a node of its own from now on.
+  int take() {
+    REDIST_ASSERT(has_free(), "balanced placement: no free rank left");
+    for (auto it = std::lower_bound(holders_.begin(), holders_.end(), free_rank_);
+         it != holders_.end() && *it == free_rank_; ++it)
+      ++free_rank_;
+    --free_left_;
+    return new_node(free_rank_++);
+  }
 
   Hold* find(int r, index_t c) {
     for (Hold& h : hold_[r])
@@ -300,7 +360,7 @@ class Balancer {
     load_[r] -= m;
     dirty_[r] = 1;
     Hold* h = find(r, c);
-    REDIST_ASSERT(h && h->count >= m, "balanced placement: rank ", r, " lacks ", m, " patches of class ", c);
+    REDIST_ASSERT(h && h->count >= m, "balanced placement: rank ", rank_[r], " lacks ", m, " patches of class ", c);
     if ((h->count -= m) == 0) {
       *h = hold_[r].back();
       hold_[r].pop_back();
@@ -310,20 +370,22 @@ class Balancer {
   // f(v, cost, class) for each residual arc out of u; stops when f returns true.
   // From a rank u, per class c it holds: u -> b for each other rank b holding a
   // part of c, cost ov(c,u) - ov(c,b); u -> H (to any rank), cost ov(c,u); and
-  // u -> T (take a slot), cost 0. H -> every rank and T -> every rank with a
-  // slot (give it back) cost 0. A rank's arcs to one node are kept as one, the
-  // cheapest (arcs(u), rebuilt when its holdings change).
+  // u -> T (take a slot), cost 0. H -> every rank (V first) and T -> every rank
+  // with a slot (give it back) cost 0; V -> T cost 0. A rank's arcs to one node
+  // are kept as one, the cheapest (arcs(u), rebuilt when its holdings change).
   template <class F>
   bool for_each_arc(int u, F&& f) {
-    if (u < R_) {
+    if (is_rank(u)) {
       for (const Arc& a : arcs(u))
         if (f(a.to, a.cost, a.cls)) return true;
-      if (extra_ > 0 && !slot_[u] && f(T(), 0, index_t{-1})) return true;
-    } else if (u == H()) {
-      for (int b = 0; b < R_; ++b)
+      if (extra_ > 0 && !slot_[u] && f(kT, 0, index_t{-1})) return true;
+    } else if (u == kV) {
+      if (extra_ > 0 && f(kT, 0, index_t{-1})) return true;
+    } else if (u == kH) {
+      for (int b = has_free() ? kV : kFirst; b < nodes(); ++b)
         if (f(b, 0, index_t{-1})) return true;
     } else {
-      for (int b = 0; b < R_; ++b)
+      for (int b = kFirst; b < nodes(); ++b)
         if (slot_[b] && f(b, 0, index_t{-1})) return true;
     }
     return false;
@@ -343,10 +405,10 @@ class Balancer {
       out.push_back({to, cost, cls});
     };
     for (const Hold& h : hold_[u]) {
-      const index_t keep = k_.ov(h.cls, u);
+      const index_t keep = k_.ov(h.cls, rank_[u]);
       for (index_t i = k_.start[h.cls]; i < k_.start[h.cls + 1]; ++i)
-        if (k_.parts[i].rank != u) keep_cheapest(k_.parts[i].rank, keep - k_.parts[i].volume, h.cls);
-      keep_cheapest(H(), keep, h.cls);
+        if (k_.parts[i].rank != rank_[u]) keep_cheapest(part_node_[i], keep - k_.parts[i].volume, h.cls);
+      keep_cheapest(kH, keep, h.cls);
     }
     return out;
   }
@@ -362,17 +424,17 @@ class Balancer {
   // a path keeps every reduced cost >= 0 (its reverse arcs cost 0), so when no
   // excess is left the flow is min-cost.
   bool phase() {
-    const int N = R_ + 2;
+    const int N = nodes();
     std::vector<index_t> dr(N, kInf);
     std::vector<int> pred(N, -1);
     std::vector<index_t> pred_cls(N, -1);
     using Item = std::pair<index_t, int>;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
-    for (int r = 0; r < R_; ++r)
+    for (int r = kFirst; r < N; ++r)
       if (excess(r) > 0) dr[r] = 0, q.push({0, r});
     if (q.empty()) return false;
-    int target = -1, deficits = deficit(T());
-    for (int r = 0; r < R_; ++r) deficits += excess(r) < 0;
+    int target = -1, deficits = 0;
+    for (int v = 0; v < N; ++v) deficits += deficit(v);
     index_t dmax = 0;
     while (!q.empty() && deficits > 0) {
       // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
@@ -401,10 +463,10 @@ class Balancer {
     bool any = false;
     for (bool moved = true; moved; any = any || moved) {
       moved = false;
-      dead_.assign(N, 0);
-      on_path_.assign(N, 0);
-      hub_cursor_ = slot_cursor_ = 0;
-      for (int s = 0; s < R_; ++s)
+      dead_.assign(dead_.size(), 0);
+      on_path_.assign(on_path_.size(), 0);
+      hub_cursor_ = slot_cursor_ = has_free() ? kV : kFirst;
+      for (int s = kFirst; s < nodes(); ++s)  // nodes taken on the way have no excess
         while (excess(s) > 0 && !dead_[s]) {
           path_.clear();
           if (!admissible_path(s)) break;
@@ -437,18 +499,23 @@ class Balancer {
       return admissible_path(v);
     };
     bool found = false;
-    if (u < R_) {
+    if (u != kH && u != kT) {
       found = for_each_arc(u, try_arc);
     } else {
       // H and T reach every rank: a cursor per pass skips the ranks already found
-      // dead or not admissible (both hold for the rest of the pass).
-      int& cursor = u == H() ? hub_cursor_ : slot_cursor_;
-      for (int b = cursor; b < R_ && !found; ++b) {
+      // dead or not admissible (both hold for the rest of the pass). V stays at
+      // its place while free ranks are left (a path through it takes one).
+      int& cursor = u == kH ? hub_cursor_ : slot_cursor_;
+      for (int b = cursor; b < nodes() && !found; ++b) {
+        if (b == kV && !has_free()) {
+          if (b == cursor) ++cursor;
+          continue;
+        }
         if (dead_[b] || pi_[u] != pi_[b]) {  // for the rest of the pass
           if (b == cursor) ++cursor;
           continue;
         }
-        if (on_path_[b] || (u == T() && !slot_[b])) continue;
+        if (on_path_[b] || (u == kT && !slot_[b])) continue;
         found = try_arc(b, 0, -1);
         if (!found && b == cursor) ++cursor;  // try_arc marked it dead
       }
@@ -461,27 +528,30 @@ class Balancer {
 
   // Moves patches along path_ (source first): as many as the source's excess,
   // the end's deficit, each arc's class count on its rank and the slots allow.
+  // A path through V first takes the free rank it stands for.
   void apply() {
-    const std::vector<Step>& path = path_;
+    std::vector<Step>& path = path_;
+    for (Step& s : path)
+      if (s.node == kV) s.node = take();
     index_t m = excess(path.front().node);
     const int end = path.back().node;
-    m = std::min(m, end == T() ? index_t{1} : -excess(end));
+    m = std::min(m, end == kT ? index_t{1} : -excess(end));
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       const int u = path[i].node;
-      if (u == T() || path[i + 1].node == T()) m = 1;
-      else if (u != H()) m = std::min(m, find(u, path[i].cls)->count);
+      if (u == kT || path[i + 1].node == kT) m = 1;
+      else if (u != kH) m = std::min(m, find(u, path[i].cls)->count);
     }
     REDIST_ASSERT(m > 0, "balanced placement: an empty move");
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       const int u = path[i].node, v = path[i + 1].node;
-      if (u == H()) continue;  // handled with the arc into H
-      if (v == T()) {
+      if (u == kH) continue;  // handled with the arc into H
+      if (v == kT) {
         slot_[u] = 1, ++used_;
-      } else if (u == T()) {
+      } else if (u == kT) {
         slot_[v] = 0, --used_;
       } else {
         remove(path[i].cls, u, m);
-        add(path[i].cls, v == H() ? path[i + 2].node : v, m);
+        add(path[i].cls, v == kH ? path[i + 2].node : v, m);
       }
     }
   }
@@ -506,14 +576,14 @@ std::vector<int> compute(const PlacementParams& p) {
       first[cl + 1] = cl + 1;
     }
   } else {
-    const std::vector<std::vector<Balancer::Hold>> hold = Balancer(k, R).run();
-    for (const auto& hr : hold)
-      for (const Balancer::Hold& h : hr) ++first[h.cls + 1];
+    const std::vector<Balancer::RankHolds> hold = Balancer(k, R).run();
+    for (const Balancer::RankHolds& hr : hold)
+      for (const Balancer::Hold& h : hr.holds) ++first[h.cls + 1];
     for (index_t cl = 0; cl < k.size(); ++cl) first[cl + 1] += first[cl];
     to.resize(static_cast<size_t>(first.back()));
     std::vector<index_t> fill(first.begin(), first.end() - 1);
-    for (int r = 0; r < R; ++r)
-      for (const Balancer::Hold& h : hold[r]) to[fill[h.cls]++] = {r, h.count};
+    for (const Balancer::RankHolds& hr : hold)
+      for (const Balancer::Hold& h : hr.holds) to[fill[h.cls]++] = {hr.rank, h.count};
   }
   const Coord np = patch_counts(c.patches);
   std::vector<int> owner(static_cast<size_t>(np.volume()));

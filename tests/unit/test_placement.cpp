@@ -324,6 +324,61 @@ TEST(Placement, LargerCasesBalanceWithinOnePatch) {
   }
 }
 
+// Source grids far larger than the ranks holding data (make fuzz found one of
+// 300,000 ranks over 8 rows taking seconds): the ranks holding no part are one
+// node of the flow until given a patch, so the work follows the holders and the
+// patches, not the grid. Balanced against the oracle on the same parts with the
+// holders renumbered 0..h-1 and R' = h + n ranks: with n patches on R >= n
+// ranks each rank gets at most one, whatever R, so the optimum is the same.
+// Then free ranks that must take patches (n >= R: each gets f or f+1).
+TEST(Placement, ManyRanksFewHolders) {
+  for (const char* s : {"8x8 tile=1x4 block_cyclic grid=300000x1", "8x8 tile=1x4 block_cyclic grid=16777216x1",
+                        "6x5 tile=2x1 random seed=5 ranks=1000000", "9x7 tile=3x2 block_cyclic grid=4x5000 src=3x17"}) {
+    const Layout src = Layout::parse(s);
+    for (index_t p : {1, 2, 3}) {
+      std::vector<DimPartition> patches;
+      for (int d = 0; d < 2; ++d) patches.push_back(DimPartition::regular(src.shape()[d], p));
+      const Layout b = placement(PlacementRule::balanced, src, patches);
+      SCOPED_TRACE(b.spec());
+      const int R = src.ownership().ranks_needed();
+      ASSERT_EQ(b.check(R), "");
+      const auto parts = oracle_parts(src, b);
+      const std::vector<int> ob = owners_of(b);
+      const index_t n = static_cast<index_t>(ob.size());
+      ASSERT_GE(R, n);
+      std::vector<int> sorted = ob;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "two patches on one rank";
+      EXPECT_GE(sorted.front(), 0);
+      EXPECT_LT(sorted.back(), R);
+      std::map<int, int> renumber;
+      for (const auto& pr : parts)
+        for (auto [r, v] : pr) renumber.emplace(r, 0);
+      int h = 0;
+      for (auto& [r, id] : renumber) id = h++;
+      std::vector<std::map<int, index_t>> small(parts.size());
+      for (size_t i = 0; i < parts.size(); ++i)
+        for (auto [r, v] : parts[i]) small[i][renumber[r]] = v;
+      EXPECT_EQ(kept(parts, ob), min_cost_flow_balanced(small, h + static_cast<int>(n)));
+    }
+  }
+  // 40 of 64 ranks hold data, 160 or 40 patches: the free ranks are deficits.
+  const Layout src = Layout::parse("40x4 tile=1x1 block_cyclic grid=64x1");
+  for (index_t p : {1, 2}) {
+    const std::vector<DimPartition> patches = {DimPartition::regular(40, p), DimPartition::regular(4, 1)};
+    const Layout b = placement(PlacementRule::balanced, src, patches);
+    SCOPED_TRACE(b.spec());
+    const auto parts = oracle_parts(src, b);
+    const std::vector<int> ob = owners_of(b);
+    std::vector<index_t> load(64, 0);
+    for (int r : ob) ++load[r];
+    const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+    EXPECT_EQ(*lo, static_cast<index_t>(ob.size()) / 64);
+    EXPECT_LE(*hi - *lo, 1);
+    EXPECT_EQ(kept(parts, ob), min_cost_flow_balanced(parts, 64));
+  }
+}
+
 TEST(Placement, ChecksItsSource) {
   EXPECT_NE(Layout::parse("8x8 tile=2x2 greedy of=(8x9 tile=4x4 block_cyclic grid=2x2)").check(4).find("must be equal"),
             std::string::npos);
