@@ -118,16 +118,18 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   for (size_t i = 0; i < ns; ++i)
     check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rp.sends[i].peer, kTagDone, p.comm, &st.req[nr + i]), "MPI_Irecv",
               p.comm, "receive from", p.rp.sends[i].peer);
-  std::byte* sbuf = p.send_scratch();
+  // Buffers for the short-row segments only, each peer's after the previous one's.
   const index_t es = p.rp.elem_size;
-  index_t packed_out = 0, packed_in = 0;
-  for (index_t b : st.pack.send_bytes) packed_out += b;
-  for (index_t b : st.pack.recv_bytes) packed_in += b;
+  std::vector<index_t> out_at(ns + 1, 0), in_at(nr + 1, 0);
+  for (size_t i = 0; i < ns; ++i) out_at[i + 1] = out_at[i] + st.pack.send_bytes[i];
+  for (size_t i = 0; i < nr; ++i) in_at[i + 1] = in_at[i] + st.pack.recv_bytes[i];
+  const index_t packed_out = out_at[ns], packed_in = in_at[nr];
+  std::byte* sbuf = p.send_scratch(packed_out);
   const bool stream_out = stream_for(packed_out), stream_in = stream_for(packed_in);
   for (size_t i = 0; i < ns; ++i) {
     const auto& segs = p.rp.sends[i].segments;
     index_t nblocks = 0;
-    std::byte* at = sbuf + p.send_offset[i];
+    std::byte* at = sbuf + out_at[i];
     for (size_t k = 0; k < segs.size(); ++k) {
       nblocks = std::max(nblocks, segs[k].at.block + 1);
       if (!st.pack.send[i][k]) continue;
@@ -138,7 +140,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
     auto& out = st.out_bases[i];
     out.resize(static_cast<size_t>(nblocks) + 1);
     for (index_t b = 0; b < nblocks; ++b) out[static_cast<size_t>(b)] = reinterpret_cast<std::uint64_t>(src.ptr[b]);
-    out.back() = reinterpret_cast<std::uint64_t>(sbuf + p.send_offset[i]);
+    out.back() = reinterpret_cast<std::uint64_t>(sbuf + out_at[i]);
     check_mpi(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_UINT64_T, p.rp.sends[i].peer, kTagBases,
                         p.comm, &st.req[nr + ns + i]),
               "MPI_Isend", p.comm, "send to", p.rp.sends[i].peer);
@@ -147,7 +149,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   // Read from each sender as soon as its base pointers arrive, then tell it we are done.
   std::string err;
   const size_t per = record_size(p.rp.ndim);
-  std::byte* rbuf = p.recv_scratch();
+  std::byte* rbuf = p.recv_scratch(packed_in);
   for (size_t left = nr; left > 0;) {
     int count = 0;
     check_wait(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
@@ -160,7 +162,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
         if (!st.pack.recv[i][k])
           err = st.reader.segment(p, pp.segments[k], &st.where[i][k * per], st.bases[i].data(),
                                  dst.at(pp.segments[k].at, es));
-      std::byte* packed = rbuf + p.recv_offset[i];
+      std::byte* packed = rbuf + in_at[i];
       if (err.empty()) err = st.reader.run(packed, st.bases[i].back(), st.pack.recv_bytes[i]);
       if (err.empty()) err = st.reader.flush();
       for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
