@@ -18,6 +18,14 @@ std::int64_t record_blocks(const std::vector<std::int64_t>& records, int ndim) {
   return n;
 }
 
+std::vector<size_t> from_next(const std::vector<PeerPlan>& peers, int rank, int size) {
+  std::vector<size_t> order(peers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto distance = [&](size_t i) { return (peers[i].peer - rank + size) % size; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return distance(a) < distance(b); });
+  return order;
+}
+
 std::int64_t segment_blocks(const std::vector<Segment>& segments) {
   std::int64_t n = 0;
   for (const Segment& s : segments) n = std::max<std::int64_t>(n, s.at.block + 1);

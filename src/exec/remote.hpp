@@ -41,4 +41,11 @@ enum class Teller { senders, receivers };
 std::vector<std::vector<std::int64_t>> exchange_records(PlanCore& p, const std::vector<char>& with, int tag,
                                                         Teller who = Teller::senders);
 
+// The order in which this rank takes its peers (Walker & Otto, paper 001): from
+// the rank after its own, wrapping around, so that in an all-to-all every step
+// pairs each rank with a different one. If every rank began with the lowest
+// rank, all of them would read from (or write into) its memory at once.
+// Indices into `peers`.
+std::vector<size_t> from_next(const std::vector<PeerPlan>& peers, int rank, int size);
+
 }  // namespace redist::detail

@@ -39,6 +39,8 @@ struct DirectState {
   std::vector<MPI_Request> req;
   std::vector<int> index;
   std::vector<MPI_Status> status;  // of the requests one wait completed (errors name their peer)
+  std::vector<size_t> send_order, recv_order;  // from_next: the peers from the next rank on
+  std::vector<char> ready;                     // per receive peer, in a run
 };
 
 constexpr int kTagBases = 11, kTagDone = 12, kTagWhere = 13, kTagPack = 14;
@@ -76,6 +78,8 @@ class Direct final : public Strategy {
   bool available() override {
     if (!probe(plan_, st_)) return false;
     exchange_where(plan_, st_);
+    st_.send_order = from_next(plan_.rp.sends, plan_.rank, plan_.size);
+    st_.recv_order = from_next(plan_.rp.receives, plan_.rank, plan_.size);
     return true;
   }
 
@@ -126,7 +130,7 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   const index_t packed_out = out_at[ns], packed_in = in_at[nr];
   std::byte* sbuf = p.send_scratch(packed_out);
   const bool stream_out = stream_for(packed_out), stream_in = stream_for(packed_in);
-  for (size_t i = 0; i < ns; ++i) {
+  for (size_t i : st.send_order) {
     const auto& segs = p.rp.sends[i].segments;
     index_t nblocks = 0;
     std::byte* at = sbuf + out_at[i];
@@ -146,36 +150,51 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
               "MPI_Isend", p.comm, "send to", p.rp.sends[i].peer);
   }
   copy_locals(p, src, dst);
-  // Read from each sender as soon as its base pointers arrive, then tell it we are done.
+  // Read from the senders whose base pointers have arrived, the first of them in
+  // from_next's order (Walker & Otto: no two readers start on one sender's
+  // memory), then tell each one we are done.
   std::string err;
   const size_t per = record_size(p.rp.ndim);
   std::byte* rbuf = p.recv_scratch(packed_in);
-  for (size_t left = nr; left > 0;) {
-    int count = 0;
-    check_wait(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
-               "MPI_Waitsome", p.comm, st.status.data(), count, st.index.data(), request);
-    for (int j = 0; j < count; ++j) {
-      const size_t i = static_cast<size_t>(st.index[j]);
-      const PeerPlan& pp = p.rp.receives[i];
-      st.reader.start(st.peers.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
-      for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
-        if (!st.pack.recv[i][k])
-          err = st.reader.segment(p, pp.segments[k], &st.where[i][k * per], st.bases[i].data(),
-                                 dst.at(pp.segments[k].at, es));
-      std::byte* packed = rbuf + in_at[i];
-      if (err.empty()) err = st.reader.run(packed, st.bases[i].back(), st.pack.recv_bytes[i]);
-      if (err.empty()) err = st.reader.flush();
-      for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
-        if (!st.pack.recv[i][k]) continue;
-        const Segment& g = pp.segments[k];
-        unpack_run(g, packed, dst.at(g.at, es), es, stream_in);
-        packed += g.elements() * es;
-      }
-      if (stream_in) stream_fence();
-      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]), "MPI_Isend",
-                p.comm, "send to", pp.peer);
+  auto read = [&](size_t i) {
+    const PeerPlan& pp = p.rp.receives[i];
+    st.reader.start(st.peers.pid[static_cast<size_t>(pp.peer)], CmaMover::read);
+    for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k)
+      if (!st.pack.recv[i][k])
+        err = st.reader.segment(p, pp.segments[k], &st.where[i][k * per], st.bases[i].data(),
+                               dst.at(pp.segments[k].at, es));
+    std::byte* packed = rbuf + in_at[i];
+    if (err.empty()) err = st.reader.run(packed, st.bases[i].back(), st.pack.recv_bytes[i]);
+    if (err.empty()) err = st.reader.flush();
+    for (size_t k = 0; k < pp.segments.size() && err.empty(); ++k) {
+      if (!st.pack.recv[i][k]) continue;
+      const Segment& g = pp.segments[k];
+      unpack_run(g, packed, dst.at(g.at, es), es, stream_in);
+      packed += g.elements() * es;
     }
-    left -= static_cast<size_t>(count);
+    if (stream_in) stream_fence();
+    check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, pp.peer, kTagDone, p.comm, &st.req[nr + 2 * ns + i]), "MPI_Isend",
+              p.comm, "send to", pp.peer);
+  };
+  st.ready.assign(nr, 0);  // 1: bases here, 2: read
+  for (size_t arrived = 0, done = 0; done < nr;) {
+    if (arrived < nr) {  // collect what has arrived; wait only when nothing is left to read
+      int count = 0;
+      if (arrived == done)
+        check_wait(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
+                   "MPI_Waitsome", p.comm, st.status.data(), count, st.index.data(), request);
+      else
+        check_wait(MPI_Testsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
+                   "MPI_Testsome", p.comm, st.status.data(), count, st.index.data(), request);
+      for (int j = 0; j < count && count != MPI_UNDEFINED; ++j) st.ready[static_cast<size_t>(st.index[j])] = 1;
+      if (count != MPI_UNDEFINED) arrived += static_cast<size_t>(count);
+    }
+    for (size_t i : st.recv_order)
+      if (st.ready[i] == 1) {
+        read(i);
+        st.ready[i] = 2, ++done;
+        break;
+      }
   }
   // Wait for my readers (the source must stay valid until they finish) and my sends.
   check_wait(MPI_Waitall(static_cast<int>(2 * ns), st.req.data() + nr, st.status.data()), "MPI_Waitall", p.comm,

@@ -122,18 +122,6 @@ bool fifo_walk_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
-// The order in which this rank takes its peers (Walker & Otto, paper 001): from
-// the rank after its own, wrapping around, so that in an all-to-all every step
-// pairs each rank with a different one. If every rank began with the lowest
-// rank, all of them would read from (or write into) its memory at once.
-std::vector<size_t> from_next(const std::vector<PeerPlan>& peers, int rank, int size) {
-  std::vector<size_t> order(peers.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto distance = [&](size_t i) { return (peers[i].peer - rank + size) % size; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return distance(a) < distance(b); });
-  return order;
-}
-
 class Shm final : public Strategy {
  public:
   explicit Shm(PlanCore& p) : Strategy(p) {}
