@@ -584,6 +584,22 @@ def test_repartition_greedy_and_balanced(redist, ranks, grid):
     assert out.count("ok (9240 elements)") == 4, out
 
 
+def test_plan_balanced_over_a_huge_grid_with_few_holders(redist):
+    """A balanced placement whose source grid has 2^24 ranks, 8 of them holding
+    data (make fuzz found such a spec taking seconds and 1.8 GB: the flow had a
+    node per rank). 64 patches on 2^24 ranks: at most one per rank, 8 kept in
+    place (each holder keeps one of its 8 patches); the plan of rank 3 sends its
+    other 7 patches to 7 ranks that held nothing."""
+    src = "8x8 tile=1x4 block_cyclic grid=16777216x1"
+    p = redist(["plan", src, "8x8 tile=1x1 balanced of=(8x8 tile=1x4 block_cyclic grid=16777216x1)",
+                "--ranks", "16777216", "--rank", "3", "--top", "0"])
+    assert p.returncode == 0, p.stderr
+    assert "placement 64 patches (0 shared), moved 448 B of 512 B" in p.stdout, p.stdout
+    assert "patches per rank min 0 max 1" in p.stdout, p.stdout
+    assert "rank 3: sends 56 B in 7 messages" in p.stdout, p.stdout
+    assert "copies 8 B locally" in p.stdout, p.stdout
+
+
 def test_repartition_bad_grid_is_one_clear_error(redist):
     r = redist(["repartition", "--grid", "3x1x1", "--shape", "8x8x8"], ranks=2)
     assert r.returncode == 2
