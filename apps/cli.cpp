@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <cstdlib>
 #include <cstring>
 
@@ -134,7 +135,9 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
   } catch (const std::exception& e) {
     // Not agreed (thrown on this rank alone): the other ranks may wait in a
     // collective, so end the job rather than hang.
-    std::fprintf(stderr, "redist %s: error on rank %d: %s\n", command, rank, e.what());
+    const bool oom = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    std::fprintf(stderr, "redist %s: error on rank %d: %s; ending the job\n", command, rank,
+                 oom ? "out of memory (std::bad_alloc)" : e.what());
     MPI_Abort(MPI_COMM_WORLD, 2);
     rc = 2;
   }

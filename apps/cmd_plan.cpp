@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <new>
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -249,7 +250,8 @@ int cmd_plan(int argc, char** argv) {
       std::printf("  groups  %s (union ranks 0 .. %d) -> %s (union ranks %d .. %d)%s\n",
                   counted(S, "sender", "senders").c_str(), S - 1, counted(R, "receiver", "receivers").c_str(), P - R,
                   P - 1, overlap ? ", overlapping" : "");
-    long long remote = 0, local = 0, msgs = 0, segs = 0, runs = 0, max_seg_tile = 0, tiles = 0, seg_tile_sum = 0;
+    long long remote = 0, received = 0, local = 0, msgs = 0, msgs_in = 0, segs = 0, runs = 0, max_seg_tile = 0,
+              tiles = 0, seg_tile_sum = 0;
     long long plan_bytes = 0;
     long long max_sent = 0, max_recv = 0, max_msgs = 0;
     int arg_sent = 0, arg_recv = 0, arg_msgs = 0;
@@ -265,7 +267,7 @@ int cmd_plan(int argc, char** argv) {
       const PlanStats& s = rp.stats;
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
-          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of).total());
+          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of, budget).total());
       for (size_t e = 0; e < names.size(); ++e) {
         extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
         here[e] = std::max<long long>(here[e], extra_memory(rp, names[e], budget, storage == "heap", node_of));
@@ -274,6 +276,8 @@ int cmd_plan(int argc, char** argv) {
       remote += s.bytes_sent;
       local += s.bytes_local;
       msgs += s.messages_sent;
+      msgs_in += s.messages_received;
+      received += s.bytes_received;
       segs += s.segments_sent + s.local_copies;
       runs += s.runs_sent + s.local_runs;
       plan_bytes = std::max<long long>(plan_bytes, s.plan_bytes);
@@ -321,15 +325,23 @@ int cmd_plan(int argc, char** argv) {
         if (rc.strategy == "p2p") continue;
         extra[static_cast<size_t>(e)] = 0;
         for (const detail::RelayCounts& c : rc.ranks) extra[static_cast<size_t>(e)] = std::max<long long>(extra[static_cast<size_t>(e)], c.buffer_bytes);
+        here[static_cast<size_t>(e)] = extra[static_cast<size_t>(e)];  // the routes' slots, whatever the storage
       }
     }
     const int planned = last - first;
-    std::printf("\nvolume    remote %s, local %s%s\n", human_bytes(double(remote)).c_str(), human_bytes(double(local)).c_str(),
-                only >= 0 ? " (this rank)" : "");
+    if (only >= 0)  // one rank: what it sends and what it receives differ
+      std::printf("\nvolume    sent %s, received %s, local %s (this rank)\n", human_bytes(double(remote)).c_str(),
+                  human_bytes(double(received)).c_str(), human_bytes(double(local)).c_str());
+    else
+      std::printf("\nvolume    remote %s, local %s\n", human_bytes(double(remote)).c_str(), human_bytes(double(local)).c_str());
     std::printf("per rank  max sent %s (rank %d), max received %s (rank %d), max messages in+out %lld (rank %d)\n",
                 human_bytes(double(max_sent)).c_str(), arg_sent, human_bytes(double(max_recv)).c_str(), arg_recv,
                 max_msgs, arg_msgs);
-    std::printf("messages  %lld, runs %lld, segments %lld (remote + local)\n", msgs, runs, segs);
+    if (only >= 0)
+      std::printf("messages  %lld sent, %lld received; runs %lld, segments %lld (sent + local, this rank)\n", msgs,
+                  msgs_in, runs, segs);
+    else
+      std::printf("messages  %lld, runs %lld, segments %lld (remote + local)\n", msgs, runs, segs);
     std::printf("memory    %s of plan on the largest rank\n", human_bytes(double(plan_bytes)).c_str());
     std::printf("tiles     %lld target tiles touched, segments per target tile: mean %.2f, max %lld\n", tiles,
                 tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
@@ -424,6 +436,11 @@ int cmd_plan(int argc, char** argv) {
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "redist plan: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "redist plan: error: out of memory: this case's plans or layouts do not fit in this process (plan "
+                 "one rank with --rank R, fewer --ranks, or fewer tiles)\n");
     return 2;
   }
   return 0;

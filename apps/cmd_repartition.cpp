@@ -49,8 +49,10 @@ options:
   --help             this text
 
 The layouts are spec strings (docs/spec.md): the target is
-  "SHAPE tile=PATCH greedy of=(SOURCE)"; `redist plan SOURCE TARGET --ranks P`
-gives the same figures without MPI at any scale.
+  "SHAPE tile=PATCH greedy of=(SOURCE)"; `redist plan SOURCE TARGET --ranks P
+--rank R` gives the placement's figures and rank R's plan without MPI at any
+scale (scripts/repartition_scale.sh: 6000^3 on 4096 ranks); without --rank it
+plans every rank in turn, P times one rank's planning time.
 
 example:
   mpirun -np 4 redist repartition --shape 256x256x256 --patch 48x48x48
@@ -128,9 +130,10 @@ int cmd_repartition(int argc, char** argv) {
     for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, (shape[d] + grid[d] - 1) / grid[d]);
     const std::string src_spec = shape.str() + " tile=" + block.str() + " block_cyclic grid=" + grid.str();
     const Layout src = Layout::parse(src_spec);
+    const index_t volume = shape.volume();  // on every rank: an overflow is every rank's error, not rank 0's alone
     if (rank == 0)
       std::printf("redist repartition on %d ranks: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
-                  size, shape.str().c_str(), human_bytes(double(shape.volume()) * 8).c_str(), grid.str().c_str(),
+                  size, shape.str().c_str(), human_bytes(double(volume) * 8).c_str(), grid.str().c_str(),
                   patch.str().c_str(), src.spec().c_str());
     bool ok = true;
     for (const std::string& rule : placements) {

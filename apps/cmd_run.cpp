@@ -55,7 +55,7 @@ the calibration file (`redist calibrate`), else from a quick in-run measurement.
 options:
   --strategy X     a strategy (`redist help strategies`), auto (the model's
                    choice) or all (every strategy and auto), or a comma list
-                   (default all)
+                   (a name given twice runs once; default all)
   --reps N         timed repetitions per strategy, interleaved (default 5)
   --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch)
   --max-message B  split messages above B bytes into several (p2p, segment, phased,
@@ -145,20 +145,24 @@ struct RankRow {  // gathered to rank 0 for the per-rank table
   std::int64_t sent, received, local, msgs_out, msgs_in, segs_out, segs_in;
 };
 
-// "p2p,auto", "all" (every strategy, then auto) -> names, checked.
+// "p2p,auto", "all" (every strategy, then auto) -> names, checked; a name given
+// twice runs once (where it first stands).
 std::vector<std::string> parse_strategies(const std::string& s) {
   std::vector<std::string> v;
+  auto add = [&v](const std::string& n) {
+    if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
+  };
   size_t pos = 0;
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     if (comma == std::string::npos) comma = s.size();
     const std::string one = s.substr(pos, comma - pos);
     if (one == "all") {
-      for (const std::string& n : strategy_names()) v.push_back(n);
-      v.emplace_back(kAuto);
+      for (const std::string& n : strategy_names()) add(n);
+      add(std::string(kAuto));
     } else {
       check_strategy(one);
-      v.push_back(one);
+      add(one);
     }
     pos = comma + 1;
   }
@@ -336,8 +340,8 @@ int cmd_run(int argc, char** argv) {
       std::printf("WARNING  %d ranks on a node of %u cores (oversubscribed): the times below check correctness, "
                   "they do not measure speed\n",
                   doc.run.ranks_per_node, doc.run.cores);
-    std::printf("plan     %s (slowest rank), %s (largest); remote %s, local %s; %lld messages, %lld runs, "
-                "%lld segments, <= %lld segments per target tile\n",
+    std::printf("plan     %s (slowest rank), %s (largest); remote %s, local %s; %lld messages, %lld runs "
+                "(remote + local), %lld segments sent, <= %lld segments per target tile\n",
                 human_time(res.plan_seconds).c_str(), human_bytes(double(g.max_plan_bytes)).c_str(),
                 human_bytes(double(g.total_remote_bytes)).c_str(), human_bytes(double(g.total_local_bytes)).c_str(),
                 static_cast<long long>(g.messages), static_cast<long long>(g.runs), static_cast<long long>(g.segments),
@@ -370,8 +374,11 @@ int cmd_run(int argc, char** argv) {
                 human_bytes(double(peak)).c_str(),
                 opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()
                                          : "");
-    std::printf("\n%-15s %12s %12s %12s %14s %9s %8s  %s\n", "strategy", "median", "min", "predicted", "bandwidth",
-                "of bound", "x 1-copy", mo.verify ? "verified" : "");
+    int width = 15;  // the name column: the longest name, auto's choice included
+    for (const harness::MethodResult& m : res.methods)
+      width = std::max(width, static_cast<int>(m.name.size() + (m.chose.empty() ? 0 : m.chose.size() + 2)));
+    std::printf("\n%-*s %12s %12s %12s %14s %9s %8s  %s\n", width, "strategy", "median", "min", "predicted",
+                "bandwidth", "of bound", "x 1-copy", mo.verify ? "verified" : "");
     bool above_bound = false;  // the legend below explains it
     for (const harness::MethodResult& m : res.methods) {
       char ratio[16] = "-", once[16] = "-";
@@ -383,7 +390,7 @@ int cmd_run(int argc, char** argv) {
       const std::string v = !m.verified ? "" : m.wrong ? "FAILED (" + std::to_string(m.wrong) + " wrong)"
                                                        : "ok (" + std::to_string(m.checked) + " elements)";
       const std::string name = m.chose.empty() ? m.name : m.name + "(" + m.chose + ")";
-      std::printf("%-15s %12s %12s %12s %14s %9s %8s  %s\n", name.c_str(), human_time(m.median).c_str(),
+      std::printf("%-*s %12s %12s %12s %14s %9s %8s  %s\n", width, name.c_str(), human_time(m.median).c_str(),
                   human_time(m.min).c_str(), std::isfinite(m.predicted) ? human_time(m.predicted).c_str() : "-",
                   human_rate(res.bandwidth(m)).c_str(),
                   ratio, once, v.c_str());

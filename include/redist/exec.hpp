@@ -64,6 +64,12 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 // entry per rank of the plan's peers.
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
                    std::span<const int> node_of);
+// The same under a memory budget (Options::max_buffer_bytes; 0: none): the
+// strategies that move in smaller pieces under it (`phased`, `phased_sendrecv`,
+// `p2p_pipelined`) predict those pieces' messages. `redist plan --memory B
+// --predict` and Plan::predictions use it.
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
+                   std::span<const int> node_of, index_t max_buffer_bytes);
 // The bytes `strategy` allocates on this rank for its data buffers beyond the
 // source and target (packed messages; no MPI): the plan's whole volume sent and
 // received for the strategies that pack everything at once, less the messages

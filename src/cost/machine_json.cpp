@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -177,12 +178,22 @@ Machine machine_from_json(const std::string& text) {
   m.cores = static_cast<int>(num1("cores")), m.ranks = static_cast<int>(num1("ranks"));
   m.bnet = num1("bnet"), m.bmemcpy = num1("bmemcpy"), m.bmemcpy_node = num1("bmemcpy_node"), m.startup = num1("startup_s");
   m.small_footprint = num1("small_footprint_bytes"), m.large_footprint = num1("large_footprint_bytes");
+  // Rates and times a model divides by or adds: a file without them (or with
+  // negative ones) would predict 0 s for everything, so it is not a calibration.
+  // bnet may be 0 (calibrated on one rank: no ping-pong), bmemcpy never is.
+  if (!(m.bmemcpy > 0) || !std::isfinite(m.bmemcpy))
+    detail::fail("calibration JSON: bmemcpy (bytes/s) must be a positive number, got ",
+                 obj.count("bmemcpy") ? std::to_string(m.bmemcpy) : std::string("none"));
+  for (const auto& [k, v] : {std::pair{"bnet", m.bnet}, {"bmemcpy_node", m.bmemcpy_node}, {"startup_s", m.startup}})
+    if (!(v >= 0) || !std::isfinite(v)) detail::fail("calibration JSON: ", k, " must be a number >= 0, got ", v);
   for (const auto& [xs, ys, cc] : curves(m)) {
     Curve& c = *cc;
     c.x = obj[xs].v, c.y = obj[ys].v;
     if (c.x.size() != c.y.size()) detail::fail("calibration JSON: ", xs, " and ", ys, " differ in length");
     for (size_t i = 1; i < c.x.size(); ++i)
       if (!(c.x[i] > c.x[i - 1])) detail::fail("calibration JSON: ", xs, " must ascend");
+    for (double y : c.y)
+      if (!(y >= 0) || !std::isfinite(y)) detail::fail("calibration JSON: ", ys, " must be numbers >= 0, got ", y);
   }
   return m;
 }

@@ -723,7 +723,9 @@ std::vector<double> PlanImpl::predictions(std::span<const void* const> src_block
   for (const detail::StrategyEntry& e : reg)  // predict_plan is collective: same order everywhere
     t.push_back((e.predict_plan    ? e.predict_plan(core, *machine)
                  : e.predict_nodes ? e.predict_nodes(core.rp, *machine, false, node_of)
-                                   : e.predict(core.rp, *machine))
+                 : core.options.max_buffer_bytes > 0 && e.predict_budget
+                     ? e.predict_budget(core.rp, *machine, core.options.max_buffer_bytes)
+                     : e.predict(core.rp, *machine))
                     .total());
   if (heap || src_blocks.size() == static_cast<size_t>(core.src_local->nblocks()))
     for (size_t i = 0; i < reg.size(); ++i)

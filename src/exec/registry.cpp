@@ -94,6 +94,11 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
 
 Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
                    std::span<const int> node_of) {
+  return predict(rp, strategy, m, heap, node_of, 0);
+}
+
+Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine& m, bool heap,
+                   std::span<const int> node_of, index_t max_buffer_bytes) {
   const int i = detail::find_strategy(strategy);
   if (i < 0) {
     check_strategy(strategy);  // throws for an unknown name
@@ -108,6 +113,7 @@ Prediction predict(const RankPlan& rp, std::string_view strategy, const Machine&
     never.comm = std::numeric_limits<double>::infinity();
     return never;
   }
+  if (max_buffer_bytes > 0 && e.predict_budget) return e.predict_budget(rp, m, max_buffer_bytes);
   return e.predict(rp, m);
 }
 

@@ -184,6 +184,11 @@ struct StrategyEntry {
   // null: the plan's packed send and receive volume (packed_volume), whatever
   // the budget.
   index_t (*extra_bytes)(const RankPlan& rp, index_t budget, bool arithmetic) = nullptr;
+  // Optional, local: its model under a memory budget `budget` (> 0), where the
+  // budget changes how it moves (smaller pieces: more messages). redist::predict
+  // with a budget and Plan::predictions under Options::max_buffer_bytes use it in
+  // place of `predict`.
+  Prediction (*predict_budget)(const RankPlan& rp, const Machine& m, index_t budget) = nullptr;
   // Applies Options::arithmetic: every target write goes through copy_locals and
   // unpack_peer/unpack_run (exec/pack.hpp).
   bool arithmetic = false;

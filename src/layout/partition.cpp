@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 
 #include "redist/layout.hpp"
 
@@ -70,10 +71,15 @@ std::string DimPartition::check(int d) const {
   // Tile ends are computed as (t + 1) * tile - offset up to the end of the last
   // tile, which lies below extent + offset + tile: that sum must fit.
   index_t end;
-  if (!fits_add(extent_, offset_, end) || !fits_add(end, tile_, end))
-    return detail::cat("tile size ", tile_, " of dimension ", d, " is too large: extent ", extent_, " + offset ",
-                       offset_, " + tile size overflows 64-bit indices (a tile size >= the extent, here ",
-                       std::max<index_t>(extent_, 1), ", already makes one tile)");
+  if (!fits_add(extent_, offset_, end) || !fits_add(end, tile_, end)) {
+    if (tile_ > extent_)  // the tile is what is too large: one of the extent makes one tile
+      return detail::cat("tile size ", tile_, " of dimension ", d, " is too large: extent ", extent_, " + offset ",
+                         offset_, " + tile size overflows 64-bit indices (a tile size >= the extent, here ",
+                         std::max<index_t>(extent_, 1), ", already makes one tile)");
+    return detail::cat("extent ", extent_, " of dimension ", d, " is too large: extent + offset ", offset_,
+                       " + tile size ", tile_, " overflows 64-bit indices (with this tile size and offset the extent ",
+                       "may be at most ", std::numeric_limits<index_t>::max() - offset_ - tile_, ")");
+  }
   return {};
 }
 

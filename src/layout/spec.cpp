@@ -304,9 +304,18 @@ void Parser::ownership_option(Draft& d, const OwnKey& k, size_t key_at) {
   }
   end_of_token(key_at, k.val == Val::coord);
 
-  if (d.kind.empty())
-    error(key_at, cat("'", key, "=' is an option of ", k.kinds,
-                      " and must come after its ownership keyword (e.g. 8000x8000 block_cyclic grid=2x2)"));
+  if (d.kind.empty()) {
+    // "greedy balanced" -> "greedy or balanced"; the example with the first of them.
+    const std::string_view kinds = k.kinds;
+    std::string list;
+    for (size_t at = 0; at < kinds.size();) {
+      const size_t end = std::min(kinds.find(' ', at), kinds.size());
+      list += cat(at == 0 ? "" : end == kinds.size() ? " or " : ", ", kinds.substr(at, end - at));
+      at = end + 1;
+    }
+    error(key_at, cat("'", key, "=' is an option of ", list, " and must come after its ownership keyword (e.g. '",
+                      kinds.substr(0, kinds.find(' ')), " ", key, "=...')"));
+  }
   if (!in_words(k.kinds, d.kind))
     error(key_at, cat("'", key, "=' is not an option of ", d.kind, " (its options: ", options_of(d.kind), ")"));
   auto coord = [](const std::vector<index_t>& x) {

@@ -370,6 +370,12 @@ def test_calibration_files_that_cannot_serve_say_why(redist, tmp_path):
     src, dst = "100x100 tile=10x10 block_cyclic grid=1x2", "100x100 tile=7x9 block_cyclic grid=2x1"
     r = redist(["plan", src, dst, "--predict", "--calibration", str(junk)])
     assert r.returncode == 2 and f"{junk} is not a calibration file" in r.stderr, r.stderr
+    # JSON of the right format without its rates predicted 0 s for everything
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"format": "redist-calibration-3", "bnet": -5}')
+    r = redist(["plan", src, dst, "--predict", "--calibration", str(empty)])
+    assert r.returncode == 2 and f"{empty} is not a calibration file" in r.stderr, r.stderr
+    assert "bmemcpy (bytes/s) must be a positive number" in r.stderr, r.stderr
     r = redist(["plan", src, dst, "--calibration", str(tmp_path / "none.json")])
     assert r.returncode == 2 and "--calibration (it implies --predict)" in r.stderr and "cannot open" in r.stderr
     env = dict(os.environ, REDIST_CALIBRATION=str(junk))  # the default file: measured quickly, the reason said
@@ -598,6 +604,33 @@ def test_plan_balanced_over_a_huge_grid_with_few_holders(redist):
     assert "patches per rank min 0 max 1" in p.stdout, p.stdout
     assert "rank 3: sends 56 B in 7 messages" in p.stdout, p.stdout
     assert "copies 8 B locally" in p.stdout, p.stdout
+
+
+def test_repartition_overflow_is_every_ranks_error(redist):
+    """An array whose element count overflows: rank 0 alone computed it (for its
+    header) and failed, the others went on into a collective: a hang."""
+    r = redist(["repartition", "--shape", "4611686018427387904x2x1"], ranks=3)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.count("element count overflows 64 bits") == 1, r.stderr
+
+
+def test_plan_one_rank_and_buffer_notes(redist):
+    """`plan --rank R` says what that rank sends and receives (it said "remote 0 B"
+    of a rank receiving 31 MB); the storage note of the buffers table is shm's
+    alone (it was printed for centralized and multistage, whose figure the
+    routes replace)."""
+    src, dst = "64x64 tile=4x4 block_cyclic grid=4x1", "64x64 tile=3x3 block_cyclic grid=1x4"
+    p = redist(["plan", src, dst, "--ranks", "4", "--rank", "1"])
+    assert p.returncode == 0, p.stderr
+    one = re.search(r"^rank 1: sends ([\d.]+ \w?B) in (\d+) messages .* receives ([\d.]+ \w?B) in (\d+) messages",
+                    p.stdout, re.M)
+    assert one, p.stdout
+    assert f"volume    sent {one.group(1)}, received {one.group(3)}, local" in p.stdout, p.stdout
+    assert f"messages  {one.group(2)} sent, {one.group(4)} received;" in p.stdout, p.stdout
+    p = redist(["plan", src, dst, "--ranks", "4"])
+    assert p.returncode == 0, p.stderr
+    noted = re.findall(r"^  (\w+) +[\d.]+ \w?B  \((?:rings in /dev/shm|shared windows)", p.stdout, re.M)
+    assert noted in ([], ["shm"]), p.stdout
 
 
 def test_repartition_bad_grid_is_one_clear_error(redist):

@@ -244,11 +244,13 @@ class P2pPipelined final : public Strategy {
 // As p2p (the same copies and bytes), plus each piece beyond a peer's first at
 // the cost of one more message with kSlots in flight. The overlap between ranks
 // (one rank packing while its peer unpacks) is not modelled.
-Prediction predict(const RankPlan& rp, const Machine& m) {
+// Under a memory budget the pieces are budget_slot's (smaller: more of them).
+Prediction predict_budget(const RankPlan& rp, const Machine& m, index_t budget) {
   const Rates rt = rates(rp, m, true);
+  const index_t slot = budget_slot(packed_messages(rp, false), rp.elem_size, budget);
   auto side = [&](const std::vector<PeerPlan>& peers) {
     index_t extra = 0;
-    for (const PeerPlan& q : peers) extra += std::max<index_t>(0, (q.bytes + kSlotBytes - 1) / kSlotBytes - 1);
+    for (const PeerPlan& q : peers) extra += std::max<index_t>(0, (q.bytes + slot - 1) / slot - 1);
     return message_time(peers, m) + static_cast<double>(extra) * stream_cost(m, kSlots);
   };
   Prediction p;
@@ -256,6 +258,7 @@ Prediction predict(const RankPlan& rp, const Machine& m) {
   p.memcpy = p2p_copy_time(rp, rt);
   return p;
 }
+Prediction predict(const RankPlan& rp, const Machine& m) { return predict_budget(rp, m, 0); }
 
 }  // namespace
 
@@ -264,6 +267,7 @@ StrategyEntry p2p_pipelined_strategy() {
       "p2p_pipelined",
       "one message per peer, streamed in 256 KB pieces through 4 slots: packing, MPI and unpacking overlap", predict);
   e.arithmetic = true;
+  e.predict_budget = predict_budget;
   e.extra_bytes = [](const RankPlan& rp, index_t budget, bool arithmetic) {
     const std::vector<index_t> m = packed_messages(rp, arithmetic);
     return slot_buffers(m, budget_slot(m, rp.elem_size, budget));

@@ -327,15 +327,26 @@ std::vector<index_t> sorted_bytes(const std::vector<PeerPlan>& peers) {
 // a round cannot start before its partner is there (t_m per round, T_runtime).
 // The rank's own rounds pair its sends and receives largest with largest (the
 // colouring is global; this is the rank's best case). T_memcpy as p2p.
-Prediction predict_rounds(const RankPlan& rp, const Machine& m) {
+// Under a memory budget each round's messages go as pieces of budget_piece bytes,
+// piece j of both before piece j + 1 (run_rounds): an exchange and a wait for the
+// partner per piece. Without a budget one piece per round.
+Prediction predict_rounds_budget(const RankPlan& rp, const Machine& m, index_t budget) {
+  const index_t piece = budget_piece(budget, rp.elem_size);
   const std::vector<index_t> s = sorted_bytes(rp.sends), r = sorted_bytes(rp.receives);
   Prediction p;
-  for (size_t c = 0; c < std::max(s.size(), r.size()); ++c)
-    p.comm += m.exchange_time(static_cast<double>(std::max(c < s.size() ? s[c] : 0, c < r.size() ? r[c] : 0)));
+  index_t steps = 0;
+  for (size_t c = 0; c < std::max(s.size(), r.size()); ++c) {
+    const index_t bytes = std::max(c < s.size() ? s[c] : 0, c < r.size() ? r[c] : 0);
+    const index_t whole = bytes / piece, rest = bytes % piece;
+    p.comm += static_cast<double>(whole) * m.exchange_time(static_cast<double>(piece)) +
+              (rest > 0 || whole == 0 ? m.exchange_time(static_cast<double>(rest)) : 0.0);
+    steps += std::max<index_t>(1, whole + (rest > 0));
+  }
   p.memcpy = p2p_copy_time(rp, rates(rp, m, true));
-  p.runtime = m.startup * static_cast<double>(std::max(s.size(), r.size()));
+  p.runtime = m.startup * static_cast<double>(steps);
   return p;
 }
+Prediction predict_rounds(const RankPlan& rp, const Machine& m) { return predict_rounds_budget(rp, m, 0); }
 
 // Unsynchronized: as p2p (every message in flight at once).
 Prediction predict_unsync(const RankPlan& rp, const Machine& m) {
@@ -362,6 +373,7 @@ StrategyEntry phased_strategy() {
       "phased", "contention-free rounds (edge colouring): per round one receive posted, one send, wait; "
                 "buffers one message each way", predict_rounds);
   e.extra_bytes = one_message_each_way;
+  e.predict_budget = predict_rounds_budget;
   e.arithmetic = true;
   return e;
 }
@@ -369,6 +381,7 @@ StrategyEntry phased_sendrecv_strategy() {
   StrategyEntry e = entry<Phased<Variant::sendrecv>>(
       "phased_sendrecv", "contention-free rounds, one MPI_Sendrecv per round", predict_rounds);
   e.extra_bytes = one_message_each_way;
+  e.predict_budget = predict_rounds_budget;
   e.arithmetic = true;
   return e;
 }

@@ -1116,8 +1116,9 @@ bool suits(const PlanCore& p, const SrcBlocks& src) {
 StrategyEntry shm_strategy() {
   StrategyEntry e = entry<Shm>(
       "shm",
-      "ranks on one node copy each remote byte once: through shared windows (push or pull), else cross-memory "
-      "attach (cma); messages between nodes or where neither works",
+      "ranks on one node copy each remote byte once through shared windows (push or pull); memory the user "
+      "allocated goes through rings in shared memory (packed, then unpacked), else cross-memory attach (cma); "
+      "messages between nodes or where none works",
       predict);
   e.arithmetic = true;
   e.suits = suits;
