@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <new>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "harness/watchdog.hpp"
 #include "mpi/agree.hpp"

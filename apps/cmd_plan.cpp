@@ -267,7 +267,8 @@ int cmd_plan(int argc, char** argv) {
       const PlanStats& s = rp.stats;
       if (predict_times)
         for (size_t e = 0; e < names.size(); ++e)
-          predicted[e] = std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of, budget).total());
+          predicted[e] =
+              std::max(predicted[e], predict(rp, names[e], machine, storage == "heap", node_of, budget).total());
       for (size_t e = 0; e < names.size(); ++e) {
         extra[e] = std::max<long long>(extra[e], extra_memory(rp, names[e], budget));
         here[e] = std::max<long long>(here[e], extra_memory(rp, names[e], budget, storage == "heap", node_of));
