@@ -88,7 +88,9 @@ Problem parse_problem(const Args& a, const char* usage) {
                  "\n(--help for the options)");
   }
   Problem p{Layout::parse(a.positional[0]), Layout::parse(a.positional[1]), {}};
-  p.region = a.positional.size() == 3 ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
+  // An empty REGION (a script's unset variable, quoted) is no REGION: the whole source.
+  const bool region = a.positional.size() == 3 && a.positional[2].find_first_not_of(" \t\n") != std::string::npos;
+  p.region = region ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
   return p;
 }
 

@@ -27,7 +27,8 @@ options:
   --out FILE       where to save (default $REDIST_CALIBRATION, else
                    ~/.cache/redist/calibration.json)
   --force          measure again even when FILE exists
-  --max-size B     largest ping-pong message in bytes (default 67108864)
+  --max-size B     largest ping-pong message in bytes, 4096 to 1073741824
+                   (default 67108864; the bandwidth is read at 1 MiB or the largest)
   --help           this text
 )";
 
@@ -57,11 +58,13 @@ void summary(const Machine& m, const std::string& path) {
   curve("process_vm_readv rows", m.vm_read);
 }
 
-// Empty when `path` can be written (its folder made if missing), else why not.
-std::string unwritable(const std::string& path) {
+// Empty when `path` can be written (its folder made if missing: `made` says
+// which), else why not.
+std::string unwritable(const std::string& path, std::string& made) {
   namespace fs = std::filesystem;
   const fs::path p(path), dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
+  if (!fs::exists(dir, ec)) made = dir.string();
   fs::create_directories(dir, ec);
   if (ec) return detail::cat("--out ", path, ": cannot make its folder ", dir.string(), ": ", ec.message());
   const bool existed = fs::exists(p, ec);
@@ -82,7 +85,8 @@ int cmd_calibrate(int argc, char** argv) {
     if (!a.positional.empty()) detail::fail("unexpected argument '", a.positional[0], "'\n", kUsage);
     const std::string path = a.get("--out", default_calibration_path());
     CalibrateOptions opt;
-    opt.max_size = a.get_int("--max-size", opt.max_size, 8);
+    // Bnet is read at 1 MiB or the largest size: 8-byte messages gave 17 MB/s.
+    opt.max_size = a.get_int("--max-size", opt.max_size, 4096);
     if (opt.max_size > (index_t{1} << 30)) detail::fail("option --max-size must be <= 1073741824");
     // Rank 0 decides whether to reuse the file; everyone follows.
     Machine old;
@@ -96,7 +100,8 @@ int cmd_calibrate(int argc, char** argv) {
     } else {
       if (size < 2) detail::fail("calibrate needs 2 or more ranks (ping-pong between ranks 0 and 1); got 1");
       // A file it could not write fails now, not after the measurement.
-      std::string where = rank == 0 ? unwritable(path) : std::string();
+      std::string made;
+      std::string where = rank == 0 ? unwritable(path, made) : std::string();
       int cannot = !where.empty();
       MPI_Bcast(&cannot, 1, MPI_INT, 0, MPI_COMM_WORLD);
       if (cannot) detail::fail(rank == 0 ? where : std::string("rank 0 cannot write the calibration file"));
@@ -117,7 +122,8 @@ int cmd_calibrate(int argc, char** argv) {
         rc = 2;
       } else if (rank == 0) {
         summary(m, path);
-        std::printf("(measured in %.1f s, saved)\n", MPI_Wtime() - t0);
+        std::printf("(measured in %.1f s, saved%s)\n", MPI_Wtime() - t0,
+                    made.empty() ? "" : (", in the folder " + made + " made for it").c_str());
       }
     }
     return rc;

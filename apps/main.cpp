@@ -29,7 +29,7 @@ usage:
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
   "8000x8000 tile=300x300 random seed=7 ranks=2 storage=tile"
-REGION (default: the whole source) is "SIZE [from=SRC_OFFSET] [to=DST_OFFSET] [axes=A,B,..]",
+REGION (default, or empty: the whole source) is "SIZE [from=SRC_OFFSET] [to=DST_OFFSET] [axes=A,B,..]",
 e.g. "7000x7000 from=500x300 to=1000x0"; axes= permutes dimensions (target
 dimension d reads source dimension A_d; SIZE and to= in the target's order, from=
 in the source's), `transpose` is axes=1,0 after the size ("400x600 transpose"; docs/transforms.md)

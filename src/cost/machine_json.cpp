@@ -180,7 +180,7 @@ Machine machine_from_json(const std::string& text) {
   m.small_footprint = num1("small_footprint_bytes"), m.large_footprint = num1("large_footprint_bytes");
   // Rates and times a model divides by or adds: a file without them (or with
   // negative ones) would predict 0 s for everything, so it is not a calibration.
-  // bnet may be 0 (calibrated on one rank: no ping-pong), bmemcpy never is.
+  // bnet may be 0 (a machine without a ping-pong curve), bmemcpy never is.
   if (!(m.bmemcpy > 0) || !std::isfinite(m.bmemcpy))
     detail::fail("calibration JSON: bmemcpy (bytes/s) must be a positive number, got ",
                  obj.count("bmemcpy") ? std::to_string(m.bmemcpy) : std::string("none"));
