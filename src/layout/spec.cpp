@@ -56,6 +56,17 @@ bool in_words(std::string_view list, std::string_view w) {
   return false;
 }
 
+// "greedy balanced" -> "greedy or balanced"; "a b c" -> "a, b or c".
+std::string words_or(std::string_view list) {
+  std::string s;
+  for (size_t i = 0; i < list.size();) {
+    const size_t j = std::min(list.find(' ', i), list.size());
+    s += cat(i == 0 ? "" : j == list.size() ? " or " : ", ", list.substr(i, j - i));
+    i = j + 1;
+  }
+  return s;
+}
+
 template <class Range>
 bool contains(const Range& r, std::string_view w) {
   for (std::string_view x : r)
@@ -304,18 +315,10 @@ void Parser::ownership_option(Draft& d, const OwnKey& k, size_t key_at) {
   }
   end_of_token(key_at, k.val == Val::coord);
 
-  if (d.kind.empty()) {
-    // "greedy balanced" -> "greedy or balanced"; the example with the first of them.
-    const std::string_view kinds = k.kinds;
-    std::string list;
-    for (size_t at = 0; at < kinds.size();) {
-      const size_t end = std::min(kinds.find(' ', at), kinds.size());
-      list += cat(at == 0 ? "" : end == kinds.size() ? " or " : ", ", kinds.substr(at, end - at));
-      at = end + 1;
-    }
-    error(key_at, cat("'", key, "=' is an option of ", list, " and must come after its ownership keyword (e.g. '",
-                      kinds.substr(0, kinds.find(' ')), " ", key, "=...')"));
-  }
+  if (d.kind.empty())  // the example with the first ownership it belongs to
+    error(key_at, cat("'", key, "=' is an option of ", words_or(k.kinds),
+                      " and must come after its ownership keyword (e.g. '", k.kinds.substr(0, k.kinds.find(' ')), " ",
+                      key, "=...')"));
   if (!in_words(k.kinds, d.kind))
     error(key_at, cat("'", key, "=' is not an option of ", d.kind, " (its options: ", options_of(d.kind), ")"));
   auto coord = [](const std::vector<index_t>& x) {

@@ -179,15 +179,14 @@ void Direct::run(const SrcBlocks& src, const DstBlocks& dst) {
   st.ready.assign(nr, 0);  // 1: bases here, 2: read
   for (size_t arrived = 0, done = 0; done < nr;) {
     if (arrived < nr) {  // collect what has arrived; wait only when nothing is left to read
+      const bool wait = arrived == done;
       int count = 0;
-      if (arrived == done)
-        check_wait(MPI_Waitsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
-                   "MPI_Waitsome", p.comm, st.status.data(), count, st.index.data(), request);
-      else
-        check_wait(MPI_Testsome(static_cast<int>(nr), st.req.data(), &count, st.index.data(), st.status.data()),
-                   "MPI_Testsome", p.comm, st.status.data(), count, st.index.data(), request);
-      for (int j = 0; j < count && count != MPI_UNDEFINED; ++j) st.ready[static_cast<size_t>(st.index[j])] = 1;
-      if (count != MPI_UNDEFINED) arrived += static_cast<size_t>(count);
+      check_wait((wait ? MPI_Waitsome : MPI_Testsome)(static_cast<int>(nr), st.req.data(), &count, st.index.data(),
+                                                      st.status.data()),
+                 wait ? "MPI_Waitsome" : "MPI_Testsome", p.comm, st.status.data(), count, st.index.data(), request);
+      // Some receive is still active here, so count is never MPI_UNDEFINED.
+      for (int j = 0; j < count; ++j) st.ready[static_cast<size_t>(st.index[j])] = 1;
+      arrived += static_cast<size_t>(count);
     }
     for (size_t i : st.recv_order)
       if (st.ready[i] == 1) {
