@@ -90,16 +90,18 @@ bool cma_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
-CmaPeers cma_peers(MPI_Comm comm) {
+CmaPeers cma_peers(MPI_Comm comm, std::int64_t work) {
   int size = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", comm);
-  struct { std::uint64_t addr, landing; std::int64_t pid; } me{reinterpret_cast<std::uint64_t>(probe_word()),
-                                                               reinterpret_cast<std::uint64_t>(landing_word()), getpid()};
+  struct { std::uint64_t addr, landing; std::int64_t pid, work; } me{reinterpret_cast<std::uint64_t>(probe_word()),
+                                                                     reinterpret_cast<std::uint64_t>(landing_word()),
+                                                                     getpid(), work};
   std::vector<decltype(me)> all(static_cast<size_t>(size));
   check_mpi(MPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, comm), "MPI_Allgather", comm);
   CmaPeers peers;
   for (const auto& a : all)
-    peers.pid.push_back(static_cast<pid_t>(a.pid)), peers.probe.push_back(a.addr), peers.landing.push_back(a.landing);
+    peers.pid.push_back(static_cast<pid_t>(a.pid)), peers.probe.push_back(a.addr), peers.landing.push_back(a.landing),
+        peers.work.push_back(a.work);
   return peers;
 }
 
@@ -146,7 +148,7 @@ CmaRuns cma_runs(const PlanCore& p, const std::vector<Segment>& segments, const 
 
 CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>& where,
                        const std::vector<char>& recv_with, const std::vector<char>& send_with,
-                       const std::vector<char>& recv_may_write, int tag) {
+                       const std::vector<char>& recv_may_write, int tag, const CmaPeers* peers) {
   const size_t per = record_size(p.rp.ndim);
   CmaPacking k;
   std::vector<MPI_Request> req;
@@ -155,13 +157,21 @@ CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>
   k.recv.assign(nr, {});
   k.recv_bytes.assign(nr, 0);
   k.recv_write.assign(nr, 0);
-  // Per receive peer: its segments' flags, then whether the sender writes.
+  k.recv_long.assign(nr, 0);
+  // Per receive peer: its segments' flags, then one of flags: whether the sender
+  // writes (kWrites), whether the runs are long (kLong).
+  constexpr char kWrites = 1, kLong = 2;
   for (size_t i = 0; i < nr; ++i) {
     if (!recv_with[i]) continue;
     const auto& segs = p.rp.receives[i].segments;
-    if (recv_may_write[i]) {
+    const index_t bytes = p.rp.receives[i].bytes;
+    // Both ranks of the pair busy without it (kCmaLongRun)?
+    const bool busy = peers && peers->work[static_cast<size_t>(p.rank)] - bytes >= bytes &&
+                      peers->work[static_cast<size_t>(p.rp.receives[i].peer)] - bytes >= bytes;
+    if (recv_may_write[i] || busy) {
       const CmaRuns runs = cma_runs(p, segs, where[i].data());
-      k.recv_write[i] = runs.target < runs.source;
+      if (recv_may_write[i]) k.recv_write[i] = runs.target < runs.source;
+      k.recv_long[i] = busy && bytes / std::max<index_t>(1, std::max(runs.source, runs.target)) >= kCmaLongRun;
     }
     const index_t below = k.recv_write[i] ? kCmaWritePackBelow : kCmaPackBelow;
     k.recv[i].resize(segs.size() + 1);
@@ -170,7 +180,7 @@ CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>
       k.recv[i][s] = pack;
       if (pack && !k.recv_write[i]) k.recv_bytes[i] += segs[s].elements() * p.rp.elem_size;
     }
-    k.recv[i].back() = k.recv_write[i];
+    k.recv[i].back() = static_cast<char>((k.recv_write[i] ? kWrites : 0) | (k.recv_long[i] ? kLong : 0));
     req.emplace_back();
     role.push_back(cat("send to rank ", p.rp.receives[i].peer));
     check_mpi(MPI_Isend(k.recv[i].data(), static_cast<int>(segs.size() + 1), MPI_CHAR, p.rp.receives[i].peer, tag,
@@ -194,9 +204,11 @@ CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>
     if (!flags.empty()) flags.pop_back();
   k.send_bytes.assign(ns, 0);
   k.send_write.assign(ns, 0);
+  k.send_long.assign(ns, 0);
   for (size_t i = 0; i < ns; ++i) {
     if (k.send[i].empty()) continue;
-    k.send_write[i] = k.send[i].back();
+    k.send_write[i] = (k.send[i].back() & kWrites) != 0;
+    k.send_long[i] = (k.send[i].back() & kLong) != 0;
     k.send[i].pop_back();
     for (size_t s = 0; s < k.send[i].size(); ++s)
       if (k.send[i][s]) k.send_bytes[i] += p.rp.sends[i].segments[s].elements() * p.rp.elem_size;

@@ -46,13 +46,25 @@ bool cma_disabled();
 // packed then written 2.6 ms; 1.6 KB rows: row by row 22-24 ms, packed 32 ms).
 inline constexpr index_t kCmaWritePackBelow = 512;
 
+// A pair whose runs (adjacent rows merged) average at least this many bytes on
+// both sides, between two ranks that each copy at least as many other bytes,
+// moves through cross-memory attach even where `shm` could make a ring: one
+// kernel copy per byte and a few iovecs, against the ring's two copies (issue
+// 14's case b on the heap, rows of 12.8 MB: `direct` 1.24x the single-copy limit,
+// shm's ring 1.62x, docs/shm.md). Where one side has nothing else to copy the
+// ring's two copies run at once on two cores, and the ring is faster (rank 0's
+// 4000^2 array to rank 1: 17-21 ms against 23-25 through cross-memory attach).
+inline constexpr index_t kCmaLongRun = index_t{64} << 10;
+
 // Collective over `comm`: every rank's process id, the address of its probe word
-// (read by probes) and of its landing word (written by probes).
+// (read by probes), of its landing word (written by probes), and its `work`
+// (shm: the bytes it copies when every pair goes through a ring).
 struct CmaPeers {
   std::vector<pid_t> pid;
   std::vector<std::uint64_t> probe, landing;
+  std::vector<std::int64_t> work;
 };
-CmaPeers cma_peers(MPI_Comm comm);
+CmaPeers cma_peers(MPI_Comm comm, std::int64_t work = 0);
 
 // Why a pair cannot use cross-memory attach (0: it can; > 0: the errno of the
 // probe read).
@@ -70,15 +82,17 @@ std::string cma_reason(int code);
 // target's side of the pair has fewer runs than the source's (cma_runs: the
 // remote side's iovecs); else the receiver reads. Only the pairs with
 // recv_with[i] (per receive peer) / send_with[i] (per send peer) take part; both
-// sides of a pair must agree.
+// sides of a pair must agree. With `peers` (their `work`), recv_long / send_long
+// say which pairs take cross-memory attach rather than a ring (kCmaLongRun).
 struct CmaPacking {
   std::vector<std::vector<char>> recv, send;  // per peer, per segment: packed
   std::vector<index_t> recv_bytes, send_bytes;  // per peer: bytes packed (by the sender) and read as one run
   std::vector<char> recv_write, send_write;     // per peer: the sender writes (its packed bytes: send_bytes)
+  std::vector<char> recv_long, send_long;       // per peer: long runs on both sides
 };
 CmaPacking cma_packing(PlanCore& p, const std::vector<std::vector<std::int64_t>>& where,
                        const std::vector<char>& recv_with, const std::vector<char>& send_with,
-                       const std::vector<char>& recv_may_write, int tag);
+                       const std::vector<char>& recv_may_write, int tag, const CmaPeers* peers = nullptr);
 
 // Runs of a receive peer's segments (their sender's records in `where_i`) in the
 // order CmaMover queues them, adjacent rows merged: on the source's side (the

@@ -201,6 +201,50 @@ TEST(Shm, HeapStorageGoesThroughRings) {
   run(false, false, 0, true);
   run(false, false, 0, true, true);
 }
+
+// On the heap, a pair whose runs average 64 KB or more on both sides, between two
+// ranks that each copy at least as much besides (kCmaLongRun), goes through
+// cross-memory attach, not a ring: issue 14's case b in small (whole columns of
+// 66 KB, tiles 4 -> 2 columns on 1xP, every rank sending, receiving and copying
+// its own). Where the sender has nothing else to copy (rank 0's whole array to
+// rank 1: grid=1x1 -> grid=1x1 first=1) the ring's two copies run on two cores:
+// a ring. The oracle's bytes in both; without cross-memory attach (the machine
+// forbids it), rings in both.
+TEST(Shm, LongRunsBetweenBusyRanksGoByCrossMemoryAttach) {
+  const int p = world_size(), rank = world_rank();
+  const bool cma = cma_works();
+  for (int k = 0; k < 2; ++k) {
+    const bool busy = k == 0;
+    if (!busy && p < 2) continue;
+    const Layout src = busy ? Layout::parse("8300x24 tile=8300x4 block_cyclic grid=1x" + std::to_string(p) +
+                                            " storage=local_array")
+                            : Layout::parse("8300x24 tile=100x100 block_cyclic grid=1x1 storage=local_array");
+    const Layout dst = busy ? Layout::parse("8300x24 tile=8300x2 block_cyclic grid=1x" + std::to_string(p) +
+                                            " storage=local_array")
+                            : Layout::parse("8300x24 tile=70x9 block_cyclic grid=1x1 first=1 storage=local_array");
+    const Region r = Region::whole(src.shape());
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+    execute_twice(plan, src, dst, s, d, r, 17, label(busy ? "busy" : "one sender"));
+    const Paths got = paths_of(plan.describe("shm"));
+    for (const PeerPlan& pp : plan.rank_plan().receives) {
+      if (!got.peer.count(pp.peer)) {
+        ADD_FAILURE() << "rank " << pp.peer << " missing: " << plan.describe("shm");
+        continue;
+      }
+      const std::string& why = got.peer.at(pp.peer);
+      const bool long_cma = busy && cma;
+      EXPECT_EQ(why.rfind(long_cma ? "cma (not in windows: cross-memory attach, " : "fifo (", 0), 0u) << why;
+      EXPECT_EQ(why.find("runs of 64 KiB or more on average on both sides, both ranks busy") != std::string::npos,
+                long_cma)
+          << why;
+    }
+    long long received = 0;
+    for (const PeerPlan& pp : plan.rank_plan().receives) received += pp.bytes;
+    EXPECT_EQ(got.cma, busy && cma ? received : 0) << plan.describe("shm");
+    EXPECT_EQ(got.ring, busy && cma ? 0 : received) << plan.describe("shm");
+  }
+}
 // A ring carries its runs in column order where the target holds a run's
 // repetitions one below the other (issue 14's case d in small: tiles 10 on 1xP ->
 // Px1, ScaLAPACK storage: every target column is whole repetitions), named so in

@@ -133,8 +133,11 @@ class Shm final : public Strategy {
   std::string describe() const override;
 
  private:
-  // Why a heap pair on the node took cross-memory attach rather than a ring.
-  std::string ring_why() const {
+  // Why receive pair i goes through cross-memory attach, not a ring.
+  std::string cma_why(size_t i) const {
+    if (pack_.recv_long[i])
+      return cat("; runs of ", kCmaLongRun >> 10, " KiB or more on average on both sides, both ranks busy: one copy, "
+                 "not a ring's two");
     return fifo_.why_not().empty() ? std::string() : cat("; no ring: ", fifo_.why_not());
   }
   bool header(const void* const* ptr, const LocalIndex& map, std::int64_t nblocks, int peer, std::vector<std::int64_t>& h);
@@ -249,7 +252,8 @@ bool Shm::available() {
   // sender probes writing each receiver and tells it; then the receiver says who
   // moves the bytes and which segments travel packed.
   const int refused = cma_disabled() ? kCmaOff : arithmetic_of(p) ? kCmaArithmetic : kCmaOk;
-  cma_peers_ = cma_peers(p.comm);
+  const PlanStats& st = p.rp.stats;  // the bytes this rank copies with every pair in a ring (kCmaLongRun)
+  cma_peers_ = cma_peers(p.comm, st.bytes_local + st.bytes_sent + st.bytes_received);
   recv_cma_.assign(nr, kCmaOff), send_cma_.assign(ns, kCmaOff);
   recv_cma_write_.assign(nr, kCmaOff), send_cma_write_.assign(ns, kCmaOff);
   std::vector<MPI_Request> req;
@@ -286,7 +290,7 @@ bool Shm::available() {
   }
   for (size_t i = 0; i < ns; ++i)
     send_with[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && send_cma_[i] == kCmaOk;
-  pack_ = cma_packing(p, src_where_, recv_with, send_with, may_write, kTagPackFlags);
+  pack_ = cma_packing(p, src_where_, recv_with, send_with, may_write, kTagPackFlags, &cma_peers_);
   index_t in = 0, out = 0;
   for (index_t b : pack_.recv_bytes) in += b;
   for (index_t b : pack_.send_bytes) out += b;
@@ -296,11 +300,14 @@ bool Shm::available() {
   packed_in_.assign(nr, 0), packed_out_.assign(ns, 0);
   packed_req_.assign(nr, MPI_REQUEST_NULL);
 
-  // The rings of the fifo path, for every pair on the node (which pairs use them
-  // is known per execute, from the headers).
+  // The rings of the fifo path, for every pair on the node but those whose runs
+  // are long on both sides between two busy ranks (pack_.recv_long: one kernel
+  // copy beats the ring's two); which pairs use them is known per execute, from
+  // the headers.
   std::vector<char> recv_on(nr), send_on(ns);
-  for (size_t i = 0; i < nr; ++i) recv_on[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)];
-  for (size_t i = 0; i < ns; ++i) send_on[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)];
+  for (size_t i = 0; i < nr; ++i)
+    recv_on[i] = on_node_[static_cast<size_t>(p.rp.receives[i].peer)] && !pack_.recv_long[i];
+  for (size_t i = 0; i < ns; ++i) send_on[i] = on_node_[static_cast<size_t>(p.rp.sends[i].peer)] && !pack_.send_long[i];
   fifo_.setup(p, recv_on, send_on, src_where_, kTagFifo);
   recv_fifo_.assign(nr, 0), send_fifo_.assign(ns, 0);
   return true;
@@ -969,10 +976,10 @@ std::string Shm::describe() const {
                                                       : "",
                            ")");
     else if (recv_path_[i] == kCma)
-      attached += b, w = cat("cma (not in windows: cross-memory attach, read by this rank", ring_why(), ")");
+      attached += b, w = cat("cma (not in windows: cross-memory attach, read by this rank", cma_why(i), ")");
     else if (recv_path_[i] == kCmaWrite)
       attached += b, written += b,
-      w = cat("cma (not in windows: cross-memory attach, written by the sender: fewer runs here", ring_why(), ")");
+      w = cat("cma (not in windows: cross-memory attach, written by the sender: fewer runs here", cma_why(i), ")");
     else message += b, w = cat("message (not in windows; ", cma_reason(recv_cma_[i]), ")");
     auto it = std::find_if(why.begin(), why.end(), [&](const auto& e) { return e.first == w; });
     if (it == why.end()) it = why.insert(why.end(), {w, {}});
