@@ -217,6 +217,8 @@ int main(int argc, char** argv) {
     if (storage != "heap" && storage != "shared")
       throw redist::Error("--storage must be heap or shared, got '" + storage + "'");
     const bool shared = storage == "shared";
+    if (lend && !shared)
+      throw redist::Error("--lend 1 needs --storage shared: a rank lends only tasks whose tiles lie in shared windows");
     const std::string csv = args.str("--csv", "");
     const bool repeat = args.flag("--repeat");
     std::vector<std::string> algs;

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,28 +27,53 @@
 namespace redist::runtime_bench {
 
 // Parses "--name value" and "--flag". With --help or -h, help() is true and rank 0
-// has printed `usage`: the benchmark returns 0 without running. An option that
-// `usage` does not name, a number that is not one ("1000x", "abc") or one below
-// the minimum the benchmark gives throw redist::Error (the same on every rank:
-// every rank parses the same command line).
+// has printed `usage`: the benchmark returns 0 without running. The options are
+// those `usage` lists, each line that starts (after spaces) with "--": what comes
+// before the first double space is "--name [VALUE]" items separated by commas, a
+// name followed by a value takes one, a name alone is a flag. An option `usage`
+// does not list, an option without its value, a word that is no option's value
+// ("-n 50"), a number that is not one ("1000x", "abc") or one below the minimum
+// the benchmark gives throw redist::Error (the same on every rank: every rank
+// parses the same command line), before anything runs.
 class Args {
  public:
-  Args(int argc, char** argv, const char* usage) : args_(argv + 1, argv + argc) {
-    for (const auto& a : args_)
+  Args(int argc, char** argv, const char* usage) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    for (const auto& a : args)
       if (a == "--help" || a == "-h") help_ = true;
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (help_ && rank == 0) std::printf("%s", usage);
     if (help_) return;
-    const std::string u = usage;
-    for (const auto& a : args_) {
-      if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;  // a value (negative numbers too)
-      bool known = false;
-      for (std::size_t at = u.find(a); at != std::string::npos && !known; at = u.find(a, at + 1)) {
-        const std::size_t end = at + a.size();
-        known = (at == 0 || !is_name_char(u[at - 1])) && (end == u.size() || !is_name_char(u[end]));
+    std::map<std::string, bool> takes_value;  // the options usage lists
+    std::stringstream lines(usage);
+    for (std::string line; std::getline(lines, line);) {
+      const std::size_t at = line.find_first_not_of(' ');
+      if (at == std::string::npos || line.compare(at, 2, "--") != 0) continue;
+      const std::string head = line.substr(at, line.find("  ", at) - at) + ", ";
+      for (std::size_t from = 0, to; (to = head.find(", ", from)) != std::string::npos; from = to + 2) {
+        const std::string item = head.substr(from, to - from);  // "--name" or "--name VALUE"
+        const std::size_t space = item.find(' ');
+        if (item.compare(0, 2, "--") == 0) takes_value[item.substr(0, space)] = space != std::string::npos;
       }
-      if (!known) throw redist::Error("unknown option " + a + " (--help lists the options)");
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      const auto known = takes_value.find(a);
+      if (known == takes_value.end()) {
+        if (a.compare(0, 2, "--") == 0 && std::string(usage).find(a + " ") != std::string::npos)
+          throw redist::Error(a + " is not an option of this program: --help names it as mpirun's (give it to "
+                              "mpirun, before the program)");
+        if (a.compare(0, 2, "--") == 0) throw redist::Error("unknown option " + a + " (--help lists the options)");
+        throw redist::Error("unexpected argument '" + a + "': options are --name or --name VALUE (--help lists them)");
+      }
+      if (!known->second) {
+        flags_.push_back(a);
+      } else if (i + 1 == args.size()) {
+        throw redist::Error(a + " needs a value (--help lists the options)");
+      } else {
+        values_[a] = args[++i];
+      }
     }
   }
   bool help() const { return help_; }
@@ -72,12 +98,9 @@ class Args {
     const std::string* v = find(name);
     return v ? *v : def;
   }
-  bool flag(const std::string& name) const {
-    return std::find(args_.begin(), args_.end(), name) != args_.end();
-  }
+  bool flag(const std::string& name) const { return std::find(flags_.begin(), flags_.end(), name) != flags_.end(); }
 
  private:
-  static bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
   static std::int64_t number(const std::string& name, const std::string& text, std::int64_t least) {
     char* end = nullptr;
     errno = 0;
@@ -93,11 +116,11 @@ class Args {
     return v;
   }
   const std::string* find(const std::string& name) const {
-    for (std::size_t i = 0; i + 1 < args_.size(); ++i)
-      if (args_[i] == name) return &args_[i + 1];
-    return nullptr;
+    const auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
   }
-  std::vector<std::string> args_;
+  std::map<std::string, std::string> values_;  // the last value given to each option
+  std::vector<std::string> flags_;
   bool help_ = false;
 };
 

@@ -143,9 +143,10 @@ def test_bad_arguments_fail_before_running(tmp_path):
     """Bad arguments end a benchmark at once with one message and a non-zero exit,
     before anything runs: a results folder that cannot be written (it once ran
     the whole suite, said "cannot write" and exited 0), redist-apps' unknown
-    algorithm (it once crashed in DGEMM), unknown option (it once ran the default
-    sizes) and CSV that cannot be opened, the runtime benchmarks' sizes below 1
-    and numbers that are not numbers."""
+    algorithm (it once crashed in DGEMM), unknown option, stray word or missing
+    value (each once ran the default sizes) and CSV that cannot be opened, the
+    runtime benchmarks' sizes below 1, numbers that are not numbers and options
+    without their values."""
     from conftest import REDIST
     blocked = tmp_path / "file"
     blocked.write_text("")  # a file where the folder should be
@@ -162,7 +163,14 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--push", "2"], "--push must be 0 or 1"),
                         (["--in-place", "2"], "--in-place must be 0 or 1"),
                         (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
-                        (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it")]:
+                        (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it"),
+                        # a word that is no option's value, a value missing at the end, a flag given a value,
+                        # mpirun's option after the program (each once ran the default sizes), lending on the heap
+                        (["-n", "50", "--alg", "potrf"], "unexpected argument '-n'"),
+                        (["--alg", "potrf", "--n"], "--n needs a value"),
+                        (["--repeat", "1", "--n", "100"], "unexpected argument '1'"),
+                        (["--bind-to", "none", "--n", "100"], "--bind-to is not an option of this program"),
+                        (["--n", "100", "--lend", "1"], "--lend 1 needs --storage shared")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
         assert r.stderr.count("redist-apps:") == 1, r.stderr  # rank 0 speaks for all
@@ -170,6 +178,8 @@ def test_bad_arguments_fail_before_running(tmp_path):
     for args, words in [(["sched", "--sizes", "-10"], "--sizes must be at least 1"),
                         (["cholesky", "--n", "-3"], "--n must be at least 1"),
                         (["cholesky", "--n", "300", "--bogus"], "unknown option --bogus"),
+                        (["cholesky", "--n", "300", "--check", "yes"], "unexpected argument 'yes'"),
+                        (["sched", "--reps"], "--reps needs a value"),
                         (["pingpong", "--mode", "bogus"], "--mode must be multiple, funneled or workers"),
                         (["pingpong", "--min", "100", "--max", "10"], "--max 10 is below --min 100")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + args, capture_output=True, text=True,
