@@ -164,6 +164,8 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
     comm = _comm(comm)
     layout = _layout(layout)
     rank = comm.Get_rank()
+    if not 0 <= root < comm.Get_size():  # the same on every rank: each raises it
+        agree(comm, f"scatter: root={root} is not a rank of the communicator (0 .. {comm.Get_size() - 1})")
     err, a = "", None
     if rank == root:
         if array is None:

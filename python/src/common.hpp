@@ -19,6 +19,9 @@ namespace nb = nanobind;
 MPI_Comm comm_of(nb::handle comm);
 
 // A sequence of ints (or one int for 1-D) as a Coord; `what` names it in errors.
+// A Python int as a 64-bit index: redist::Error when it does not fit, TypeError
+// when it is no int (`what` names it in both).
+index_t to_index(nb::handle value, const char* what);
 Coord to_coord(nb::handle values, const char* what);
 nb::tuple from_coord(const Coord& c);
 

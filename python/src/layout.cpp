@@ -1,6 +1,7 @@
 // Layouts, ownerships, regions and a rank's storage map, as Python values
 // (docs/python.md). Each keyword constructor calls the C++ factory of the same
 // name; spec strings go through Layout::parse (docs/spec.md), the one grammar.
+#include <climits>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -68,7 +69,7 @@ std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb:
                             " needs ", n));
   for (int d = 0; d < n; ++d) {
     nb::handle t = items[static_cast<size_t>(d)];
-    if (PyLong_Check(t.ptr())) parts.push_back(DimPartition::regular(shape[d], nb::cast<index_t>(t), off[d]));
+    if (PyLong_Check(t.ptr())) parts.push_back(DimPartition::regular(shape[d], to_index(t, "tile"), off[d]));
     else parts.push_back(DimPartition::irregular(nb::cast<std::vector<index_t>>(t)));
   }
   return parts;
@@ -104,7 +105,15 @@ OwnerFunction owner_function(nb::callable fn) {
   });
   return [f](const Coord& tile) {
     nb::gil_scoped_acquire locked;
-    return nb::cast<int>((*f)(from_coord(tile)));
+    const nb::object r = (*f)(from_coord(tile));
+    index_t owner = 0;
+    try {  // as a std::runtime_error the core names the function and the tile
+      owner = to_index(r, "its result");
+    } catch (const Error& e) {
+      throw std::runtime_error(e.what());
+    }
+    if (owner < INT_MIN || owner > INT_MAX) throw std::runtime_error(detail::cat("its result ", owner, " is not a rank"));
+    return static_cast<int>(owner);
   };
 }
 
@@ -112,7 +121,11 @@ OwnerFunction owner_function(nb::callable fn) {
 struct PyLocalIndex {
   Layout layout;
   LocalIndex map;
-  PyLocalIndex(const Layout& l, int rank) : layout(l), map(l, rank) {}
+  PyLocalIndex(const Layout& l, int rank) : layout(l), map(l, checked_rank(rank)) {}
+  static int checked_rank(int rank) {
+    if (rank < 0) throw Error(detail::cat("LocalIndex: rank must be >= 0, got ", rank));
+    return rank;
+  }
 };
 
 }  // namespace

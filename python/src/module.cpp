@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "common.hpp"
 #include "mpi/agree.hpp"
@@ -24,8 +25,19 @@ MPI_Comm comm_of(nb::handle comm) {
   return h;
 }
 
+index_t to_index(nb::handle value, const char* what) {
+  if (!PyLong_Check(value.ptr()))
+    throw nb::type_error(detail::cat(what, " must be an int, got ", nb::type_name(value.type()).c_str()).c_str());
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0)
+    throw Error(detail::cat(what, " ", nb::str(value).c_str(), " does not fit in 64 bits (",
+                            std::numeric_limits<index_t>::min(), " .. ", std::numeric_limits<index_t>::max(), ")"));
+  return static_cast<index_t>(v);
+}
+
 Coord to_coord(nb::handle values, const char* what) {
-  if (PyLong_Check(values.ptr())) return Coord{nb::cast<index_t>(values)};
+  if (PyLong_Check(values.ptr())) return Coord{to_index(values, what)};
   if (!PySequence_Check(values.ptr()) || nb::isinstance<nb::str>(values))
     throw nb::type_error((std::string(what) + " must be a sequence of ints").c_str());
   nb::sequence seq = nb::borrow<nb::sequence>(values);
@@ -33,7 +45,7 @@ Coord to_coord(nb::handle values, const char* what) {
   if (n < 1 || n > static_cast<size_t>(kMaxDims))
     throw Error(detail::cat(what, " has ", n, " items; a layout has 1 to ", kMaxDims, " dimensions"));
   Coord c(static_cast<int>(n));
-  for (size_t d = 0; d < n; ++d) c[static_cast<int>(d)] = nb::cast<index_t>(seq[d]);
+  for (size_t d = 0; d < n; ++d) c[static_cast<int>(d)] = to_index(seq[d], what);
   return c;
 }
 

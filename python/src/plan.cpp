@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <bit>
 #include <cstring>
 #include <optional>
 
@@ -27,6 +28,7 @@ struct PyPlan {
   std::optional<Plan> plan;
   LocalIndex src_map, dst_map;  // for the binding's checks of the buffers it is given
   int rank = 0, size = 1;
+  ElementType type = ElementType::bytes;  // make_plan's element_type: the arrays' dtype must be of its kind
 
   explicit PyPlan(Plan p)
       : src_map(p.source(), rank_of(p)), dst_map(p.target(), rank_of(p)), rank(rank_of(p)) {
@@ -91,7 +93,44 @@ struct Side {
 
 std::string py_type_name(nb::handle o) { return nb::type_name(o.type()).c_str(); }
 
+// A buffer format (PEP 3118) without the byte-order and alignment marks that mean
+// this machine's own ('@', '=', and '<' or '>' whichever is native), field names
+// (between colons) kept as they are. numpy marks a packed structured dtype
+// differently in an empty array ('T{d:a:i:b:}') and a non-empty one
+// ('T{=d:a:@i:b:}'): the same elements (their size is checked apart).
+std::string plain_format(const char* f) {
+  const char native = std::endian::native == std::endian::little ? '<' : '>';
+  std::string out;
+  bool name = false;
+  for (; f && *f; ++f) {
+    if (*f == ':') name = !name;
+    if (!name && (*f == '@' || *f == '=' || *f == native)) continue;
+    out += *f;
+  }
+  return out;
+}
+
 // Why obj gives no contiguous (writable) buffer.
+// Why elements of buffer format `f` (plain_format) cannot carry element_type
+// `t`'s arithmetic ("" if they can; their size is checked apart): a float type
+// needs a float dtype, a complex one a complex dtype, an integer one a signed
+// integer dtype (int64 bits read as doubles would be scaled as doubles).
+std::string kind_problem(ElementType t, const std::string& f) {
+  if (t == ElementType::bytes) return {};
+  const bool is_float = f == "f" || f == "d", is_complex = f == "Zf" || f == "Zd",
+             is_int = f.size() == 1 && std::string_view("bhilqn").find(f[0]) != std::string_view::npos;
+  const bool ok = t == ElementType::f32 || t == ElementType::f64     ? is_float
+                  : t == ElementType::c64 || t == ElementType::c128 ? is_complex
+                                                                    : is_int;
+  if (ok) return {};
+  const std::string_view name = element_type_name(t);
+  return detail::cat("element_type='", name, "' computes on ",
+                     t == ElementType::f32 || t == ElementType::f64     ? "floating-point"
+                     : t == ElementType::c64 || t == ElementType::c128 ? "complex"
+                                                                       : "signed integer",
+                     " elements, but the arrays' elements are of format '", f, "' (arrays of such elements, or the element_type of theirs)");
+}
+
 std::string buffer_problem(nb::handle obj, bool writable) {
   Py_buffer v;
   if (PyObject_GetBuffer(obj.ptr(), &v, PyBUF_FULL_RO) != 0) {
@@ -182,9 +221,10 @@ void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::st
   Side s, d;
   std::string err = collect(src, false, self.src_map, plan.source(), "source", s);
   if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d);
-  if (err.empty() && s.format && d.format && std::strcmp(s.format, d.format) != 0)
+  if (err.empty() && s.format && d.format && plain_format(s.format) != plain_format(d.format))
     err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
                       "') are of different types");
+  if (err.empty() && (s.format || d.format)) err = kind_problem(self.type, plain_format(s.format ? s.format : d.format));
   std::string_view name = strategy ? std::string_view(*strategy) : std::string_view();
   std::span<const void* const> sp = s.ptrs(), dp = d.ptrs();
   nb::gil_scoped_release unlocked;
@@ -310,15 +350,21 @@ void bind_plan(nb::module_& m) {
                         std::complex<double> beta, bool conjugate, int auto_trials, int copy_threads) {
     MPI_Comm c = comm_of(comm);
     // A spec or region string that does not parse on some rank is agreed on like any bad argument.
+    // So is an argument of the wrong type (a TypeError here, redist.Error on the
+    // other ranks, which would otherwise wait in make_plan).
     Layout s, d;
     Region r;
     std::string err;
+    bool type_error = false;
     try {
       s = as_layout(src, "src");
       d = as_layout(dst, "dst");
       r = as_region(region, s.shape());
     } catch (const Error& e) {
       err = e.what();
+    } catch (const nb::builtin_exception& e) {
+      if (e.type() != nb::exception_type::type_error) throw;
+      err = e.what(), type_error = true;
     }
     Options o;
     try {
@@ -339,10 +385,20 @@ void bind_plan(nb::module_& m) {
     std::optional<Plan> plan;
     {
       nb::gil_scoped_release unlocked;  // owner functions written in Python take it back
-      detail::agree(c, err);
-      plan.emplace(make_plan(s, d, r, c, o));
+      if (type_error) {
+        try {
+          detail::agree(c, err);
+        } catch (const Error&) {  // raised below as what it is on this rank
+        }
+      } else {
+        detail::agree(c, err);
+        plan.emplace(make_plan(s, d, r, c, o));
+      }
     }
-    return new PyPlan(std::move(*plan));
+    if (type_error) throw nb::type_error(err.c_str());
+    auto* made = new PyPlan(std::move(*plan));
+    made->type = o.arithmetic.type;
+    return made;
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::arg("comm") = nb::none(), nb::kw_only(),
      nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
      nb::arg("calibration") = "", nb::arg("machine") = nb::none(), nb::arg("element_type") = "bytes",

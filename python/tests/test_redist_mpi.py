@@ -96,7 +96,8 @@ def test_every_kind_round_trip(src):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int32, np.int64,
-                                   np.uint8, np.dtype([("a", "<i4"), ("b", "<f8")]), np.dtype("V3")])
+                                   np.uint8, np.dtype([("a", "<i4"), ("b", "<f8")]), np.dtype([("a", "f8"), ("b", "i4")]),
+                                   np.dtype("V3")])
 def test_dtypes_scatter_redistribute_gather(dtype):
     dt = np.dtype(dtype)
     shape = (19, 11)
@@ -463,6 +464,54 @@ def test_error_scatter_wrong_shape_and_bad_strategy():
 
 def test_error_layout_too_large_for_comm():
     agreed_error(lambda: redist.zeros(f"8x8 tile=2x2 random seed=1 ranks={P + 1}"))
+
+
+def test_element_type_must_match_the_arrays_kind():
+    """element_type names the arithmetic: int64 arrays under 'f64' (their bits
+    scaled as doubles) and int32 under 'f32' are an agreed error; the types of
+    the arrays' own kind work."""
+    src, dst = f"8x6 tile=2x3 block_cyclic grid=1x{P}", f"8x6 tile=4x2 random seed=4 ranks={P}"
+    for etype, dtype, wrong, alpha in [("f64", np.float64, np.int64, 2), ("f32", np.float32, np.int32, 2),
+                                       ("i64", np.int64, np.float64, 1), ("c128", np.complex128, np.float64, 2)]:
+        a, b = redist.fromfunction(value, src, dtype), redist.zeros(dst, dtype)
+        with redist.make_plan(a.layout, b.layout, element_type=etype, alpha=alpha) as plan:
+            plan.execute(a, b)
+            check_tiles(b, lambda *i: alpha * value(*i))
+            bad_a = redist.zeros(src, wrong if R == P - 1 else dtype)
+            bad_b = redist.zeros(dst, wrong if R == P - 1 else dtype)
+            if np.dtype(wrong).itemsize == np.dtype(dtype).itemsize:
+                msg = agreed_error(lambda: plan.execute(bad_a, bad_b))
+                assert f"element_type='{etype}'" in msg, msg
+
+
+def test_type_error_on_one_rank_is_every_ranks_error():
+    """A make_plan argument of the wrong type on one rank: TypeError there, the
+    same message as redist.Error on the others (they used to wait in make_plan);
+    scatter's root outside the communicator: an agreed error."""
+    if R == P - 1:
+        with pytest.raises(TypeError, match="dst must be a redist.Layout or a spec string"):
+            redist.make_plan("8x8 tile=2x2", 42)
+    else:
+        with pytest.raises(redist.Error, match=f"rank {P - 1}: dst must be a redist.Layout or a spec string"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
+    g = np.zeros((4, 4)) if R == 0 else None
+    assert "root=" in agreed_error(lambda: redist.scatter(g, "4x4 tile=2x2", root=P))
+
+
+def test_bad_integers_are_clear():
+    """An extent beyond 64 bits, an owner function returning a str or a number
+    beyond 64 bits, a negative rank: clear errors (they were std::bad_cast, or 0
+    elements for rank -1)."""
+    with pytest.raises(redist.Error, match="shape 18446744073709551616 does not fit in 64 bits"):
+        redist.Layout((2 ** 64, 2), (2, 2))
+    with pytest.raises(redist.Error, match="rank must be >= 0, got -1"):
+        redist.LocalIndex(redist.Layout("8x8 tile=2x2"), -1)
+    redist.register_owner_function("returns_str", lambda t: "0")
+    redist.register_owner_function("returns_huge", lambda t: 2 ** 70)
+    msg = agreed_error(lambda: redist.make_plan(f"8x8 tile=4x4 function name=returns_str ranks={P}", "8x8"))
+    assert "owner function 'returns_str' threw for tile 0x0: its result must be an int, got str" in msg, msg
+    msg = agreed_error(lambda: redist.make_plan(f"8x8 tile=4x4 function name=returns_huge ranks={P}", "8x8"))
+    assert "its result 1180591620717411303424 does not fit in 64 bits" in msg, msg
 
 
 def test_type_errors_are_local_and_clear():

@@ -227,6 +227,9 @@ const char* redist_layout_spec(const redist_layout* layout) { return layout ? la
 
 redist_status redist_layout_check(const redist_layout* layout, int comm_size) {
   if (!layout) return null_argument("redist_layout_check", "layout");
+  if (comm_size < 1)
+    return fail(REDIST_ERR_INVALID_ARGUMENT, redist::detail::cat("redist: redist_layout_check: comm_size ", comm_size,
+                                                                 ": a communicator has at least 1 rank"));
   std::string e = layout->layout.check(comm_size);
   return e.empty() ? ok() : fail(REDIST_ERR_INVALID_ARGUMENT, "redist: " + e);
 }
@@ -270,13 +273,17 @@ redist_status redist_make_plan_spec(const char* src_spec, const char* dst_spec, 
 redist_status redist_execute(redist_plan* plan, const void* const* src_blocks, int64_t src_count,
                              void* const* dst_blocks, int64_t dst_count, const char* strategy) {
   if (!plan) return null_argument("redist_execute", "plan");
-  // A NULL array or a negative count is passed on as no pointers: the core's agreed
-  // check then names the count it expected on this rank.
+  // A NULL array is passed on as no pointers: the core's agreed check then names
+  // the count it expected on this rank. A negative count joins that agreement as
+  // this rank's error (returning at once would leave the other ranks waiting).
   const size_t ns = src_blocks && src_count > 0 ? static_cast<size_t>(src_count) : 0;
   const size_t nd = dst_blocks && dst_count > 0 ? static_cast<size_t>(dst_count) : 0;
+  const std::string err = src_count < 0   ? redist::detail::cat("redist_execute: src_count ", src_count, " is negative")
+                          : dst_count < 0 ? redist::detail::cat("redist_execute: dst_count ", dst_count, " is negative")
+                                          : std::string();
   return guard([&] {
     plan->plan.execute(std::span<const void* const>(src_blocks, ns), std::span<void* const>(dst_blocks, nd),
-                       strategy ? strategy : "");
+                       strategy ? strategy : "", err);
   });
 }
 

@@ -100,6 +100,7 @@ static void null_layouts(void) {
   CHECK(redist_layout_create("8x8 tile=2x2 block_cyclic grid=64x64", &wide) == REDIST_SUCCESS, "parses");
   expect_null("redist_layout_check of a grid too large", redist_layout_check(wide, test_ranks), "4096 ranks");
   CHECK(redist_layout_check(good, test_ranks) == REDIST_SUCCESS, "%s", redist_last_error());
+  expect_null("redist_layout_check of 0 ranks", redist_layout_check(good, 0), "a communicator has at least 1 rank");
   redist_layout_free(wide);
   redist_layout_free(good);
   redist_layout_free(NULL);
@@ -127,6 +128,8 @@ static void bad_execute(void) {
   expect_agreed("two source pointers on rank 0", st, REDIST_ERR_INVALID_ARGUMENT, "expected one buffer, got 2");
   st = redist_execute(plan, NULL, 0, d1, 1, NULL);
   expect_agreed("no source pointers", st, REDIST_ERR_INVALID_ARGUMENT, "expected one buffer, got 0");
+  st = redist_execute(plan, two, test_rank == test_ranks - 1 ? -1 : 1, d1, 1, NULL);
+  expect_agreed("a negative count on the last rank", st, REDIST_ERR_INVALID_ARGUMENT, "src_count -1 is negative");
   st = redist_execute_buffers(plan, src, test_rank == 0 ? NULL : dst, NULL);
   expect_agreed("a NULL target buffer where rank 0 stores data", st, REDIST_ERR_INVALID_ARGUMENT, "is null");
   st = redist_execute_buffers(plan, src, (void*)src, NULL);
