@@ -271,6 +271,23 @@ std::string agree_arguments(const std::vector<int>& table, int count, Agreed& ou
       else (s == 0 ? out.npcol_a : out.npcol_b) = lo;
     }
   }
+  // ScaLAPACK's rule for each process's own LLD (DESCINIT's): LLD >= max(1, its
+  // local rows), the rows NUMROC gives it of M in blocks of MB from RSRC.
+  for (int s = 0; s < 2; ++s) {
+    const auto& d = s == 0 ? out.a : out.b;
+    const std::int64_t rows = d[1], mb = d[3], rsrc = d[5], nprow = d[7];
+    if (mb < 1 || nprow < 1) continue;  // refused by check_arguments
+    for (int r = 0; r < count; ++r) {
+      const int* f = row(r) + kSide0 + s * kSideColumns;
+      if (!f[kMember]) continue;
+      const std::int64_t dist = ((f[kMyRow] - rsrc) % nprow + nprow) % nprow, blocks = rows / mb;
+      const std::int64_t local = blocks / nprow * mb + (dist < blocks % nprow ? mb : dist == blocks % nprow ? rows % mb : 0);
+      if (f[kLld] < std::max<std::int64_t>(1, local))
+        return detail::cat("desc", s == 0 ? "A" : "B", "[LLD] = ", f[kLld], " on the process at grid row ", f[kMyRow],
+                           ", column ", f[kMyCol], " is below max(1, its ", local, " local rows) (LLD >= max(1, "
+                           "NUMROC(M, MB, myrow, RSRC, NPROW)), as DESCINIT requires)");
+    }
+  }
   const auto [flo, fhi] = range(kFrees, -1);
   if (flo != fhi)
     return detail::cat("redist_scalapack_free_plans() was called on some processes of the union context only (",
