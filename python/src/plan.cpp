@@ -197,6 +197,9 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
     if (v.ndim > 1 && !PyBuffer_IsContiguous(&v, 'F'))
       return detail::cat(name, ": a multi-dimensional array must be column-major (numpy order='F'; "
                          "np.asfortranarray), like the layout's storage; this one is in C order");
+    if (layout.storage().kind == StorageKind::local_array && v.ndim > 1 && v.ndim != layout.ndim())
+      return detail::cat(name, ": a multi-dimensional local array has the layout's ", layout.ndim(),
+                         " dimensions (ld x local extents), this one ", v.ndim, " (or give it flat)");
     if (layout.storage().kind == StorageKind::local_array && v.ndim == layout.ndim() && v.ndim > 1 && want > 0) {
       // A multi-dimensional local array must be this rank's ld x local extents.
       Coord want_shape = map.local_extent();

@@ -444,6 +444,8 @@ def test_error_non_contiguous_wrong_shape_readonly():
         assert "column-major" in agreed_error(lambda: plan.execute(c_order, good_dst))
         wrong = np.zeros((li.local_extent[0] + 1, li.local_extent[1]), order="F")
         assert "local array" in agreed_error(lambda: plan.execute(good_src, wrong))
+        three = np.zeros(tuple(li.local_extent) + (1,), order="F")
+        assert "the layout's 2 dimensions" in agreed_error(lambda: plan.execute(good_src, three))
         # rank 0 always owns something: only its array is short
         small = np.zeros(li.local_extent[0] * li.local_extent[1] - 1) if R == 0 else good_dst
         agreed_error(lambda: plan.execute(good_src, small))
