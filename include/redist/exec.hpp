@@ -224,6 +224,10 @@ class Plan {
   Plan& operator=(Plan&&) noexcept;
   ~Plan();
 
+  // An empty Plan (default-made, moved from, or a rank in neither group of
+  // make_group_plan) has none of what follows: each throws redist::Error saying
+  // so, but comm(), which is MPI_COMM_NULL.
+  bool empty() const noexcept { return !impl_; }
   const RankPlan& rank_plan() const;
   const PlanStats& stats() const;
   const Layout& source() const;
@@ -309,6 +313,8 @@ class Plan {
   friend struct detail::PlanAccess;
   void execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
                      std::string_view strategy);
+  PlanImpl& impl(const char* what) const;     // *impl_, or redist::Error naming `what` on an empty Plan
+  PlanImpl& running(const char* what) const;  // also redist::Error after MPI_Finalize
   std::unique_ptr<PlanImpl> impl_;
 };
 

@@ -121,11 +121,7 @@ OwnerFunction owner_function(nb::callable fn) {
 struct PyLocalIndex {
   Layout layout;
   LocalIndex map;
-  PyLocalIndex(const Layout& l, int rank) : layout(l), map(l, checked_rank(rank)) {}
-  static int checked_rank(int rank) {
-    if (rank < 0) throw Error(detail::cat("LocalIndex: rank must be >= 0, got ", rank));
-    return rank;
-  }
+  PyLocalIndex(const Layout& l, int rank) : layout(l), map(l, rank) {}
 };
 
 }  // namespace

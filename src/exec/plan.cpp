@@ -663,45 +663,59 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 Plan::~Plan() = default;
 
-const RankPlan& Plan::rank_plan() const { return impl_->core.rp; }
-const PlanStats& Plan::stats() const { return impl_->core.rp.stats; }
-const Layout& Plan::source() const { return impl_->core.src; }
-const Layout& Plan::target() const { return impl_->core.dst; }
-const Region& Plan::region() const { return impl_->core.region; }
-const std::vector<Region>& Plan::regions() const { return impl_->core.regions; }
-const Options& Plan::options() const { return impl_->core.options; }
+// The plan's insides, or the error of an empty Plan (default-made, moved from, or
+// a rank in neither group of make_group_plan) naming what was asked of it.
+PlanImpl& Plan::impl(const char* what) const {
+  if (!impl_) throw Error(detail::cat("redist: ", what, " of an empty Plan (use make_plan; Plan::empty() tells)"));
+  return *impl_;
+}
+// The same for what communicates: MPI must still be running.
+PlanImpl& Plan::running(const char* what) const {
+  PlanImpl& i = impl(what);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) throw Error(detail::cat("redist: ", what, " after MPI_Finalize: a plan communicates through MPI"));
+  return i;
+}
+
+const RankPlan& Plan::rank_plan() const { return impl("rank_plan").core.rp; }
+const PlanStats& Plan::stats() const { return impl("stats").core.rp.stats; }
+const Layout& Plan::source() const { return impl("source").core.src; }
+const Layout& Plan::target() const { return impl("target").core.dst; }
+const Region& Plan::region() const { return impl("region").core.region; }
+const std::vector<Region>& Plan::regions() const { return impl("regions").core.regions; }
+const Options& Plan::options() const { return impl("options").core.options; }
 MPI_Comm Plan::comm() const { return impl_ ? impl_->core.comm : MPI_COMM_NULL; }
-const Machine* Plan::machine() const { return impl_->machine.get(); }
-const std::string& Plan::auto_choice() const { return impl_->auto_choice; }
+const Machine* Plan::machine() const { return impl("machine").machine.get(); }
+const std::string& Plan::auto_choice() const { return impl("auto_choice").auto_choice; }
 std::vector<Plan::AutoTrial> Plan::auto_trial_runs() const {
+  const PlanImpl& i = impl("auto_trial_runs");
   std::vector<AutoTrial> out;
-  for (auto [k, seconds] : impl_->trial_log)
-    out.push_back({std::string(detail::registry()[static_cast<size_t>(impl_->trial_candidates[k])].name), seconds});
+  for (auto [k, seconds] : i.trial_log)
+    out.push_back({std::string(detail::registry()[static_cast<size_t>(i.trial_candidates[k])].name), seconds});
   return out;
 }
 std::string Plan::describe(const std::string& strategy) const {
+  const PlanImpl& p = impl("describe");
   const int i = detail::find_strategy(strategy);
-  if (i < 0 || impl_->runs_as[static_cast<size_t>(i)] < 0) return {};
-  const int r = impl_->runs_as[static_cast<size_t>(i)];
-  return impl_->states[static_cast<size_t>(r)] ? impl_->states[static_cast<size_t>(r)]->describe() : std::string();
+  if (i < 0 || p.runs_as[static_cast<size_t>(i)] < 0) return {};
+  const int r = p.runs_as[static_cast<size_t>(i)];
+  return p.states[static_cast<size_t>(r)] ? p.states[static_cast<size_t>(r)]->describe() : std::string();
 }
-index_t Plan::buffer_bytes() const { return impl_->core.buffer_peak; }
-index_t Plan::held_bytes() const { return impl_->core.buffer_bytes; }
+index_t Plan::buffer_bytes() const { return impl("buffer_bytes").core.buffer_peak; }
+index_t Plan::held_bytes() const { return impl("held_bytes").core.buffer_bytes; }
 
 std::vector<double> Plan::predictions() const {
-  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("predictions"));
   return impl_->predictions();
 }
 std::vector<double> Plan::predictions(std::span<const void* const> src_blocks) const {
-  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("predictions"));
   return impl_->predictions(src_blocks);
 }
 
 std::vector<double> Plan::predictions_for(std::string_view storage) const {
-  if (!impl_) throw Error("redist: predictions on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("predictions"));
   std::string err;
   if (storage != "heap" && storage != "shared")
     err = detail::cat("predictions: storage '", storage, "': expected heap or shared");
@@ -753,8 +767,7 @@ void Plan::execute(const void* src, void* dst, std::string_view strategy) {
 
 void Plan::execute_sized(const void* src, index_t src_bytes, void* dst, index_t dst_bytes, index_t elem_size,
                          std::string_view strategy) {
-  if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("execute"));
   const detail::PlanCore& p = impl_->core;
   std::string err;
   if (elem_size != p.src.elem_size())
@@ -770,15 +783,13 @@ void Plan::execute_sized(const void* src, index_t src_bytes, void* dst, index_t 
 
 void Plan::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
                    std::string_view strategy) {
-  if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("execute"));
   impl_->execute(src_blocks, dst_blocks, strategy);
 }
 
 void Plan::execute(std::span<const void* const> src_blocks, std::span<void* const> dst_blocks,
                    std::string_view strategy, std::string_view caller_error) {
-  if (!impl_) throw Error("redist: execute on an empty Plan (use make_plan)");
-  OneThread one(*impl_);
+  OneThread one(running("execute"));
   impl_->execute(src_blocks, dst_blocks, strategy, caller_error);
 }
 

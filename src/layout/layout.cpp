@@ -126,6 +126,8 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
   // an invalid layout it would fault or wrap, so refuse it here too (make_plan
   // has reported it already; this guards direct users such as the harness).
   if (std::string e = layout.check(INT_MAX); !e.empty()) detail::fail("invalid layout ", layout.spec(), ": ", e);
+  // A rank the layout does not use holds nothing; a negative one is no rank.
+  if (rank < 0) detail::fail("LocalIndex: rank must be >= 0, got ", rank);
   const int n = layout.ndim();
   const Coord nt = layout.ntiles();
   const Ownership& own = layout.ownership();

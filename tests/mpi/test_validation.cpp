@@ -998,6 +998,29 @@ TEST(Validation, BadPlanUse) {
   fill_pattern(dst, rank, d.blocks(), kDstId);
   expect_same_error(capture([&] { empty.execute(s.const_blocks()[0], d.blocks()[0]); }), {"empty Plan", "make_plan"});
   expect_untouched(dst, d, kDstId, "target");
+  // Every accessor of an empty Plan says so (stats() dereferenced nothing: a
+  // segfault), but comm(), MPI_COMM_NULL; empty() tells without an exception.
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.comm(), MPI_COMM_NULL);
+  for (auto [what, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"stats", [&] { (void)empty.stats(); }},
+           {"rank_plan", [&] { (void)empty.rank_plan(); }},
+           {"source", [&] { (void)empty.source(); }},
+           {"target", [&] { (void)empty.target(); }},
+           {"region", [&] { (void)empty.region(); }},
+           {"options", [&] { (void)empty.options(); }},
+           {"machine", [&] { (void)empty.machine(); }},
+           {"describe", [&] { (void)empty.describe("shm"); }},
+           {"buffer_bytes", [&] { (void)empty.buffer_bytes(); }},
+           {"predictions", [&] { (void)empty.predictions(); }}}) {
+    try {
+      call();
+      ADD_FAILURE() << what << " of an empty Plan did not throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what + " of an empty Plan"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(LocalIndex(src, -1), Error);
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   kind("strategy auto on a plan made without a machine model", "Plan::execute, before anything moves");
   expect_same_error(capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], "auto"); }),
