@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gemm/gemm.hpp"
+#include "mpi/agree.hpp"
 #include "redist/runtime/runtime.hpp"
 #include "roundtrip/roundtrip.hpp"
 
@@ -46,6 +47,29 @@ class Packer {
   std::shared_ptr<const LocalIndex> local_;
   const double* data_;
 };
+
+// BLAS's quick return (k = 0 or alpha = 0: there is no product to add): C :=
+// beta C in the caller's storage, tile by tile, nothing moved; with beta = 0 C is
+// written, not read (NaN there becomes 0), with beta = 1 it is left alone. The
+// caller's storage is one block (as every round trip's execute needs); a layout
+// of several blocks on some rank is the same error on every rank.
+void scale_in_place(const Layout& layout, void* data, double beta, MPI_Comm comm, int rank) {
+  const LocalIndex local(layout, rank);
+  redist::detail::agree(comm, local.nblocks() > 1 ? redist::detail::cat("gemm: C ('", layout.spec(), "') is stored in ", local.nblocks(),
+                                                         " blocks on rank ", rank, "; the call takes one per rank")
+                                          : std::string());
+  if (beta == 1.0) return;
+  auto* c = static_cast<double*>(data);
+  for (index_t o = 0; o < local.ntiles(); ++o) {
+    const Coord t = local.tile(o);
+    const Box b = layout.tile_box(t);
+    const Address at = local.address(t, b.lo);
+    for (index_t j = 0; j < b.size[1]; ++j) {
+      double* col = c + at.offset + j * at.strides[1];
+      for (index_t i = 0; i < b.size[0]; ++i) col[i * at.strides[0]] = beta == 0.0 ? 0.0 : beta * col[i * at.strides[0]];
+    }
+  }
+}
 }  // namespace
 
 Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b, double beta,
@@ -62,6 +86,14 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
   detail::agree(comm, error, {&a_layout, &b_layout, &c_layout}, options);
 
   const index_t m = c_layout.shape()[0], n = c_layout.shape()[1], k = a_layout.shape()[1];
+  if (k == 0 || alpha == 0.0) {  // no product: C := beta C where it lies (A and B not read)
+    Report r;
+    r.work = c_layout.spec();
+    const double t0 = MPI_Wtime();
+    scale_in_place(c_layout, c, beta, comm, rank);
+    r.compute_seconds = MPI_Wtime() - t0;
+    return r;
+  }
   Options o = options;  // one tile size for the three working layouts
   if (o.tile == 0) o.tile = gemm_model_tile(std::max({m, n, k}), ranks * o.threads);
   const Layout wa = work_layout(m, k, ranks, o), wb = work_layout(k, n, ranks, o), wc = work_layout(m, n, ranks, o);

@@ -165,7 +165,9 @@ QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& 
 // back. On one rank, where A and B both need moving, they are not copied whole:
 // READ tasks pack each tile from the caller's storage when its step comes (the
 // packing counts in compute_seconds; Report::to_seconds is C's move alone). With
-// beta = 0 C is not moved in (nor zeroed). A and B are not changed. Collective;
+// beta = 0 C is not moved in (nor zeroed). A and B are not changed. With k = 0
+// or alpha = 0 there is no product: C := beta C in the caller's storage (BLAS's
+// quick return: C written, not read, when beta = 0), nothing moved. Collective;
 // errors as potrf (shapes that do not match, ...).
 Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b,
             double beta, const Layout& c_layout, void* c, MPI_Comm comm, const Options& options = {});

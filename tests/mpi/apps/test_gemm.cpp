@@ -25,6 +25,10 @@ constexpr int kM = 45, kK = 37, kN = 29;
 double ea(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 3 * j + 7, j, 0); }
 double eb(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 5 * j + 11, j + 1, 0); }
 double ec(std::int64_t i, std::int64_t j) { return redist::cholesky::spd_element(i + 2 * j + 3, j, 0); }
+// C of the no-product test: exact small values, NaN at (2, 3).
+double beta_zero_nan(std::int64_t i, std::int64_t j) {
+  return i == 2 && j == 3 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(i + 10 * j + 1);
+}
 
 template <class F>
 void fill(const rt::LayoutCollection& x, F f) {
@@ -141,6 +145,50 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
   std::vector<double> c = make_local(lc, [](auto, auto) { return 0.0; });
   expect_collective_error([&] { apps::gemm(1.0, la, a.data(), la, a.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o); },
                           "gemm: the shapes must be A m x k, B k x n, C m x n");
+}
+
+// No product to add (k = 0, or alpha = 0): BLAS's C := beta C, against the
+// caller's C (beta = -0.5, every element exactly), 0 where beta = 0 even over NaN
+// (C written, not read), unchanged with beta = 1; in ScaLAPACK storage with a
+// leading dimension larger than the rows (the padding untouched) and in tile
+// storage. k = 0 left C unchanged (no GEMM task applied beta), and with beta = 0
+// wrote the working copy's uninitialized memory back.
+TEST_P(Gemm, NoProductScalesC) {
+  apps::Options o;
+  o.tile = 4;
+  o.threads = GetParam();
+  const std::string p = std::to_string(world_size());
+  for (const std::string storage : {"storage=local_array ld=9", "storage=tile"}) {
+    for (const auto& [k, alpha] : std::vector<std::pair<int, double>>{{0, 1.5}, {5, 0.0}}) {
+      const redist::Layout la = redist::Layout::parse("7x" + std::to_string(k) + " tile=3x3 block_cyclic grid=1x" + p);
+      const redist::Layout lb = redist::Layout::parse(std::to_string(k) + "x6 tile=3x3 block_cyclic grid=1x" + p);
+      const redist::Layout lc = redist::Layout::parse("7x6 tile=3x2 block_cyclic grid=" + p + "x1 " + storage);
+      const std::vector<double> a = make_local(la, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
+      const std::vector<double> b = make_local(lb, [](auto, auto) { return std::numeric_limits<double>::quiet_NaN(); });
+      for (double beta : {-0.5, 0.0, 1.0}) {
+        const redist::LocalIndex local(lc, world_rank());
+        std::vector<double> c(static_cast<std::size_t>(local.elements()), -7.0);  // padding: -7
+        const std::vector<double> filled = make_local(lc, [](auto i, auto j) { return beta_zero_nan(i, j); });
+        for (std::size_t e = 0; e < c.size(); ++e)
+          if (filled[e] != 0.0) c[e] = filled[e];  // the matrix's elements (>= 1, or NaN); padding stays -7
+        const std::vector<double> before = c;
+        apps::gemm(alpha, la, a.data(), lb, b.data(), beta, lc, c.data(), MPI_COMM_WORLD, o);
+        const std::vector<double> got = gather_root(lc, c.data());
+        if (world_rank() == 0)
+          for (int j = 0; j < 6; ++j)
+            for (int i = 0; i < 7; ++i) {
+              const double was = beta_zero_nan(i, j);
+              if (beta == 0.0) EXPECT_EQ(got[i + j * 7], 0.0) << storage << " k " << k << ": " << i << "," << j;
+              else if (std::isnan(was)) EXPECT_TRUE(std::isnan(got[i + j * 7]));
+              else EXPECT_EQ(got[i + j * 7], beta * was) << storage << " k " << k << " beta " << beta << ": " << i << "," << j;
+            }
+        // The padding of the local array (ld 9 > the rows) is the caller's: untouched.
+        std::size_t pad_changed = 0;
+        for (std::size_t e = 0; e < c.size(); ++e) pad_changed += before[e] == -7.0 && c[e] != -7.0;
+        EXPECT_EQ(pad_changed, 0u) << storage;
+      }
+    }
+  }
 }
 
 // GEMM reading A and B as remote collection tiles (gemm::Reads::remote) gives the
