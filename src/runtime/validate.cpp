@@ -1,5 +1,9 @@
 #include "validate.hpp"
 
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
 #include "graph_walk.hpp"
 #include "redist/error.hpp"
 
@@ -82,6 +86,95 @@ bool names_collections(const TaskClass& c) {
   return false;
 }
 
+// A task of the whole graph: its class and parameters.
+struct TaskKey {
+  int cls;
+  Params p;
+  bool operator==(const TaskKey&) const = default;
+};
+struct TaskKeyHash {
+  std::size_t operator()(const TaskKey& k) const {
+    std::uint64_t h = static_cast<std::uint64_t>(k.cls) * 0x9E3779B97F4A7C15ull;
+    for (std::int64_t v : k.p) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// The graph must be acyclic: a task that waits, through its inputs, on itself
+// never runs, and neither does any task after it; the ranks would wait forever.
+// Kahn's algorithm over every task of every rank (the same on every rank, and so
+// is the message): "" or the cycle, named task by task.
+std::string check_acyclic(const TaskGraph& graph) {
+  std::vector<TaskKey> tasks;
+  std::unordered_map<TaskKey, std::int64_t, TaskKeyHash> index;
+  for (int id = 0; id < graph.num_classes(); ++id)
+    for_each_point(graph.at(id), [&](const Params& p) {
+      index.emplace(TaskKey{id, p}, static_cast<std::int64_t>(tasks.size()));
+      tasks.push_back({id, p});
+    });
+  std::vector<std::pair<std::int64_t, std::int64_t>> edges;  // producer, consumer
+  for (std::int64_t t = 0; t < static_cast<std::int64_t>(tasks.size()); ++t) {
+    const TaskClass& c = graph.at(tasks[static_cast<std::size_t>(t)].cls);
+    const Params& p = tasks[static_cast<std::size_t>(t)].p;
+    for (int f = 0; f < c.num_flows(); ++f)
+      for (const Dep& d : c.flow_at(f).outs) {
+        if (!guard_holds(d, p) || d.end.collection) continue;
+        const int dst = d.end.task->id();
+        for_each_target(d.end.targets(p), [&](const Params& q) {
+          const auto it = index.find(TaskKey{dst, q});
+          if (it != index.end()) edges.push_back({t, it->second});
+        });
+      }
+  }
+  const auto n = static_cast<std::size_t>(tasks.size());
+  std::vector<std::int64_t> waiting(n, 0);  // inputs not yet produced
+  std::vector<std::vector<std::int64_t>> next(n), before(n);
+  for (const auto& [from, to] : edges) {
+    ++waiting[static_cast<std::size_t>(to)];
+    next[static_cast<std::size_t>(from)].push_back(to);
+    before[static_cast<std::size_t>(to)].push_back(from);
+  }
+  std::vector<std::int64_t> ready;
+  for (std::size_t t = 0; t < n; ++t)
+    if (waiting[t] == 0) ready.push_back(static_cast<std::int64_t>(t));
+  std::size_t ran = 0;
+  while (!ready.empty()) {
+    const auto t = static_cast<std::size_t>(ready.back());
+    ready.pop_back();
+    ++ran;
+    for (std::int64_t q : next[t])
+      if (--waiting[static_cast<std::size_t>(q)] == 0) ready.push_back(q);
+  }
+  if (ran == n) return {};
+  // Every task left waits on another task left: walking back from the first one
+  // reaches a task seen before, and the tasks from there are a cycle.
+  std::size_t t = 0;
+  while (waiting[t] == 0) ++t;
+  std::vector<std::int64_t> seen(n, -1), path;
+  while (seen[t] < 0) {
+    seen[t] = static_cast<std::int64_t>(path.size());
+    path.push_back(static_cast<std::int64_t>(t));
+    t = static_cast<std::size_t>(*std::find_if(before[t].begin(), before[t].end(),
+                                               [&](std::int64_t q) { return waiting[static_cast<std::size_t>(q)] > 0; }));
+  }
+  std::vector<std::int64_t> cycle(path.begin() + seen[t], path.end());
+  std::reverse(cycle.begin(), cycle.end());                             // producer before consumer
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());  // from its first task
+  cycle.push_back(cycle.front());
+  std::string names;
+  constexpr std::size_t kShown = 8;
+  for (std::size_t k = 0; k < cycle.size(); ++k) {
+    if (k == kShown && cycle.size() > kShown + 1) {
+      names += cat(" -> ... (", cycle.size() - 1 - kShown, " more)");
+      break;
+    }
+    const TaskKey& key = tasks[static_cast<std::size_t>(cycle[k])];
+    names += cat(k ? " -> " : "", graph.at(key.cls).describe(key.p));
+  }
+  return cat("invalid task graph: its dependencies form a cycle (", names, "): ", n - ran, " of its ", n,
+             " tasks would wait forever");
+}
+
 }  // namespace
 
 std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool check_edges,
@@ -110,6 +203,13 @@ std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool che
         if (err.empty()) err = check_outputs(c, p);
       }
     });
+  }
+  // Every task is enumerated here anyway; up to kCycleCheckMax of them the edges
+  // are walked once more for cycles.
+  if (err.empty() && check_edges) {
+    std::int64_t total = 0;
+    for (int id = 0; id < graph.num_classes(); ++id) for_each_point(graph.at(id), [&](const Params&) { ++total; });
+    if (total <= kCycleCheckMax) err = check_acyclic(graph);
   }
   return err;
 }

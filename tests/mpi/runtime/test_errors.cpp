@@ -77,6 +77,29 @@ TEST_P(Errors, OutputNobodyExpects) {
   expect_same_error(msg, "output A().x goes to B().x, whose input does not come from it");
 }
 
+// A cycle: every edge consistent both ways, but T(k) waits on T(k+1), ..., on
+// itself: no task could ever run (it used to wait forever). Named task by task,
+// producer first, across ranks; a second class hanging off the cycle is counted.
+TEST_P(Errors, CycleOfDependencies) {
+  const int n = 7, ranks = world_size();
+  rt::TaskGraph g;
+  auto& t = g.task_class("T");
+  auto& u = g.task_class("U");
+  t.param("k", 0, n - 1).affinity([=](auto k) { return k % ranks; });
+  t.flow("x")
+      .in(rt::from(t, "x", [=](auto k) { return Targets{(k + 1) % n}; }))
+      .out(rt::to(t, "x", [=](auto k) { return Targets{(k - 1 + n) % n}; }));
+  t.flow("y").out_if([](auto k) { return k == 3; }, rt::to(u, "y", [](auto) { return Targets{}; }));
+  t.body([](rt::TaskContext&, auto) {});
+  u.affinity([=] { return ranks - 1; });
+  u.flow("y").in(rt::from(t, "y", [] { return Targets{3}; }));
+  u.body([](rt::TaskContext&) {});
+  std::string msg = run_expecting_error(g, options_of(GetParam()));
+  expect_same_error(msg, "invalid task graph: its dependencies form a cycle (T(0) -> T(6) -> T(5) -> T(4) -> T(3) -> "
+                         "T(2) -> T(1) -> T(0)): 8 of its 8 tasks would wait forever");
+  // Without validation the graph is not walked: nothing to check here (it would hang).
+}
+
 TEST_P(Errors, AffinityOutsideCommunicator) {
   rt::TaskGraph g;
   auto& a = g.task_class("A");
