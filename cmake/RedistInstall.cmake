@@ -4,7 +4,9 @@
 #                               (the C API), libredist_scalapack.so (the drop-ins)
 #   P/lib/cmake/redist/         find_package(redist): targets redist::redist (C++),
 #                               redist::c (C API), redist::scalapack (drop-ins); MPI
-#                               and Threads found again by find_dependency
+#                               and Threads found again by find_dependency;
+#                               redist::apps and the tiled algorithms under it
+#                               (installed by apps/CMakeLists.txt into this export)
 #   P/lib/pkgconfig/            redist.pc (C++ and C API), redist_scalapack.pc
 # Not for `pip install .` (the wheel holds the Python package only).
 if(SKBUILD)
