@@ -55,10 +55,16 @@ TaskGraph task_graph(const LayoutCollection& a) {
       .otherwise(from(syrk, "T", [](auto k) { return Targets{k - 1, k}; }))
       .out(to(trsm, "T", [=](auto k) { return Targets{k, {k + 1, nt - 1}}; }))
       .out(to(A, [](auto k) { return Tile{k, k}; }));
+  const DimPartition part = l.partition(0);
   potrf.body([=](TaskContext& c, auto k) {
     const int n = rows(k);
     const int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, c.as<double>("T"), n);
-    if (info != 0) detail::fail("dpotrf: the matrix is not positive definite (info ", info, ")");
+    // LAPACK's info for the whole matrix: the order of the leading minor that is
+    // not positive definite (the tile's rows before it are).
+    if (info > 0)
+      detail::fail("dpotrf: the matrix is not positive definite: its leading minor of order ",
+                   part.tile_lo(k) + info, " is not (LAPACK's info; row ", info, " of diagonal tile ", k, ")");
+    if (info < 0) detail::fail("dpotrf: argument ", -info, " is invalid (LAPACK's info ", info, ")");
   });
 
   // DTRSM(k, n)   k = 0 .. SIZE-1, n = k+1 .. SIZE-1   : A(n, k)

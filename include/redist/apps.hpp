@@ -134,7 +134,9 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {})
 // for the same working layout (options, ranks). Throws redist::Error, the same on
 // every rank and with `data` untouched, on bad input (not a square matrix of
 // doubles, an invalid layout or option, null data where this rank stores
-// elements) and when the matrix is not positive definite. Below
+// elements) and when the matrix is not positive definite (then, where `layout` is
+// the working layout and nothing is copied, `data` is left partly factored, as
+// LAPACK's dpotrf leaves it). Below
 // MPI_THREAD_MULTIPLE, a comm_mode that needs it runs funneled (Options::comm_mode).
 Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
 

@@ -273,7 +273,10 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
   const redist::Layout user = redist::Layout::parse("77x77 tile=10x10 block_cyclic grid=1x" + p + " storage=local_array");
   std::vector<double> a = make_local(user, [](auto i, auto j) { return i == j && i == 50 ? -1.0 : spd_element(i, j, kN); });
   const std::vector<double> before = a;
-  expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, o); }, "not positive definite");
+  // LAPACK's info for the whole matrix: element (50, 50) makes the leading minor
+  // of order 51 the first that is not positive definite, whatever the tiles.
+  expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, o); },
+                          "not positive definite: its leading minor of order 51 is not");
   EXPECT_TRUE(a == before);
 }
 
