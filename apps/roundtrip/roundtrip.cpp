@@ -150,10 +150,11 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   redist::detail::agree(comm, error);
   std::vector<redist::detail::Same> items;
   for (const Layout* l : layouts) items.push_back({"layout differs", same_text(*l)});
-  std::ostringstream o;
-  o << options.tile << ' ' << options.inner << ' ' << options.threads << ' ' << options.strategy << ' '
-    << (options.grid.ndim() == 2 ? options.grid[0] * 100000 + options.grid[1] : -1) << ' '
-    << static_cast<int>(options.comm_mode) << ' ' << options.push << ' ' << options.read_in_place << ' ' << options.lend;
+  std::ostringstream o;  // each field named, as the message shows both ranks' texts
+  o << "tile=" << options.tile << " inner=" << options.inner << " threads=" << options.threads
+    << " strategy=" << options.strategy << " grid=" << (options.grid.ndim() ? options.grid.str() : std::string("auto"))
+    << " comm_mode=" << static_cast<int>(options.comm_mode) << " push=" << options.push
+    << " read_in_place=" << options.read_in_place << " lend=" << options.lend;
   items.push_back({"options differ", o.str()});
   redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
 }
