@@ -56,6 +56,14 @@ Paths paths_of(const std::string& d) {
   return p;
 }
 
+// Receive peer `peer`'s path and reason in `got`, or null after a failure naming it.
+const std::string* why_of(const Paths& got, int peer, const Plan& plan) {
+  const auto it = got.peer.find(peer);
+  if (it != got.peer.end()) return &it->second;
+  ADD_FAILURE() << "rank " << peer << " missing: " << plan.describe("shm");
+  return nullptr;
+}
+
 template <class... T>
 std::string label(const T&... v) {
   std::ostringstream o;
@@ -228,11 +236,9 @@ TEST(Shm, LongRunsBetweenBusyRanksGoByCrossMemoryAttach) {
     execute_twice(plan, src, dst, s, d, r, 17, label(busy ? "busy" : "one sender"));
     const Paths got = paths_of(plan.describe("shm"));
     for (const PeerPlan& pp : plan.rank_plan().receives) {
-      if (!got.peer.count(pp.peer)) {
-        ADD_FAILURE() << "rank " << pp.peer << " missing: " << plan.describe("shm");
-        continue;
-      }
-      const std::string& why = got.peer.at(pp.peer);
+      const std::string* reason = why_of(got, pp.peer, plan);
+      if (!reason) continue;
+      const std::string& why = *reason;
       const bool long_cma = busy && cma;
       EXPECT_EQ(why.rfind(long_cma ? "cma (not in windows: cross-memory attach, " : "fifo (", 0), 0u) << why;
       EXPECT_EQ(why.find("runs of 64 KiB or more on average on both sides, both ranks busy") != std::string::npos,
@@ -266,11 +272,9 @@ TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
     unsetenv("REDIST_FIFO_COLUMNS");
     const Paths got = paths_of(plan.describe("shm"));
     for (const PeerPlan& pp : plan.rank_plan().receives) {
-      if (!got.peer.count(pp.peer)) {
-        ADD_FAILURE() << "rank " << pp.peer << " missing: " << plan.describe("shm");
-        continue;
-      }
-      const std::string& why = got.peer.at(pp.peer);
+      const std::string* reason = why_of(got, pp.peer, plan);
+      if (!reason) continue;
+      const std::string& why = *reason;
       EXPECT_EQ(why.rfind("fifo", 0), 0u) << why;
       EXPECT_EQ(why.find("runs in column order") != std::string::npos, k == 0) << "case " << k << ": " << why;
     }
