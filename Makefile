@@ -12,7 +12,9 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
-$(BUILD)/build.ninja:
+# After setup (order only): under `make -j` cmake would otherwise configure while
+# setup still installs the Python venv, and leave the Python package off.
+$(BUILD)/build.ninja: | setup
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 
 configure: setup $(BUILD)/build.ninja

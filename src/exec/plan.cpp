@@ -673,7 +673,7 @@ PlanImpl& Plan::impl(const char* what) const {
 PlanImpl& Plan::running(const char* what) const {
   PlanImpl& i = impl(what);
   int finalized = 0;
-  MPI_Finalized(&finalized);
+  MPI_Finalized(&finalized);  // unchecked: callable after MPI_Finalize, when no error handler works
   if (finalized) throw Error(detail::cat("redist: ", what, " after MPI_Finalize: a plan communicates through MPI"));
   return i;
 }
