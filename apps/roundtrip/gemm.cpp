@@ -83,7 +83,7 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
     error = "gemm: the shapes must be A m x k, B k x n, C m x n; got A '" + a_layout.spec() + "', B '" +
             b_layout.spec() + "', C '" + c_layout.spec() + "'";
   if (error.empty()) error = detail::check_options("gemm", options, ranks);
-  detail::agree(comm, error, {&a_layout, &b_layout, &c_layout}, options);
+  detail::agree(comm, error, {&a_layout, &b_layout, &c_layout}, options, {alpha, beta});
 
   const index_t m = c_layout.shape()[0], n = c_layout.shape()[1], k = a_layout.shape()[1];
   if (k == 0 || alpha == 0.0) {  // no product: C := beta C where it lies (A and B not read)

@@ -146,7 +146,7 @@ std::string same_text(const Layout& l) {
 }  // namespace
 
 void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layout*>& layouts,
-           const Options& options) {
+           const Options& options, const std::vector<double>& scalars) {
   redist::detail::agree(comm, error);
   std::vector<redist::detail::Same> items;
   for (const Layout* l : layouts) items.push_back({"layout differs", same_text(*l)});
@@ -156,7 +156,12 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
     << " comm_mode=" << static_cast<int>(options.comm_mode) << " push=" << options.push
     << " read_in_place=" << options.read_in_place << " lend=" << options.lend;
   items.push_back({"options differ", o.str()});
-  redist::detail::agree_same(comm, items, "every rank must pass the same layouts and options");
+  if (!scalars.empty()) {
+    std::ostringstream v;  // exact: hexadecimal floating point
+    for (double x : scalars) v << std::hexfloat << x << ' ';
+    items.push_back({"alpha and beta differ", v.str()});
+  }
+  redist::detail::agree_same(comm, items, "every rank must pass the same layouts, options and scalars");
 }
 
 runtime::Options runtime_options(const Options& options) {

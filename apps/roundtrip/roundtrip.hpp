@@ -24,9 +24,10 @@ std::string check_matrix(const char* what, const Layout& layout, const void* dat
 // Empty when the options are valid for `ranks` ranks; else the message.
 std::string check_options(const char* call, const Options& options, int ranks);
 // Throws (collectively) the first non-empty message of any rank; also checks that
-// every rank passed the same layouts (ld= of local_array storage may differ) and options.
+// every rank passed the same layouts (ld= of local_array storage may differ),
+// options and `scalars` (gemm's alpha and beta: a branch depends on them).
 void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layout*>& layouts,
-           const Options& options);
+           const Options& options, const std::vector<double>& scalars = {});
 
 runtime::Options runtime_options(const Options& options);
 

@@ -22,6 +22,9 @@ MPI_Comm comm_of(nb::handle comm);
 // A Python int as a 64-bit index: redist::Error when it does not fit, TypeError
 // when it is no int (`what` names it in both).
 index_t to_index(nb::handle value, const char* what);
+// Whether `value` is one int (a Python int or an integer scalar such as numpy's),
+// not a sequence of them.
+bool is_scalar_index(nb::handle value);
 Coord to_coord(nb::handle values, const char* what);
 nb::tuple from_coord(const Coord& c);
 

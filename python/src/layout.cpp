@@ -62,15 +62,19 @@ std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb:
     return parts;
   }
   nb::list items;
-  if (PyLong_Check(tile.ptr())) items.append(tile);
+  if (is_scalar_index(tile)) items.append(tile);
   else for (nb::handle h : nb::iter(tile)) items.append(h);
   if (static_cast<int>(nb::len(items)) != n)
     throw Error(detail::cat("tile has ", nb::len(items), " items, one per dimension of the shape ", shape.str(),
                             " needs ", n));
   for (int d = 0; d < n; ++d) {
     nb::handle t = items[static_cast<size_t>(d)];
-    if (PyLong_Check(t.ptr())) parts.push_back(DimPartition::regular(shape[d], to_index(t, "tile"), off[d]));
-    else parts.push_back(DimPartition::irregular(nb::cast<std::vector<index_t>>(t)));
+    if (is_scalar_index(t)) parts.push_back(DimPartition::regular(shape[d], to_index(t, "tile"), off[d]));
+    else {
+      std::vector<index_t> bounds;  // a list of boundaries [0, ..., extent]
+      for (nb::handle b : nb::iter(t)) bounds.push_back(to_index(b, "a tile boundary"));
+      parts.push_back(DimPartition::irregular(std::move(bounds)));
+    }
   }
   return parts;
 }

@@ -26,18 +26,26 @@ MPI_Comm comm_of(nb::handle comm) {
 }
 
 index_t to_index(nb::handle value, const char* what) {
-  if (!PyLong_Check(value.ptr()))
+  // An int or what stands for one (__index__: numpy's integers), not a float or a str.
+  if (!PyIndex_Check(value.ptr()))
     throw nb::type_error(detail::cat(what, " must be an int, got ", nb::type_name(value.type()).c_str()).c_str());
+  const nb::object i = nb::steal(PyNumber_Index(value.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
   int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow != 0)
     throw Error(detail::cat(what, " ", nb::str(value).c_str(), " does not fit in 64 bits (",
                             std::numeric_limits<index_t>::min(), " .. ", std::numeric_limits<index_t>::max(), ")"));
   return static_cast<index_t>(v);
 }
 
+bool is_scalar_index(nb::handle value) {
+  // numpy's arrays have __index__ too (it raises unless 0-d): a sequence comes first
+  return PyLong_Check(value.ptr()) || (!PySequence_Check(value.ptr()) && PyIndex_Check(value.ptr()));
+}
+
 Coord to_coord(nb::handle values, const char* what) {
-  if (PyLong_Check(values.ptr())) return Coord{to_index(values, what)};
+  if (is_scalar_index(values)) return Coord{to_index(values, what)};
   if (!PySequence_Check(values.ptr()) || nb::isinstance<nb::str>(values))
     throw nb::type_error((std::string(what) + " must be a sequence of ints").c_str());
   nb::sequence seq = nb::borrow<nb::sequence>(values);

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <bit>
+#include <climits>
 #include <cstring>
 #include <optional>
 
@@ -92,6 +93,22 @@ struct Side {
 };
 
 std::string py_type_name(nb::handle o) { return nb::type_name(o.type()).c_str(); }
+
+// A keyword argument of make_plan as a T, or nb::type_error naming it and what it
+// takes (make_plan agrees on it with the other ranks).
+template <class T>
+T keyword(nb::handle value, const char* name, const char* takes) {
+  T out{};
+  if (!nb::try_cast<T>(value, out))
+    throw nb::type_error(detail::cat(name, " must be ", takes, ", got ", py_type_name(value)).c_str());
+  return out;
+}
+// An int argument that fits in an int (beyond it: redist::Error).
+int small_int(nb::handle value, const char* name) {
+  const index_t v = to_index(value, name);
+  if (v < INT_MIN || v > INT_MAX) throw Error(detail::cat(name, " ", v, " is out of range"));
+  return static_cast<int>(v);
+}
 
 // A buffer format (PEP 3118) without the byte-order and alignment marks that mean
 // this machine's own ('@', '=', and '<' or '>' whichever is native), field names
@@ -347,44 +364,42 @@ void bind_plan(nb::module_& m) {
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](PyPlan& p, nb::args) { p.close(); });
 
-  m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, const std::string& strategy,
-                        index_t max_message_bytes, index_t max_buffer_bytes, const std::string& calibration,
-                        std::optional<Machine> machine, const std::string& element_type, std::complex<double> alpha,
-                        std::complex<double> beta, bool conjugate, int auto_trials, int copy_threads) {
+  m.def("make_plan", [](nb::handle src, nb::handle dst, nb::handle region, nb::handle comm, nb::handle strategy,
+                        nb::handle max_message_bytes, nb::handle max_buffer_bytes, nb::handle calibration,
+                        nb::handle machine, nb::handle element_type, nb::handle alpha, nb::handle beta,
+                        nb::handle conjugate, nb::handle auto_trials, nb::handle copy_threads) {
     MPI_Comm c = comm_of(comm);
-    // A spec or region string that does not parse on some rank is agreed on like any bad argument.
-    // So is an argument of the wrong type (a TypeError here, redist.Error on the
-    // other ranks, which would otherwise wait in make_plan).
+    // Every argument is read here, not by nanobind before the call: a spec or
+    // region string that does not parse on some rank is agreed on like any bad
+    // argument, and so is an argument of the wrong type (a TypeError on its rank,
+    // redist.Error on the others, which would otherwise wait in make_plan).
     Layout s, d;
     Region r;
+    Options o;
     std::string err;
     bool type_error = false;
     try {
       s = as_layout(src, "src");
       d = as_layout(dst, "dst");
       r = as_region(region, s.shape());
+      o.strategy = keyword<std::string>(strategy, "strategy", "a str");
+      o.max_message_bytes = to_index(max_message_bytes, "max_message_bytes");
+      o.max_buffer_bytes = to_index(max_buffer_bytes, "max_buffer_bytes");
+      o.calibration = keyword<std::string>(calibration, "calibration", "a str");
+      if (!machine.is_none())
+        o.machine = std::make_shared<const Machine>(keyword<Machine>(machine, "machine", "a redist.Machine or None"));
+      o.arithmetic.type = parse_element_type(keyword<std::string>(element_type, "element_type", "a str"));
+      o.arithmetic.alpha = keyword<std::complex<double>>(alpha, "alpha", "a number");
+      o.arithmetic.beta = keyword<std::complex<double>>(beta, "beta", "a number");
+      o.arithmetic.conjugate = keyword<bool>(conjugate, "conjugate", "a bool");
+      o.auto_trials = small_int(auto_trials, "auto_trials");    // checked (>= 0) by the core's make_plan, agreed
+      o.copy_threads = small_int(copy_threads, "copy_threads");  // checked (0..1024) by the core's make_plan, agreed
     } catch (const Error& e) {
       err = e.what();
     } catch (const nb::builtin_exception& e) {
       if (e.type() != nb::exception_type::type_error) throw;
       err = e.what(), type_error = true;
     }
-    Options o;
-    try {
-      o.arithmetic.type = parse_element_type(element_type);
-    } catch (const Error& e) {
-      if (err.empty()) err = e.what();
-    }
-    o.arithmetic.alpha = alpha;
-    o.arithmetic.beta = beta;
-    o.arithmetic.conjugate = conjugate;
-    o.strategy = strategy;
-    o.max_message_bytes = max_message_bytes;
-    o.max_buffer_bytes = max_buffer_bytes;
-    o.calibration = calibration;
-    o.auto_trials = auto_trials;  // checked (>= 0) by the core's make_plan, agreed
-    o.copy_threads = copy_threads;  // checked (0..1024) by the core's make_plan, agreed
-    if (machine) o.machine = std::make_shared<const Machine>(std::move(*machine));
     std::optional<Plan> plan;
     {
       nb::gil_scoped_release unlocked;  // owner functions written in Python take it back
@@ -403,10 +418,12 @@ void bind_plan(nb::module_& m) {
     made->type = o.arithmetic.type;
     return made;
   }, nb::arg("src"), nb::arg("dst"), nb::arg("region") = nb::none(), nb::arg("comm") = nb::none(), nb::kw_only(),
-     nb::arg("strategy") = "p2p", nb::arg("max_message_bytes") = index_t{1} << 30, nb::arg("max_buffer_bytes") = 0,
-     nb::arg("calibration") = "", nb::arg("machine") = nb::none(), nb::arg("element_type") = "bytes",
-     nb::arg("alpha") = std::complex<double>(1.0), nb::arg("beta") = std::complex<double>(0.0),
-     nb::arg("conjugate") = false, nb::arg("auto_trials") = 0, nb::arg("copy_threads") = 0,
+     // .none(): None reaches the body too, which names the argument (agreed)
+     nb::arg("strategy").none() = "p2p", nb::arg("max_message_bytes").none() = index_t{1} << 30,
+     nb::arg("max_buffer_bytes").none() = 0, nb::arg("calibration").none() = "", nb::arg("machine").none() = nb::none(),
+     nb::arg("element_type").none() = "bytes", nb::arg("alpha").none() = std::complex<double>(1.0),
+     nb::arg("beta").none() = std::complex<double>(0.0), nb::arg("conjugate").none() = false,
+     nb::arg("auto_trials").none() = 0, nb::arg("copy_threads").none() = 0,
      nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
              "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
              "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None, "

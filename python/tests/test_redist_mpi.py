@@ -498,6 +498,20 @@ def test_type_error_on_one_rank_is_every_ranks_error():
             redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
     g = np.zeros((4, 4)) if R == 0 else None
     assert "root=" in agreed_error(lambda: redist.scatter(g, "4x4 tile=2x2", root=P))
+    # The keyword arguments too (nanobind converted them before make_plan ran, on
+    # one rank only: the others waited).
+    if R == P - 1:
+        with pytest.raises(TypeError, match="strategy must be a str, got NoneType"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy=None)
+    else:
+        with pytest.raises(redist.Error, match="strategy must be a str, got NoneType"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
+    big = 2 ** 64 if R == P - 1 else 1 << 30
+    msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", max_message_bytes=big))
+    assert "max_message_bytes 18446744073709551616 does not fit in 64 bits" in msg, msg
+    with redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", max_message_bytes=np.int64(4096), alpha=1, beta=0,
+                          element_type="f64", auto_trials=np.int32(0)) as plan:
+        assert plan.size == P  # numpy integers and Python numbers are taken as they were
 
 
 def test_bad_integers_are_clear():
@@ -514,6 +528,15 @@ def test_bad_integers_are_clear():
     assert "owner function 'returns_str' threw for tile 0x0: its result must be an int, got str" in msg, msg
     msg = agreed_error(lambda: redist.make_plan(f"8x8 tile=4x4 function name=returns_huge ranks={P}", "8x8"))
     assert "its result 1180591620717411303424 does not fit in 64 bits" in msg, msg
+    # numpy's integers stand for ints (as they did before 64-bit checks were added)
+    assert redist.Layout(np.array([8, 8]), (np.int64(2), 2)).spec == "8x8 tile=2x2 block_cyclic grid=1x1"
+    assert redist.Layout((np.int32(9),), [[0, np.int64(3), 9]]).spec == "9 tile=[0,3,9] block_cyclic grid=1"
+    assert str(redist.Region.whole(np.array([8, 8]))) == "8x8 from=0x0 to=0x0"
+    redist.register_owner_function("returns_np", lambda t: np.int64((t[0] + t[1]) % P))
+    a = redist.fromfunction(value, f"8x8 tile=4x4 function name=returns_np ranks={P}")
+    check_tiles(redist.redistribute(a, "8x8 tile=2x2"), value)
+    with pytest.raises(TypeError, match="shape must be an int, got float"):
+        redist.Layout((8.0, 8), (2, 2))
 
 
 def test_type_errors_are_local_and_clear():

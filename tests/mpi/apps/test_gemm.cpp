@@ -145,6 +145,14 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
   std::vector<double> c = make_local(lc, [](auto, auto) { return 0.0; });
   expect_collective_error([&] { apps::gemm(1.0, la, a.data(), la, a.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o); },
                           "gemm: the shapes must be A m x k, B k x n, C m x n");
+  // alpha = 0 on rank 0 only: rank 0 would take the quick return, the others the
+  // round trip (a hang); the scalars are agreed first.
+  if (world_size() > 1)
+    expect_collective_error(
+        [&] {
+          apps::gemm(world_rank() == 0 ? 0.0 : 1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
+        },
+        "alpha and beta differ between ranks");
 }
 
 // No product to add (k = 0, or alpha = 0): BLAS's C := beta C, against the
