@@ -180,12 +180,14 @@ std::string check_acyclic(const TaskGraph& graph) {
 std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool check_edges,
                            std::int64_t& local_tasks, RemoteIo& io) {
   local_tasks = 0;
+  std::int64_t total = 0;  // every rank's tasks
   std::string err;
   for (int id = 0; id < graph.num_classes() && err.empty(); ++id) {
     const TaskClass& c = graph.at(id);
     const bool collections = names_collections(c);
     for_each_point(c, [&](const Params& p) {
       if (!err.empty()) return;
+      ++total;
       int r = c.rank_of(p);
       if (r < 0 || r >= ranks) {
         err = cat("invalid task graph: affinity of ", c.describe(p), " is rank ", r,
@@ -204,13 +206,8 @@ std::string validate_graph(const TaskGraph& graph, int rank, int ranks, bool che
       }
     });
   }
-  // Every task is enumerated here anyway; up to kCycleCheckMax of them the edges
-  // are walked once more for cycles.
-  if (err.empty() && check_edges) {
-    std::int64_t total = 0;
-    for (int id = 0; id < graph.num_classes(); ++id) for_each_point(graph.at(id), [&](const Params&) { ++total; });
-    if (total <= kCycleCheckMax) err = check_acyclic(graph);
-  }
+  // Up to kCycleCheckMax tasks in all, the edges are walked once more for cycles.
+  if (err.empty() && check_edges && total <= kCycleCheckMax) err = check_acyclic(graph);
   return err;
 }
 
