@@ -55,9 +55,11 @@ class Packer {
 // of several blocks on some rank is the same error on every rank.
 void scale_in_place(const Layout& layout, void* data, double beta, MPI_Comm comm, int rank) {
   const LocalIndex local(layout, rank);
-  redist::detail::agree(comm, local.nblocks() > 1 ? redist::detail::cat("gemm: C ('", layout.spec(), "') is stored in ", local.nblocks(),
-                                                         " blocks on rank ", rank, "; the call takes one per rank")
-                                          : std::string());
+  const std::string blocks =
+      local.nblocks() > 1 ? redist::detail::cat("gemm: C ('", layout.spec(), "') is stored in ", local.nblocks(),
+                                                " blocks on rank ", rank, "; the call takes one per rank")
+                          : std::string();
+  redist::detail::agree(comm, blocks);
   if (beta == 1.0) return;
   auto* c = static_cast<double*>(data);
   for (index_t o = 0; o < local.ntiles(); ++o) {
@@ -66,7 +68,10 @@ void scale_in_place(const Layout& layout, void* data, double beta, MPI_Comm comm
     const Address at = local.address(t, b.lo);
     for (index_t j = 0; j < b.size[1]; ++j) {
       double* col = c + at.offset + j * at.strides[1];
-      for (index_t i = 0; i < b.size[0]; ++i) col[i * at.strides[0]] = beta == 0.0 ? 0.0 : beta * col[i * at.strides[0]];
+      for (index_t i = 0; i < b.size[0]; ++i) {
+        double& x = col[i * at.strides[0]];
+        x = beta == 0.0 ? 0.0 : beta * x;
+      }
     }
   }
 }

@@ -116,7 +116,8 @@ OwnerFunction owner_function(nb::callable fn) {
     } catch (const Error& e) {
       throw std::runtime_error(e.what());
     }
-    if (owner < INT_MIN || owner > INT_MAX) throw std::runtime_error(detail::cat("its result ", owner, " is not a rank"));
+    if (owner < INT_MIN || owner > INT_MAX)
+      throw std::runtime_error(detail::cat("its result ", owner, " is not a rank"));
     return static_cast<int>(owner);
   };
 }

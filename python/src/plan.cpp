@@ -10,7 +10,6 @@
 
 #include <bit>
 #include <climits>
-#include <cstring>
 #include <optional>
 
 #include "common.hpp"
@@ -127,7 +126,6 @@ std::string plain_format(const char* f) {
   return out;
 }
 
-// Why obj gives no contiguous (writable) buffer.
 // Why elements of buffer format `f` (plain_format) cannot carry element_type
 // `t`'s arithmetic ("" if they can; their size is checked apart): a float type
 // needs a float dtype, a complex one a complex dtype, an integer one a signed
@@ -145,9 +143,11 @@ std::string kind_problem(ElementType t, const std::string& f) {
                      t == ElementType::f32 || t == ElementType::f64     ? "floating-point"
                      : t == ElementType::c64 || t == ElementType::c128 ? "complex"
                                                                        : "signed integer",
-                     " elements, but the arrays' elements are of format '", f, "' (arrays of such elements, or the element_type of theirs)");
+                     " elements, but the arrays' elements are of format '", f,
+                     "' (arrays of such elements, or the element_type of theirs)");
 }
 
+// Why obj gives no contiguous (writable) buffer.
 std::string buffer_problem(nb::handle obj, bool writable) {
   Py_buffer v;
   if (PyObject_GetBuffer(obj.ptr(), &v, PyBUF_FULL_RO) != 0) {
@@ -244,7 +244,8 @@ void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::st
   if (err.empty() && s.format && d.format && plain_format(s.format) != plain_format(d.format))
     err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
                       "') are of different types");
-  if (err.empty() && (s.format || d.format)) err = kind_problem(self.type, plain_format(s.format ? s.format : d.format));
+  if (err.empty() && (s.format || d.format))
+    err = kind_problem(self.type, plain_format(s.format ? s.format : d.format));
   std::string_view name = strategy ? std::string_view(*strategy) : std::string_view();
   std::span<const void* const> sp = s.ptrs(), dp = d.ptrs();
   nb::gil_scoped_release unlocked;

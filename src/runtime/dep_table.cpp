@@ -23,16 +23,10 @@ std::int64_t prepare_inputs(const TaskClass& cls, const Params& p, int rank, std
   return count;
 }
 
-std::size_t DepTable::KeyHash::operator()(const Key& k) const {
-  std::uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(k.cls + 1);
-  for (std::int64_t v : k.p) h = (h ^ static_cast<std::uint64_t>(v)) * 0xff51afd7ed558ccdull;
-  return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
 bool DepTable::deliver(const TaskClass& cls, const Params& p, int flow, const Data& data,
                        ReadyTask& ready) {
-  Key key{cls.id(), p};
-  Shard& s = shards_[KeyHash{}(key) % shards_.size()];
+  TaskKey key{cls.id(), p};
+  Shard& s = shards_[TaskKeyHash{}(key) % shards_.size()];
   std::lock_guard lock(s.mutex);
   auto [it, fresh] = s.map.try_emplace(key);
   Entry& e = it->second;

@@ -27,21 +27,13 @@ class DepTable {
   bool deliver(const TaskClass& cls, const Params& p, int flow, const Data& data, ReadyTask& ready);
 
  private:
-  struct Key {
-    int cls;
-    Params p;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const;
-  };
   struct Entry {
     std::int64_t remaining = 0;
     std::vector<Data> flows;
   };
   struct alignas(64) Shard {
     std::mutex mutex;
-    std::unordered_map<Key, Entry, KeyHash> map;
+    std::unordered_map<TaskKey, Entry, TaskKeyHash> map;
   };
   int rank_;
   std::array<Shard, 64> shards_;

@@ -14,6 +14,21 @@ namespace redist::runtime::detail {
 using ::redist::detail::cat;
 using ::redist::detail::fail;
 
+// A task of a graph as a hash-map key: its class's id and its parameters (the
+// dependency table's, validation's cycle check).
+struct TaskKey {
+  int cls;
+  Params p;
+  bool operator==(const TaskKey&) const = default;
+};
+struct TaskKeyHash {
+  std::size_t operator()(const TaskKey& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(k.cls + 1);
+    for (std::int64_t v : k.p) h = (h ^ static_cast<std::uint64_t>(v)) * 0xff51afd7ed558ccdull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+
 // A task ready to run, with the data of each of its flows.
 struct ReadyTask {
   const TaskClass* cls = nullptr;

@@ -86,20 +86,6 @@ bool names_collections(const TaskClass& c) {
   return false;
 }
 
-// A task of the whole graph: its class and parameters.
-struct TaskKey {
-  int cls;
-  Params p;
-  bool operator==(const TaskKey&) const = default;
-};
-struct TaskKeyHash {
-  std::size_t operator()(const TaskKey& k) const {
-    std::uint64_t h = static_cast<std::uint64_t>(k.cls) * 0x9E3779B97F4A7C15ull;
-    for (std::int64_t v : k.p) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull + (h >> 29);
-    return static_cast<std::size_t>(h);
-  }
-};
-
 // The graph must be acyclic: a task that waits, through its inputs, on itself
 // never runs, and neither does any task after it; the ranks would wait forever.
 // Kahn's algorithm over every task of every rank (the same on every rank, and so
@@ -154,8 +140,8 @@ std::string check_acyclic(const TaskGraph& graph) {
   while (seen[t] < 0) {
     seen[t] = static_cast<std::int64_t>(path.size());
     path.push_back(static_cast<std::int64_t>(t));
-    t = static_cast<std::size_t>(*std::find_if(before[t].begin(), before[t].end(),
-                                               [&](std::int64_t q) { return waiting[static_cast<std::size_t>(q)] > 0; }));
+    const auto left = [&](std::int64_t q) { return waiting[static_cast<std::size_t>(q)] > 0; };
+    t = static_cast<std::size_t>(*std::find_if(before[t].begin(), before[t].end(), left));
   }
   std::vector<std::int64_t> cycle(path.begin() + seen[t], path.end());
   std::reverse(cycle.begin(), cycle.end());                             // producer before consumer

@@ -281,7 +281,8 @@ std::string agree_arguments(const std::vector<int>& table, int count, Agreed& ou
       const int* f = row(r) + kSide0 + s * kSideColumns;
       if (!f[kMember]) continue;
       const std::int64_t dist = ((f[kMyRow] - rsrc) % nprow + nprow) % nprow, blocks = rows / mb;
-      const std::int64_t local = blocks / nprow * mb + (dist < blocks % nprow ? mb : dist == blocks % nprow ? rows % mb : 0);
+      const std::int64_t extra = dist < blocks % nprow ? mb : dist == blocks % nprow ? rows % mb : 0;
+      const std::int64_t local = blocks / nprow * mb + extra;
       if (f[kLld] < std::max<std::int64_t>(1, local))
         return detail::cat("desc", s == 0 ? "A" : "B", "[LLD] = ", f[kLld], " on the process at grid row ", f[kMyRow],
                            ", column ", f[kMyCol], " is below max(1, its ", local, " local rows) (LLD >= max(1, "
