@@ -3,8 +3,10 @@
 #include "roundtrip/roundtrip.hpp"
 
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -237,10 +239,25 @@ std::vector<std::pair<std::size_t, std::size_t>> tile_bytes(const Layout& work, 
   return out;
 }
 
-// Writes a zero byte into every page of `ranges` of `storage` (faults them in).
+// Faults in the pages of [storage + lo, storage + hi) for writing, their contents
+// unchanged: madvise(MADV_POPULATE_WRITE) (Linux 5.14), the kernel's own loop over
+// the pages; where the kernel refuses it, one written byte per page. The kernel's
+// loop saves the trap per page: 79 MB (one rank's lower tiles of N = 6000) in
+// 24-26 ms against 38-42 ms written (a throwaway program, 4 rounds, docs/apps.md).
+void populate(std::byte* storage, std::size_t lo, std::size_t hi) {
+  if (lo >= hi) return;
+  constexpr std::uintptr_t kPage = 4096;
+  const auto first = reinterpret_cast<std::uintptr_t>(storage + lo) / kPage * kPage;
+  const auto last = (reinterpret_cast<std::uintptr_t>(storage + hi) + kPage - 1) / kPage * kPage;
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (std::size_t x = lo; x < hi; x = (x / kPage + 1) * kPage) storage[x] = std::byte{0};
+}
+
+// Faults in the pages of `ranges` of `storage`.
 void touch(std::byte* storage, const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
-  for (const auto& [a, b] : ranges)
-    for (std::size_t x = a; x < b; x = (x / 4096 + 1) * 4096) storage[x] = std::byte{0};
+  for (const auto& [a, b] : ranges) populate(storage, a, b);
 }
 }  // namespace
 
@@ -328,9 +345,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   // C with beta = 0): not touched here at all; the GEMM tasks that write it fault
   // its pages on the runtime's workers.
   if (load && fresh && !parallel && part == Part::whole)
-    in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) {
-      for (std::size_t b = lo; b < hi; b += 4096) storage[b] = std::byte{0};
-    });
+    in_parts(bytes, parts, [storage](std::size_t lo, std::size_t hi) { populate(storage, lo, hi); });
   else if (load && fresh && !parallel) {
     // Only the pages of the tiles that travel: [0, sum) numbers their bytes in order.
     const auto ranges = tile_bytes(work, rank_of(comm), true);
@@ -340,9 +355,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
       std::size_t at = 0;  // bytes of the ranges before range i
       for (const auto& [a, b] : ranges) {
         const std::size_t from = std::max(lo, at), to = std::min(hi, at + (b - a));
-        if (from < to)  // one byte per page of [a + from - at, a + to - at)
-          for (std::size_t x = a + (from - at); x < a + (to - at); x = (x / 4096 + 1) * 4096)
-            storage[x] = std::byte{0};
+        populate(storage, a + (from - at), a + (to - at));  // nothing when from >= to
         at += b - a;
         if (at >= hi) break;
       }
