@@ -3,10 +3,8 @@
 #include "roundtrip/roundtrip.hpp"
 
 #include <mpi.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -16,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/pages.hpp"
 #include "mpi/agree.hpp"
 #include "redist/error.hpp"
 #include "redist/shm.hpp"
@@ -239,20 +238,9 @@ std::vector<std::pair<std::size_t, std::size_t>> tile_bytes(const Layout& work, 
   return out;
 }
 
-// Faults in the pages of [storage + lo, storage + hi) for writing, their contents
-// unchanged: madvise(MADV_POPULATE_WRITE) (Linux 5.14), the kernel's own loop over
-// the pages; where the kernel refuses it, one written byte per page. The kernel's
-// loop saves the trap per page: 79 MB (one rank's lower tiles of N = 6000) in
-// 24-26 ms against 38-42 ms written (a throwaway program, 4 rounds, docs/apps.md).
+// Faults in the pages of [storage + lo, storage + hi) (kernels/pages.hpp).
 void populate(std::byte* storage, std::size_t lo, std::size_t hi) {
-  if (lo >= hi) return;
-  constexpr std::uintptr_t kPage = 4096;
-  const auto first = reinterpret_cast<std::uintptr_t>(storage + lo) / kPage * kPage;
-  const auto last = (reinterpret_cast<std::uintptr_t>(storage + hi) + kPage - 1) / kPage * kPage;
-#ifdef MADV_POPULATE_WRITE
-  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE) == 0) return;
-#endif
-  for (std::size_t x = lo; x < hi; x = (x / kPage + 1) * kPage) storage[x] = std::byte{0};
+  if (lo < hi) redist::detail::populate_for_write(storage + lo, hi - lo);
 }
 
 // Faults in the pages of `ranges` of `storage`.

@@ -1,10 +1,14 @@
-// Copy kernels (src/kernels/copy.hpp) against plain byte loops.
+// Copy kernels (src/kernels/copy.hpp) against plain byte loops; page faulting
+// (src/kernels/pages.hpp) by residency.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "kernels/copy.hpp"
+#include "kernels/pages.hpp"
 
 using namespace redist;
 
@@ -113,5 +117,31 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
           want[guard + static_cast<size_t>(j * ts1 + i * ts0 + b)] = from[static_cast<size_t>(j * fs1 + i * fs0 + b)];
     detail::copy_rows(got.data() + guard, ts0, ts1, from.data(), fs0, fs1, n0, n1, row, false);
     ASSERT_EQ(got, want) << "row " << row << " n0 " << n0 << " n1 " << n1;
+  }
+}
+
+// populate_for_write (and its fallback, touch_pages) faults in exactly the pages
+// its range touches, from a range starting and ending inside a page, and keeps the
+// contents where the kernel's loop does it. mincore says which pages are resident.
+TEST(Kernels, PopulateFaultsTheRangesPages) {
+  constexpr std::size_t kPage = 4096, kPages = 64;
+  for (int fallback = 0; fallback < 2; ++fallback) {
+    void* m = mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    madvise(m, kPages * kPage, MADV_NOHUGEPAGE);  // one fault, one page (no transparent huge pages)
+    auto* p = static_cast<std::byte*>(m);
+    p[40 * kPage + 7] = std::byte{0x42};  // page 40 resident, holding data
+    // Bytes [100 + 3 pages, 100 + 13 pages): pages 3 to 13.
+    if (fallback)
+      detail::touch_pages(p + 3 * kPage + 100, 10 * kPage);
+    else
+      detail::populate_for_write(p + 3 * kPage + 100, 10 * kPage);
+    detail::populate_for_write(p + 40 * kPage + 5, 10);  // a resident page: its data kept
+    std::vector<unsigned char> resident(kPages);
+    ASSERT_EQ(mincore(m, kPages * kPage, resident.data()), 0);
+    for (std::size_t i = 0; i < kPages; ++i)
+      EXPECT_EQ(resident[i] & 1, (i >= 3 && i <= 13) || i == 40 ? 1 : 0) << "page " << i << " fallback " << fallback;
+    EXPECT_EQ(p[40 * kPage + 7], std::byte{0x42});
+    munmap(m, kPages * kPage);
   }
 }
