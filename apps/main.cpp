@@ -19,7 +19,7 @@ usage:
                                                         cost model (--strategy auto)
   mpirun -np 2 redist bench SUITE [options]             the paper's benchmark suites
                                                         beside pdgemr2d; compare SRC DST;
-                                                        pingpong|sched|tasks|cholesky;
+                                                        pingpong|sched|tasks|cholesky|gemm;
                                                         taskgraph (its optimizations)
   mpirun -np P redist repartition [options]             paper 003: a 3-D volume onto a
                                                         patch grid, greedy/balanced,
@@ -64,7 +64,7 @@ void print_strategies() {
 
 // `redist bench ...` is another program: redist-bench (it links ScaLAPACK, which
 // redist itself does not need) or, for the task runtime's, redist-bench-pingpong,
-// -sched, -tasks and redist-cholesky. Replace this process by it, before any MPI
+// -sched, -tasks, -gemm and redist-cholesky. Replace this process by it, before any MPI
 // call, so that under mpirun each rank becomes one of its ranks. `argv` is
 // main's (null-terminated), argv[1] == "bench".
 int exec_bench(char** argv) {
@@ -75,7 +75,7 @@ int exec_bench(char** argv) {
   dir = dir.substr(0, dir.find_last_of('/') + 1);
   std::string program = "redist-bench", sub = "";
   const std::string what = argv[2] ? argv[2] : "";
-  if (what == "pingpong" || what == "sched" || what == "tasks") program = "redist-bench-" + what, sub = "runtime/";
+  if (what == "pingpong" || what == "sched" || what == "tasks" || what == "gemm") program = "redist-bench-" + what, sub = "runtime/";
   if (what == "cholesky") program = "redist-cholesky", sub = "runtime/";
   if (!sub.empty()) ++argv;  // the runtime's programs take their options only
   for (const std::string& path : {dir + program, dir + "../bench/" + sub + program}) {

@@ -34,7 +34,7 @@ const char* kUsage =
     "                   [--auto-trials K] [--copy-threads T]\n"
     "redist bench compare SRC DST [REGION] [--out DIR] [--reps N]\n"
     "redist bench ctl_batch|ctl_isolate|dynamic_volume|multiple_send|taskgraph [--threads N] [options]\n"
-    "redist bench pingpong|sched|tasks|cholesky [options]   the task runtime's (--help each)\n"
+    "redist bench pingpong|sched|tasks|cholesky|gemm [options]   the task runtime's (--help each)\n"
     "  SUITE: categories volume scatter gather random blocksize submatrix all (those seven),\n"
     "         (blocksize: paper 001 Fig. 13, K = 2..20, with the synchronized simple, random\n"
     "         and optimal schedules and MPI_Alltoall of the same volume),\n"

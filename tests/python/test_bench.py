@@ -129,11 +129,12 @@ def test_redist_bench_subcommand(tmp_path):
     assert bad.returncode == 2 and "unknown suite 'nosuchsuite'" in bad.stderr
     helped = subprocess.run([str(REDIST), "help", "bench"], capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "SUITE: categories" in helped.stdout
-    assert "compare SRC DST" in helped.stdout and "pingpong|sched|tasks|cholesky" in helped.stdout
+    assert "compare SRC DST" in helped.stdout and "pingpong|sched|tasks|cholesky|gemm" in helped.stdout
     # the task runtime's benchmarks behind the same subcommand
-    for name in ("pingpong", "sched", "tasks", "cholesky"):
+    for name in ("pingpong", "sched", "tasks", "cholesky", "gemm"):
         h = subprocess.run([str(REDIST), "bench", name, "--help"], capture_output=True, text=True, timeout=60)
-        assert h.returncode == 0 and h.stdout.strip(), (name, h.stdout, h.stderr)
+        program = "redist-cholesky" if name == "cholesky" else "redist-bench-" + name
+        assert h.returncode == 0 and h.stdout.startswith(program + ":"), (name, h.stdout, h.stderr)
     tasks = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "tasks", "--tasks", "500", "--reps", "1"],
                            capture_output=True, text=True, timeout=300)
     assert tasks.returncode == 0, tasks.stdout + tasks.stderr
