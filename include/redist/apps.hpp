@@ -59,7 +59,7 @@ struct Options {
   // Inner blocking of the QR kernels (DGEQRT/DTPQRT's NB); 0: min(32, tile).
   index_t inner = 0;
   // Process grid PxQ of the working layout; empty: the closest to square, P <= Q.
-  Coord grid;
+  Coord grid{};
   // Task runtime worker threads per rank (OpenBLAS single-threaded per task); also
   // the threads of the moves in and back (one plan each, with MPI_THREAD_MULTIPLE).
   int threads = 1;

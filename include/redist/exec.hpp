@@ -154,16 +154,16 @@ struct Options {
   // unpack into the target apply it (StrategyInfo::arithmetic): make_plan and
   // execute refuse the others with an error naming those that can, and auto picks
   // among those. The default (the identity) moves the bytes as they are.
-  Arithmetic arithmetic;
+  Arithmetic arithmetic{};
   // The machine model of `auto` and Plan::predictions(), fixed when the plan is
   // made, never read or measured inside execute: `machine` when given; else the
   // calibration file `calibration` (which must exist); else, when `strategy` is
   // auto, the default calibration file ($REDIST_CALIBRATION or
   // ~/.cache/redist/calibration.json), or a quick measurement in make_plan when
   // there is none. A plan made without a model cannot run auto.
-  std::shared_ptr<const Machine> machine;
-  std::string calibration;
-  TaskgraphOptions taskgraph;
+  std::shared_ptr<const Machine> machine{};
+  std::string calibration{};
+  TaskgraphOptions taskgraph{};
   // Ranks per node for the node-aware strategy `shm` (include/redist/shm.hpp):
   // 0: the groups of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or
   // $REDIST_NODE_SIZE when set; k > 0: each such group split into nodes of k

@@ -47,9 +47,9 @@ struct Groups {
 // rank that passes one, or on none: then the whole array, and both layouts must
 // have the same shape.
 struct GroupLayouts {
-  std::optional<Layout> send;
-  std::optional<Layout> receive;
-  std::optional<Region> region;
+  std::optional<Layout> send{};
+  std::optional<Layout> receive{};
+  std::optional<Region> region{};
 };
 
 // Collective over `groups.parent` (or both sides of `groups.inter`). Checks the
@@ -68,7 +68,7 @@ Plan make_group_plan(const Groups& groups, const GroupLayouts& layouts, const Op
 // The union ranks of each group in a plan (make_group_plan), in group order; for
 // a plan of one group (make_plan) both are every rank of its communicator.
 struct GroupRanks {
-  std::vector<int> senders, receivers;
+  std::vector<int> senders{}, receivers{};
 };
 GroupRanks group_ranks(const Plan& plan);
 

@@ -61,10 +61,10 @@ class DimPartition {
 enum class GridOrder { row, col };  // row: last grid dimension varies fastest (BLACS "R")
 
 struct BlockCyclicParams {
-  Coord grid;                        // processes per dimension
+  Coord grid{};                      // processes per dimension
   GridOrder order = GridOrder::row;  // how grid coordinates map to ranks
-  Coord source;                      // grid coordinate owning tile 0 (default 0)
-  Coord super;                       // k-cyclic super-tile factors SMB/SNB (default 1)
+  Coord source{};                    // grid coordinate owning tile 0 (default 0)
+  Coord super{};                     // k-cyclic super-tile factors SMB/SNB (default 1)
   int first_rank = 0;                // rank of grid coordinate 0 (process groups)
   // The rank at each grid coordinate, coordinates in column-major order (dimension 0
   // fastest, as BLACS's Cblacs_gridmap usermap): ranks placed in any order. Null:
@@ -89,18 +89,18 @@ struct PlacementCache;  // the derived owner table, computed once on first use (
 
 struct BandParams {
   index_t width = 0;                    // |t0 - t1| <= width is "near" the diagonal
-  std::shared_ptr<const Ownership> near;  // distribution of tiles in the band
-  std::shared_ptr<const Ownership> far;   // distribution of the others
+  std::shared_ptr<const Ownership> near{};  // distribution of tiles in the band
+  std::shared_ptr<const Ownership> far{};   // distribution of the others
 };
 
 struct TableParams {
-  std::shared_ptr<const std::vector<int>> owners;  // per tile, column-major tile order
+  std::shared_ptr<const std::vector<int>> owners{};  // per tile, column-major tile order
 };
 
 struct FunctionParams {
-  std::string name;  // identifies the function in specs and hashes
+  std::string name{};  // identifies the function in specs and hashes
   int ranks = 1;     // owners must lie in [0, ranks)
-  OwnerFunction fn;
+  OwnerFunction fn{};
 };
 
 // Placement of an imposed patch grid over a source layout (paper 003): the
@@ -117,7 +117,7 @@ struct PlacementParams {
   std::shared_ptr<const Layout> of;  // the source layout the patches are cut from (same shape)
   // Patch boundaries and owners: Layout's constructor attaches the patch grid, the
   // owners are computed on the first owner() call and shared by copies.
-  std::shared_ptr<detail::PlacementCache> cache;
+  std::shared_ptr<detail::PlacementCache> cache{};
 };
 
 class Ownership {

@@ -26,9 +26,9 @@ namespace redist {
 // src_offset + src_size(). The planner expresses every segment in the target's
 // order, with the source's strides permuted to it (docs/transforms.md).
 struct Region {
-  Coord size;
-  Coord src_offset;
-  Coord dst_offset;
+  Coord size{};
+  Coord src_offset{};
+  Coord dst_offset{};
   Coord axes = Coord();
 
   // The whole of `shape`, offsets 0.

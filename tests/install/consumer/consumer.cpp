@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   {
     const redist::Layout src = redist::Layout::parse("10x7");
     const redist::Layout dst = redist::Layout::parse("10x7 tile=3x7 block_cyclic grid=" + std::to_string(p) + "x1");
-    redist::Plan plan = redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD);
+    // Options as the docs write them, designated (compiled with -Werror=missing-field-initializers).
+    redist::Plan plan = redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD,
+                                          redist::Options{.strategy = "p2p"});
     std::vector<double> a(rank == 0 ? 70 : 1), b(70, -1.0);
     for (int k = 0; rank == 0 && k < 70; ++k) a[k] = k % 10 + 1000.0 * (k / 10);
     plan.execute(a.data(), b.data());
