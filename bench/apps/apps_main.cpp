@@ -247,6 +247,8 @@ int main(int argc, char** argv) {
       comm_mode = redist::runtime::CommMode::funneled;
     else if (mode != "workers")
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
+    const std::string strategy = args.str("--strategy", "direct");
+    redist::check_strategy(strategy);  // an unknown name fails here, before any run
     rb::report_cpus(threads);
     if (rank == 0)
       std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d source: tile=%lld "
@@ -266,7 +268,7 @@ int main(int argc, char** argv) {
         good.tile = tile;
         // gemm chooses its tile as gemm_model_tile: `good` must run on its working layout
         if (good.tile == 0 && alg == "gemm") good.tile = redist::apps::gemm_model_tile(n, ranks * threads);
-        good.strategy = args.str("--strategy", "direct");
+        good.strategy = strategy;
         good.comm_mode = comm_mode;
         good.push = push != 0;
         good.read_in_place = in_place != 0;

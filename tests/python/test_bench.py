@@ -171,7 +171,8 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--alg", "potrf", "--n"], "--n needs a value"),
                         (["--repeat", "1", "--n", "100"], "unexpected argument '1'"),
                         (["--bind-to", "none", "--n", "100"], "--bind-to is not an option of this program"),
-                        (["--n", "100", "--lend", "1"], "--lend 1 needs --storage shared")]:
+                        (["--n", "100", "--lend", "1"], "--lend 1 needs --storage shared"),
+                        (["--strategy", "nosuch", "--n", "100"], "unknown strategy 'nosuch'")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
         assert r.stderr.count("redist-apps:") == 1, r.stderr  # rank 0 speaks for all

@@ -19,7 +19,7 @@ class Data {
 
   // A fresh buffer of `bytes` bytes from the runtime's pool (contents undefined).
   // Pooled so that large receive buffers are not page-faulted again for every
-  // message (fresh pages cost ~1 GB/s on this machine, design/MACHINE.md).
+  // message (fresh pages cost ~1 GB/s on this machine, ../shared/design/MACHINE.md).
   static Data allocate(std::size_t bytes);
 
   // A non-owning view of user memory (a data collection's tile). The memory must
