@@ -207,6 +207,12 @@ int cmd_plan(int argc, char** argv) {
       detail::fail("element size mismatch: source esize=", pb.src.elem_size(), ", target esize=", pb.dst.elem_size());
     err = pb.region.check(pb.src.shape(), pb.dst.shape());
     if (!err.empty()) detail::fail(err);
+    // An explicit ld= must hold every rank's local rows (LocalIndex says so): checked
+    // here for every simulated rank, before anything is printed (it was found by
+    // the first rank's plan, after the header).
+    for (const auto& [l, side] : {std::pair{&pb.src, "source"}, std::pair{&pb.dst, "target"}})
+      if (l->storage().kind == StorageKind::local_array && l->storage().ld > 0)
+        for (int r = 0; r < P; ++r) local_index(*l, r, side);
     if (a.has("--dot")) {
       TaskgraphOptions tg;
       tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);

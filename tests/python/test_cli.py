@@ -299,6 +299,7 @@ def test_plan_bad_input(redist, case):
     for w in words:
         assert w in r.stderr, r.stderr
     assert "volume" not in r.stdout  # no statistics from a bad plan
+    assert "simulated ranks" not in r.stdout, r.stdout  # nor a header before the error
 
 
 # Ranks launched with different arguments (MPMD): they would take different
