@@ -1,12 +1,15 @@
 #include "cli.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "harness/watchdog.hpp"
 #include "mpi/agree.hpp"
@@ -161,6 +164,34 @@ std::string human_rate(double r) { return human_bytes(r) + "/s"; }
 std::string counted(long long n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Progress::Progress(std::string what, long long total)
+    : what_(std::move(what)), total_(total), start_(now_seconds()), next_(start_ + 2) {}
+
+void Progress::at(long long done) {
+  const double t = now_seconds();
+  if (t < next_) return;
+  next_ = t + 2;
+  const bool tty = isatty(fileno(stderr));
+  std::fprintf(stderr, tty ? "\r\033[K%s: %lld of %lld, %.0f s" : "%s: %lld of %lld, %.0f s\n", what_.c_str(), done,
+               total_, t - start_);
+  std::fflush(stderr);
+  printed_ = true;
+}
+
+void Progress::finish() {
+  if (printed_ && isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
+  printed_ = false;
+  next_ = 1e300;  // no line after the end
+}
+
+Progress::~Progress() { finish(); }
 
 std::string human_time(double t) {
   char s[32];

@@ -63,6 +63,25 @@ std::string human_time(double seconds);
 // "1 round", "3 rounds": n and the noun, plural unless n is 1.
 std::string counted(long long n, const char* one, const char* many);
 
+// Progress of a long loop on stderr: nothing for the first 2 s, then a line at
+// most every 2 s ("redist plan: planning ranks: 1200 of 4096, 14 s"), one line
+// rewritten in place on a terminal; the last line ends when the object goes.
+class Progress {
+ public:
+  Progress(std::string what, long long total);
+  ~Progress();
+  void at(long long done);  // call often: cheap unless a line is due
+  void finish();            // the loop ended: clears a terminal's line (the destructor calls it)
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+ private:
+  std::string what_;
+  long long total_;
+  double start_, next_;
+  bool printed_ = false;
+};
+
 int cmd_run(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);

@@ -58,7 +58,8 @@ options:
                     with a message per rank pair and with `aggregate` (a few
                     messages per node pair, through lane ranks; docs/shm.md),
                     with --predict the model's time of both (the node of --rank,
-                    else the largest figure of any node); the strategies' models
+                    else the largest figure of any node; the lanes need every
+                    rank's plan, also with --rank); the strategies' models
                     then take these nodes too (shm: peers on other nodes by
                     messages, as p2p)
 
@@ -264,7 +265,9 @@ int cmd_plan(int argc, char** argv) {
     double tmax = 0, tsum = 0;
     std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heavy;  // min-heap of the top K
     const int first = only >= 0 ? only : 0, last = only >= 0 ? only + 1 : P;
+    Progress progress("redist plan: planning ranks", last - first);
     for (int r = first; r < last; ++r) {
+      progress.at(r - first);
       const auto t0 = std::chrono::steady_clock::now();
       RankPlan rp = plan_rank(pb.src, pb.dst, pb.region, r, P);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -319,6 +322,7 @@ int cmd_plan(int argc, char** argv) {
                       pp.segments.size(), segments(pp));
       }
     }
+    progress.finish();
     std::vector<detail::RouteCounts> routes;  // paper 002's algorithms (they need the whole graph)
     double route_seconds = 0;
     if (only < 0) {
@@ -352,9 +356,10 @@ int cmd_plan(int argc, char** argv) {
     std::printf("memory    %s of plan on the largest rank\n", human_bytes(double(plan_bytes)).c_str());
     std::printf("tiles     %lld target tiles touched, segments per target tile: mean %.2f, max %lld\n", tiles,
                 tiles ? double(seg_tile_sum) / double(tiles) : 0.0, max_seg_tile);
-    std::printf("planning  one rank: mean %s, max %s; %d ranks in %s (one core, no MPI)\n",
-                human_time(tsum / planned).c_str(), human_time(tmax).c_str(), planned, human_time(tsum).c_str());
-    std::printf("\nbuffers   beyond source and target, max over %d ranks%s\n", planned,
+    std::printf("planning  one rank: mean %s, max %s; %s in %s (one core, no MPI)\n",
+                human_time(tsum / planned).c_str(), human_time(tmax).c_str(),
+                counted(planned, "rank", "ranks").c_str(), human_time(tsum).c_str());
+    std::printf("\nbuffers   beyond source and target, max over %s%s\n", counted(planned, "rank", "ranks").c_str(),
                 budget > 0 ? (", budget " + human_bytes(double(budget))).c_str() : "");
     for (size_t e = 0; e < names.size(); ++e)
       std::printf("  %-16s %12s%s%s\n", names[e].c_str(), human_bytes(double(here[e])).c_str(),
@@ -398,9 +403,11 @@ int cmd_plan(int argc, char** argv) {
         print_paper_variants(pb.src, pb.dst, P, edges, edge_bytes, predict_times ? &machine : nullptr);
     }
     if (a.has("--ranks-per-node"))
-      print_node_traffic(pb.src, pb.dst, pb.region, P, per_node, only, predict_times ? &machine : nullptr);
+      print_node_traffic(pb.src, pb.dst, pb.region, P, per_node, only, predict_times ? &machine : nullptr,
+                         only < 0 ? &edges : nullptr, only < 0 ? &edge_bytes : nullptr);
     if (predict_times) {
-      std::printf("\nmodel     (%s, max over %d ranks; docs/strategies.md)\n", cal.c_str(), planned);
+      std::printf("\nmodel     (%s, max over %s; docs/strategies.md)\n", cal.c_str(),
+                  counted(planned, "rank", "ranks").c_str());
       std::vector<double> t = predicted;
       const auto& info = strategies();
       for (size_t e = 0; e < names.size(); ++e)

@@ -11,13 +11,23 @@
 namespace redist::cli {
 
 void print_node_traffic(const Layout& src, const Layout& dst, const Region& region, int ranks, int per_node,
-                        int only_rank, const Machine* machine) {
+                        int only_rank, const Machine* machine, const std::vector<std::pair<int, int>>* sends,
+                        const std::vector<long long>* send_bytes) {
   nodes::NodeMap map = nodes::consecutive(ranks, per_node);
   {  // the lanes need every rank pair's bytes (as `aggregate` sets them)
     std::vector<nodes::Flow> flows;
-    for (int r = 0; r < ranks; ++r)
-      for (const PeerPlan& q : plan_rank(src, dst, region, r, ranks).sends)
-        if (map.node[static_cast<size_t>(r)] != map.node[static_cast<size_t>(q.peer)]) flows.push_back({r, q.peer, q.bytes});
+    auto add = [&](int r, int peer, index_t bytes) {
+      if (map.node[static_cast<size_t>(r)] != map.node[static_cast<size_t>(peer)]) flows.push_back({r, peer, bytes});
+    };
+    if (sends) {
+      for (size_t i = 0; i < sends->size(); ++i) add((*sends)[i].first, (*sends)[i].second, (*send_bytes)[i]);
+    } else {
+      Progress progress("redist plan: --ranks-per-node: planning every rank for the lanes", ranks);
+      for (int r = 0; r < ranks; ++r) {
+        for (const PeerPlan& q : plan_rank(src, dst, region, r, ranks).sends) add(r, q.peer, q.bytes);
+        progress.at(r + 1);
+      }
+    }
     map.set_flows(flows);
   }
   const int first = only_rank >= 0 ? map.node[static_cast<size_t>(only_rank)] : 0;
@@ -48,7 +58,9 @@ void print_node_traffic(const Layout& src, const Layout& dst, const Region& regi
     }
   } direct, aggregated;
   index_t out_bytes = 0, in_bytes = 0, on_node = 0, forwarded = 0;
+  Progress progress("redist plan: --ranks-per-node: planning the nodes", last - first);
   for (int n = first; n < last; ++n) {
+    progress.at(n - first);
     std::vector<RankPlan> plans;
     for (int r : map.members[static_cast<size_t>(n)]) plans.push_back(plan_rank(src, dst, region, r, ranks));
     const nodes::NodeTraffic t = nodes::node_traffic(map, n, plans);
@@ -59,6 +71,7 @@ void print_node_traffic(const Layout& src, const Layout& dst, const Region& regi
     out_bytes = std::max(out_bytes, t.out_bytes), in_bytes = std::max(in_bytes, t.in_bytes);
     on_node = std::max(on_node, t.on_node_bytes), forwarded = std::max(forwarded, t.forwarded_bytes);
   }
+  progress.finish();
   const std::vector<int>& mine = map.members[static_cast<size_t>(first)];
   if (only_rank >= 0)
     std::printf("\nnodes     %d nodes of %d ranks; node %d (ranks %d..%d)\n", map.size(), per_node, first, mine.front(),

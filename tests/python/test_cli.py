@@ -760,5 +760,24 @@ def test_plan_ranks_per_node_counts_node_messages(redist):
     # lanes by volume (docs/shm.md): at least one message per node pair, at most one per
     # rank of the node (3 peer nodes <= 4 ranks: lanes are different ranks) and per rank pair
     assert len(nodes_to) <= int(agg.group(1)) <= min(pairs, per_node), p.stdout
+    # Without --rank the lanes come from the main loop's plans of every rank, with
+    # --rank from a pass of their own: each column of the whole run is the largest
+    # of the four nodes' own figures.
+    unit = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+    row = re.compile(r"^  (rank pairs|aggregate) +(\d+) +(\d+) +(\d+) / (\d+) +([\d.]+ \w?B) / ([\d.]+ \w?B)$", re.M)
+
+    def figures(out):  # per row: messages as ints, bytes as (value, text)
+        got = {}
+        for m in row.finditer(out):
+            b = [(float(t.split()[0]) * unit[t.split()[1]], t) for t in m.groups()[5:]]
+            got[m.group(1)] = [int(x) for x in m.groups()[1:5]] + b
+        assert set(got) == {"rank pairs", "aggregate"}, out
+        return got
+    per = [figures(redist(["plan", src, dst, "--ranks", "16", "--rank", str(n * per_node), "--ranks-per-node",
+                           str(per_node)]).stdout) for n in range(4)]
+    whole = redist(["plan", src, dst, "--ranks", "16", "--ranks-per-node", str(per_node)])
+    assert whole.returncode == 0 and "each figure the largest of any node" in whole.stdout, whole.stderr
+    for name, got in figures(whole.stdout).items():
+        assert got == [max(c) for c in zip(*(f[name] for f in per))], (name, per, whole.stdout)
     bad = redist(["plan", src, dst, "--ranks", "16", "--ranks-per-node", "0"])
     assert bad.returncode != 0 and "--ranks-per-node" in bad.stderr, bad.stderr
