@@ -70,7 +70,7 @@ const char* kUsage =
     "  'SIZE [from=SRC_OFFSET] [to=DST_OFFSET]' (default: the overlap of both shapes).\n"
     "  --out DIR        results folder (default results/SUITE)\n"
     "  --reps N         timed runs per method (default 5); the median is reported\n"
-    "  --scale S        multiplies the array sizes (default 1)\n"
+    "  --scale S        multiplies the array sizes (default 1; above 0, at most 1000)\n"
     "  --smoke          two small cases per suite, --reps 2, --scale 0.1 unless given\n"
     "  --no-plots       do not run bench/plot.py at the end\n"
     "  --threads N      worker threads per rank of the taskgraph strategy (default 1;\n"
@@ -94,6 +94,17 @@ int rank_ = 0, nranks_ = 1;
   if (rank_ == 0) std::fprintf(stderr, "redist bench: %s\n", msg.c_str());
   MPI_Finalize();
   std::exit(2);
+}
+
+// A whole number from lo to hi, all of `v` (not atoi's prefix: "1.5" and "2x" are refused).
+int whole_number(const std::string& option, const std::string& v, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long k = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || k < lo || k > hi)
+    fail(option + " needs a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v +
+         "'");
+  return static_cast<int>(k);
 }
 
 Layout as_local_array(const Layout& l) {
@@ -460,27 +471,27 @@ int main(int argc, char** argv) {
       if (rank_ == 0) std::printf("%s", kUsage);
       MPI_Finalize();
       return 0;
-    } else if (a == "--out" && has_value) {
+    } else if (!has_value && (a == "--out" || a == "--reps" || a == "--scale" || a == "--threads" ||
+                              a == "--copy-threads" || a == "--auto-trials")) {
+      fail(a + " needs a value (see --help)");
+    } else if (a == "--out") {
       out = argv[++i];
-    } else if (a == "--reps" && has_value) {
-      reps = std::atoi(argv[++i]);
-    } else if (a == "--scale" && has_value) {
-      scale = std::atof(argv[++i]);
-      if (!(scale > 0)) fail("--scale needs a positive number");
-    } else if (a == "--threads" && has_value) {
-      threads = std::atoi(argv[++i]);
-      if (threads < 1) fail("--threads needs a number >= 1");
-    } else if (a == "--copy-threads" && has_value) {
-      copy_threads = std::atoi(argv[++i]);
-      if (copy_threads < 2 || copy_threads > 1024) fail("--copy-threads needs a number from 2 to 1024");
-    } else if (a == "--auto-trials" && has_value) {
+    } else if (a == "--reps") {
+      reps = whole_number(a, argv[++i], 1, 1000000);
+    } else if (a == "--scale") {
+      // A positive, finite factor; at most 1000 (the 8000^2 cases would be 8e6^2).
       const std::string v = argv[++i];
       char* end = nullptr;
       errno = 0;
-      const long k = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || errno != 0 || k < 0 || k > 1000)
-        fail("--auto-trials needs a whole number from 0 to 1000, got '" + v + "'");
-      auto_trials = static_cast<int>(k);
+      scale = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || errno != 0 || !(scale > 0) || !(scale <= 1000))
+        fail("--scale needs a number above 0 and at most 1000, got '" + v + "'");
+    } else if (a == "--threads") {
+      threads = whole_number(a, argv[++i], 1, 1024);
+    } else if (a == "--copy-threads") {
+      copy_threads = whole_number(a, argv[++i], 2, 1024);
+    } else if (a == "--auto-trials") {
+      auto_trials = whole_number(a, argv[++i], 0, 1000);
     } else if (a == "--smoke") {
       smoke = true;
     } else if (a == "--no-plots") {
@@ -504,7 +515,7 @@ int main(int argc, char** argv) {
     reps = std::min(reps, 2);
   }
   if (scale == 0) scale = 1;
-  if (reps < 1) fail("--reps must be >= 1");
+  if (suite.empty()) fail("give a suite, e.g. `redist bench volume --smoke` (see --help)");
   std::vector<Case> cases = suite == "compare" ? std::vector<Case>{compare_case(positional)}
                                                : make_suite(suite, nranks_, scale, smoke, threads);
   for (Case& c : cases)

@@ -155,6 +155,20 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         str(blocked / "sub")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "cannot write results.json" in r.stderr, r.stdout + r.stderr
     assert "[1/" not in r.stderr + r.stdout  # no case ran
+    # redist bench's own options: the whole value or nothing (atoi once ran --reps 1.5 as 1 and --scale inf as
+    # 16x16 arrays), a value missing, no suite
+    for args, words in [(["volume", "--reps", "1.5"], "--reps needs a whole number from 1 to 1000000, got '1.5'"),
+                        (["volume", "--reps", "2x"], "--reps needs a whole number from 1 to 1000000, got '2x'"),
+                        (["volume", "--threads", "abc"], "--threads needs a whole number from 1 to 1024, got 'abc'"),
+                        (["volume", "--scale", "inf"], "--scale needs a number above 0 and at most 1000, got 'inf'"),
+                        (["volume", "--scale", "1e300"], "--scale needs a number above 0 and at most 1000"),
+                        (["volume", "--scale", "0"], "--scale needs a number above 0"),
+                        (["volume", "--out"], "--out needs a value"),
+                        ([], "give a suite")]:
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + args, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 2 and words in r.stderr, (args, r.stdout, r.stderr)
+        assert "[1/" not in r.stderr + r.stdout  # no case ran
     apps = BUILD / "bench" / "apps" / "redist-apps"
     for args, words in [(["--alg", "potrf,foo", "--n", "100"], "unknown algorithm 'foo'"),
                         (["--bogus"], "unknown option --bogus"),
@@ -341,5 +355,5 @@ def test_threads_suite_times_each_strategy_on_one_and_on_t_copy_threads(tmp_path
             assert n.split(" ")[0] in names  # the same strategy on one thread
     assert res.stdout.count("copy threads: ") >= 2 and "3 threads" in res.stdout
     r = run_bench(["threads", "--smoke", "--copy-threads", "1", "--no-plots", "--out", str(tmp_path / "x")])
-    assert r.returncode == 2 and "--copy-threads needs a number from 2 to 1024" in r.stderr, r.stdout + r.stderr
+    assert r.returncode == 2 and "--copy-threads needs a whole number from 2 to 1024, got '1'" in r.stderr, r.stdout + r.stderr
     assert "[1/" not in r.stdout
