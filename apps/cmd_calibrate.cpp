@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli.hpp"
+#include "harness/results.hpp"
 #include "redist/cost.hpp"
 
 namespace redist::cli {
@@ -39,10 +40,17 @@ void summary(const Machine& m, const std::string& path) {
   for (size_t i = 0; i < m.stream.x.size(); ++i)
     std::printf(" n=%.0f: %s", m.stream.x[i], human_time(m.stream.y[i]).c_str());
   std::printf("\n");
-  std::printf("  Bnet %s at 1 MB, %s at the largest size; Bmemcpy %s\n",
-              human_rate(m.net_bandwidth(1 << 20)).c_str(),
-              human_rate(m.pingpong.empty() ? 0 : m.pingpong.x.back() / m.pingpong.y.back()).c_str(),
-              human_rate(m.bmemcpy).c_str());
+  // At 1 MB when that was measured; else only the largest size (the curve would
+  // extrapolate).
+  const double largest = m.pingpong.empty() ? 0 : m.pingpong.x.back();
+  if (largest >= (1 << 20))
+    std::printf("  Bnet %s at 1 MB, %s at the largest size (%s); Bmemcpy %s\n",
+                human_rate(m.net_bandwidth(1 << 20)).c_str(), human_rate(largest / m.pingpong.y.back()).c_str(),
+                human_bytes(largest).c_str(), human_rate(m.bmemcpy).c_str());
+  else
+    std::printf("  Bnet %s at the largest size (%s); Bmemcpy %s\n",
+                human_rate(largest > 0 ? largest / m.pingpong.y.back() : 0).c_str(), human_bytes(largest).c_str(),
+                human_rate(m.bmemcpy).c_str());
   auto curve = [](const char* what, const Curve& c) {
     std::printf("  %-28s", what);
     for (size_t i = 0; i < c.x.size(); ++i)
@@ -105,6 +113,16 @@ int cmd_calibrate(int argc, char** argv) {
       int cannot = !where.empty();
       MPI_Bcast(&cannot, 1, MPI_INT, 0, MPI_COMM_WORLD);
       if (cannot) detail::fail(rank == 0 ? where : std::string("rank 0 cannot write the calibration file"));
+      // More ranks than cores on a node: the figures measure the oversubscription
+      // (3 ranks on 2 cores: Bnet 0.84 GB/s against 4.49 on 2), and auto and
+      // `plan --predict` read the file afterwards. Said before and after measuring.
+      const harness::RunInfo info = harness::run_info(MPI_COMM_WORLD);
+      std::string crowded;
+      if (info.oversubscribed())
+        crowded = "WARNING: " + std::to_string(info.ranks_per_node) + " ranks on a node of " +
+                  std::to_string(info.cores) + " cores (oversubscribed): these figures measure the crowding, not " +
+                  "the machine; launch it with 2 ranks (at most " + std::to_string(info.cores) + " per node)";
+      if (rank == 0 && !crowded.empty()) std::fprintf(stderr, "redist calibrate: %s\n", crowded.c_str());
       const double t0 = MPI_Wtime();
       Machine m = calibrate(MPI_COMM_WORLD, opt, [](const std::string& s) {
         std::fprintf(stderr, "calibrate: %s\n", s.c_str());
@@ -124,6 +142,7 @@ int cmd_calibrate(int argc, char** argv) {
         summary(m, path);
         std::printf("(measured in %.1f s, saved%s)\n", MPI_Wtime() - t0,
                     made.empty() ? "" : (", in the folder " + made + " made for it").c_str());
+        if (!crowded.empty()) std::printf("%s\n", crowded.c_str());
       }
     }
     return rc;
