@@ -405,6 +405,29 @@ int cmd_plan(int argc, char** argv) {
     if (a.has("--ranks-per-node"))
       print_node_traffic(pb.src, pb.dst, pb.region, P, per_node, only, predict_times ? &machine : nullptr,
                          only < 0 ? &edges : nullptr, only < 0 ? &edge_bytes : nullptr);
+    std::vector<char> by_routes(names.size(), 0);  // the relay strategies' time from their routes
+    if (predict_times) {
+      // A relay strategy's model per rank sees that rank's own blocks only: a hub that
+      // forwards everything (centralized, staged) came out ~300x too fast at 4096
+      // ranks. With every rank planned the routes give each rank's messages and bytes
+      // (paper 002 Eq. 1, T = t_m M + t_w V, each way; every byte sent packed and
+      // every byte received unpacked at memcpy's rate): where that is the larger, it
+      // is the figure (make_plan's collective model schedules the same routes).
+      const double t0 = machine.exchange_time(0);
+      auto way = [&](index_t msgs, index_t bytes) {
+        return double(msgs) * t0 + (bytes > 0 ? machine.exchange_time(double(bytes)) - t0 : 0.0);
+      };
+      for (const detail::RouteCounts& rc : routes) {
+        if (rc.strategy == "p2p") continue;
+        const auto e = static_cast<size_t>(std::find(names.begin(), names.end(), rc.strategy) - names.begin());
+        if (e == names.size()) continue;
+        double most = 0;
+        for (const detail::RelayCounts& c : rc.ranks)
+          most = std::max(most, std::max(way(c.messages_sent, c.bytes_sent), way(c.messages_received, c.bytes_received)) +
+                                    (machine.bmemcpy > 0 ? double(c.bytes_sent + c.bytes_received) / machine.bmemcpy : 0));
+        if (most > predicted[e]) predicted[e] = most, by_routes[e] = 1;
+      }
+    }
     if (predict_times) {
       std::printf("\nmodel     (%s, max over %s; docs/strategies.md)\n", cal.c_str(),
                   counted(planned, "rank", "ranks").c_str());
@@ -415,7 +438,10 @@ int cmd_plan(int argc, char** argv) {
       const size_t pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
       for (size_t e = 0; e < names.size(); ++e) {
         const std::string& cond = info[e].model_condition;
-        const std::string note = cond.empty()          ? ""
+        const std::string note = by_routes[e] ? "  (from the routes of every rank: a rank forwards others' bytes)"
+                                 : only >= 0 && detail::registry()[e].route
+                                     ? "  (this rank's own blocks only: rough where a rank forwards others')"
+                                 : cond.empty()          ? ""
                                  : storage != "heap"   ? "  (for " + cond + ")"
                                  : info[e].heap_model.empty() ? "  (needs " + cond + ")"
                                                              : "  (on the heap: " + info[e].heap_model + ")";

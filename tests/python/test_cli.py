@@ -467,6 +467,19 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
                             "--reps", "1", "--json"], capture_output=True, text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["cases"][0]["model_choice"] == picks[0]
+    # centralized's hub (union rank 0) forwards every remote byte: on 64 ranks its time is at least half
+    # the remote volume at the largest ping-pong's bandwidth (the per-rank model, a 64th of it, said ~300x
+    # too little at 4096 ranks)
+    cal = json.loads(out.read_text())
+    bnet = cal["pingpong_bytes"][-1] / cal["pingpong_s"][-1]
+    p = redist(["plan", "1024x1024 tile=64x64 block_cyclic grid=8x8", "1024x1024 tile=48x48 block_cyclic grid=4x16",
+                "--ranks", "64", "--predict", "--calibration", str(out)])
+    assert p.returncode == 0, p.stderr
+    remote = re.search(r"^volume +remote ([\d.]+) MB", p.stdout, re.M)
+    hub = re.search(r"^  centralized +([\d.]+) (ms|s)  \(from the routes of every rank", p.stdout, re.M)
+    assert remote and hub, p.stdout
+    seconds = float(hub.group(1)) * (1e-3 if hub.group(2) == "ms" else 1)
+    assert seconds >= 0.5 * float(remote.group(1)) * 1e6 / bnet, (seconds, remote.group(1), bnet, p.stdout)
     missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
     assert missing.returncode == 2 and "cannot open" in missing.stderr and "redist calibrate" in missing.stderr
 
