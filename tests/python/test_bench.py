@@ -217,6 +217,11 @@ def test_bench_compare_suite(tmp_path):
     assert names == STRATEGIES + ["auto", "pdgemr2d"]
     assert all(m["verified"] is True for m in case["methods"])
     assert case["total_remote_bytes"] + case["total_local_bytes"] == 100 * 90 * 8
+    # its one case has x = 0: plotted on a linear axis (a log axis drew no point: "Data has no positive values")
+    plots = subprocess.run([sys.executable, str(ROOT / "bench" / "plot.py"), str(tmp_path / "results.json"), "--out",
+                            str(tmp_path / "png")], capture_output=True, text=True, timeout=300)
+    assert plots.returncode == 0, plots.stderr
+    assert "no positive values" not in plots.stderr and list((tmp_path / "png").glob("*.png")), plots.stderr
     bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",
                           "10x10 tile=3x3 block_cyclic grid=1x2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "block_cyclic" in bad.stderr, bad.stderr
