@@ -405,7 +405,7 @@ harness::CaseResult run_case(const Case& c, const std::shared_ptr<const Machine>
 void repartition_summary(FILE* f, const std::vector<harness::CaseResult>& cases) {
   std::fprintf(f, "\nrepartition (paper 003): per patch = segment, per rank = p2p; medians, slowest rank\n");
   std::fprintf(f, "%-26s %10s %9s %8s %8s %10s %10s %10s %10s %7s %7s\n", "case", "moved", "patches", "imbal.",
-               "msgs pp", "per-patch", "per-rank", "pred. pp", "pred. pr", "pp/pr", "pred.");
+               "msgs pp", "pp ms", "pr ms", "pred pp ms", "pred pr ms", "pp/pr", "pred.");
   std::vector<double> ratios;
   for (const harness::CaseResult& r : cases) {
     const harness::MethodResult *pp = r.find("segment"), *pr = r.find("p2p");
@@ -415,15 +415,18 @@ void repartition_summary(FILE* f, const std::vector<harness::CaseResult>& cases)
     const double mean = double(s.patches) / double(s.load.size());
     const double ratio = pr->median > 0 ? pp->median / pr->median : 0;
     ratios.push_back(ratio);
-    std::fprintf(f, "%-26s %10s %9lld %8.3f %8lld %10.4f %10.4f %10.4f %10.4f %7.3f %7.3f\n", r.name.c_str(),
-                 (std::to_string(s.moved_elements * 8 / 1000) + " KB").c_str(), (long long)s.patches,
-                 mean > 0 ? double(hi) / mean : 0.0, (long long)r.stats.segments, pp->median, pr->median, pp->predicted,
-                 pr->predicted, ratio, pr->predicted > 0 ? pp->predicted / pr->predicted : 0.0);
+    const double bytes = double(s.moved_elements) * double(Layout::parse(r.dst).elem_size());
+    std::fprintf(f, "%-26s %10s %9lld %8.3f %8lld %10.3f %10.3f %10.3f %10.3f %7.3f %7.3f\n", r.name.c_str(),
+                 (std::to_string(static_cast<long long>(bytes / 1000)) + " KB").c_str(), (long long)s.patches,
+                 mean > 0 ? double(hi) / mean : 0.0, (long long)r.stats.segments, pp->median * 1e3, pr->median * 1e3,
+                 pp->predicted * 1e3, pr->predicted * 1e3, ratio, pr->predicted > 0 ? pp->predicted / pr->predicted : 0.0);
   }
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
-    std::fprintf(f, "per-patch / per-rank time: median %.3f over %zu cases (min %.3f, max %.3f)\n",
-                 ratios[ratios.size() / 2], ratios.size(), ratios.front(), ratios.back());
+    const size_t n = ratios.size();  // an even count: the mean of the middle two
+    const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+    std::fprintf(f, "per-patch / per-rank time: median %.3f over %zu cases (min %.3f, max %.3f)\n", median, n,
+                 ratios.front(), ratios.back());
   }
 }
 

@@ -1,5 +1,6 @@
 """redist-bench's smoke run and bench/plot.py on its results (docs/benchmarks.md)."""
 import json
+import re
 import subprocess
 import sys
 
@@ -287,6 +288,16 @@ def test_repartition_suite(tmp_path):
         assert all(m["verified"] is True for m in c["methods"])
         assert "of=(" in c["dst"]
     assert "per-patch / per-rank time: median" in res.stdout
+    # the summary's times in ms (it printed seconds, 0.0000 at this size), and the median of two cases their mean
+    ratios = []
+    for c in cases:
+        t = {m["name"]: m["median_s"] for m in c["methods"]}
+        ratios.append(t["segment"] / t["p2p"])
+        row = re.search(rf"^{re.escape(c['name'])} .* ([\d.]+) +([\d.]+) +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$",
+                        res.stdout, re.M)
+        assert row and abs(float(row.group(1)) - t["segment"] * 1e3) < 1e-3, res.stdout
+    median = float(re.search(r"per-patch / per-rank time: median ([\d.]+)", res.stdout).group(1))
+    assert abs(median - sum(ratios) / 2) < 1.5e-3, (median, ratios, res.stdout)
 
 
 def test_groups_fit_recovers_eq1(tmp_path):
