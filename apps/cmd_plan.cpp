@@ -182,11 +182,14 @@ int cmd_plan(int argc, char** argv) {
     const bool overlap = a.has("--overlap");
     const int S = static_cast<int>(a.get_int("--senders", 0, 1, INT_MAX));
     if (overlap && S == 0) detail::fail("--overlap needs --senders N");
-    auto check_layouts = [&pb](int src_ranks, int dst_ranks) {
+    auto check_layouts = [&pb, S](int src_ranks, int dst_ranks) {
+      // With --senders the layouts live in their groups: say which.
+      const char* in_src = S > 0 && src_ranks != INT_MAX ? " (in the group of --senders)" : "";
+      const char* in_dst = S > 0 && dst_ranks != INT_MAX ? " (in the receivers' group)" : "";
       std::string err = pb.src.check(src_ranks);
-      if (!err.empty()) detail::fail("source layout: ", err);
+      if (!err.empty()) detail::fail("source layout", in_src, ": ", err);
       err = pb.dst.check(dst_ranks);
-      if (!err.empty()) detail::fail("target layout: ", err);
+      if (!err.empty()) detail::fail("target layout", in_dst, ": ", err);
     };
     // The layouts' own values first (any communicator size), so that the rank
     // count derived from them is meaningful; then against --ranks.
@@ -194,6 +197,7 @@ int cmd_plan(int argc, char** argv) {
     const int src_need = pb.src.ownership().ranks_needed(), dst_need = pb.dst.ownership().ranks_needed();
     const int need = S == 0 ? std::max(src_need, dst_need) : overlap ? std::max(S, dst_need) : S + dst_need;
     const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
+    if (S > P) detail::fail("--senders ", S, " is more than --ranks ", P, ": the senders are among the ranks");
     if (S > (overlap ? P : P - 1))
       detail::fail("--senders ", S, " leaves no receivers among --ranks ", P, overlap ? "" : " (give --overlap or more ranks)");
     const int R = S == 0 ? P : overlap ? P : P - S;

@@ -73,11 +73,14 @@ void print_node_traffic(const Layout& src, const Layout& dst, const Region& regi
   }
   progress.finish();
   const std::vector<int>& mine = map.members[static_cast<size_t>(first)];
+  // "2 nodes of 3 ranks" on 4 ranks had a node of 1: the last node's size is said.
+  const int tail = ranks % per_node;
+  const std::string nodes_of = counted(map.size(), "node", "nodes") + " of " + counted(per_node, "rank", "ranks") +
+                               (tail ? " (the last of " + std::to_string(tail) + ")" : "");
   if (only_rank >= 0)
-    std::printf("\nnodes     %d nodes of %d ranks; node %d (ranks %d..%d)\n", map.size(), per_node, first, mine.front(),
-                mine.back());
+    std::printf("\nnodes     %s; node %d (ranks %d..%d)\n", nodes_of.c_str(), first, mine.front(), mine.back());
   else
-    std::printf("\nnodes     %d nodes of %d ranks; each figure the largest of any node or rank\n", map.size(), per_node);
+    std::printf("\nnodes     %s; each figure the largest of any node or rank\n", nodes_of.c_str());
   std::printf("  %-12s %13s %13s   %-31s %s\n", "", "messages out", "messages in",
               "a rank's messages: other nodes", "bytes: other nodes");
   std::printf("  %-12s %13s %13s   %-31s %s\n", "", "of the node", "of the node", "                   / this node",

@@ -256,7 +256,9 @@ BAD_PLAN = [
      ["8x8", "8x8", "--overlap"], ["--overlap needs --senders N"]),
     ("a sender layout for more ranks than the senders", "Layout::check in redist plan",
      ["8x8 tile=4x4 block_cyclic grid=2x1", "8x8", "--ranks", "3", "--senders", "1"],
-     ["source layout: the ownership needs 2 ranks"]),
+     ["source layout (in the group of --senders): the ownership needs 2 ranks"]),
+    ("more senders than ranks", "redist plan options",
+     ["8x8", "8x8", "--ranks", "4", "--senders", "5"], ["--senders 5 is more than --ranks 4"]),
 ]
 
 
