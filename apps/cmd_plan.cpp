@@ -13,6 +13,7 @@
 #include <queue>
 
 #include "cli.hpp"
+#include "cost/model.hpp"
 #include "exec/groups_union.hpp"
 #include "exec/relay.hpp"
 #include "plan_nodes.hpp"
@@ -252,6 +253,7 @@ int cmd_plan(int argc, char** argv) {
     // extra: what a budget counts (Plan's, auto's); here: with this storage and
     // these nodes (shm: rings or nothing on the node, messages off it).
     std::vector<long long> extra(names.size(), 0), here(names.size(), 0);
+    std::vector<double> pack_seconds(only < 0 ? static_cast<size_t>(P) : 0);  // the relay models' packing, per rank
     std::vector<std::pair<int, int>> edges;  // the sender/receiver graph (phased's rounds)
     std::vector<long long> edge_bytes;
 
@@ -287,6 +289,8 @@ int cmd_plan(int argc, char** argv) {
         here[e] = std::max<long long>(here[e], extra_memory(rp, names[e], budget, storage == "heap", node_of));
       }
       for (const PeerPlan& pp : rp.sends) edges.push_back({r, pp.peer}), edge_bytes.push_back(pp.bytes);
+      if (predict_times && only < 0)
+        pack_seconds[static_cast<size_t>(r)] = detail::packed_copy_time(rp, detail::rates(rp, machine, true));
       remote += s.bytes_sent;
       local += s.bytes_local;
       msgs += s.messages_sent;
@@ -333,7 +337,7 @@ int cmd_plan(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<detail::RelayBlock> blocks;
       for (size_t i = 0; i < edges.size(); ++i) blocks.push_back({edges[i].first, edges[i].second, edge_bytes[i]});
-      routes = detail::relay_counts(blocks, groups);
+      routes = detail::relay_counts(blocks, groups, predict_times ? &machine : nullptr);
       route_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       for (const detail::RouteCounts& rc : routes) {  // exact buffers: the slots of the routes
         const auto e = std::find(names.begin(), names.end(), rc.strategy) - names.begin();
@@ -412,24 +416,22 @@ int cmd_plan(int argc, char** argv) {
     std::vector<char> by_routes(names.size(), 0);  // the relay strategies' time from their routes
     if (predict_times) {
       // A relay strategy's model per rank sees that rank's own blocks only: a hub that
-      // forwards everything (centralized, staged) came out ~300x too fast at 4096
-      // ranks. With every rank planned the routes give each rank's messages and bytes
-      // (paper 002 Eq. 1, T = t_m M + t_w V, each way; every byte sent packed and
-      // every byte received unpacked at memcpy's rate): where that is the larger, it
-      // is the figure (make_plan's collective model schedules the same routes).
-      const double t0 = machine.exchange_time(0);
-      auto way = [&](index_t msgs, index_t bytes) {
-        return double(msgs) * t0 + (bytes > 0 ? machine.exchange_time(double(bytes)) - t0 : 0.0);
-      };
+      // forwards everything (centralized) came out ~1,400x too fast at 4096 ranks.
+      // With every rank planned, each rank's schedule of the routes gives the model
+      // make_plan's collective one computes (Relay::predict_schedule): per step the
+      // larger of its sends' and receives' exchange times, plus its packing and the
+      // bytes it forwards at memcpy's rate.
       for (const detail::RouteCounts& rc : routes) {
         if (rc.strategy == "p2p") continue;
         const auto e = static_cast<size_t>(std::find(names.begin(), names.end(), rc.strategy) - names.begin());
         if (e == names.size()) continue;
         double most = 0;
-        for (const detail::RelayCounts& c : rc.ranks)
-          most = std::max(most, std::max(way(c.messages_sent, c.bytes_sent), way(c.messages_received, c.bytes_received)) +
-                                    (machine.bmemcpy > 0 ? double(c.bytes_sent + c.bytes_received) / machine.bmemcpy : 0));
-        if (most > predicted[e]) predicted[e] = most, by_routes[e] = 1;
+        for (size_t r = 0; r < rc.ranks.size(); ++r) {
+          const detail::RelayCounts& c = rc.ranks[r];
+          const double forward = machine.bmemcpy > 0 ? double(c.forwarded_bytes) / machine.bmemcpy : 0;
+          most = std::max(most, c.comm_seconds + pack_seconds[r] + forward);
+        }
+        predicted[e] = most, by_routes[e] = 1;
       }
     }
     if (predict_times) {
@@ -442,7 +444,7 @@ int cmd_plan(int argc, char** argv) {
       const size_t pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
       for (size_t e = 0; e < names.size(); ++e) {
         const std::string& cond = info[e].model_condition;
-        const std::string note = by_routes[e] ? "  (from the routes of every rank: a rank forwards others' bytes)"
+        const std::string note = by_routes[e] ? "  (from every rank's schedule of the routes)"
                                  : only >= 0 && detail::registry()[e].route
                                      ? "  (this rank's own blocks only: rough where a rank forwards others')"
                                  : cond.empty()          ? ""

@@ -111,7 +111,8 @@ RelaySchedule relay_schedule(int rank, int T, const std::vector<RelayBlock>& blo
   return r;
 }
 
-std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, const RelayGroups& g) {
+std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, const RelayGroups& g,
+                                     const Machine* machine) {
   std::vector<RouteCounts> all;
   const size_t P = static_cast<size_t>(g.size);
   RouteCounts direct{"p2p", 1, std::vector<RelayCounts>(P)};
@@ -139,10 +140,19 @@ std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, con
       for (const RelaySchedule::Step& st : s.steps) {
         c.messages_sent += static_cast<index_t>(st.sends.size());
         c.messages_received += static_cast<index_t>(st.receives.size());
-        for (const RelaySchedule::Message& m : st.sends) c.bytes_sent += m.bytes;
-        for (const RelaySchedule::Message& m : st.receives) c.bytes_received += m.bytes;
+        double out = 0, in = 0;  // as predict_schedule charges a step
+        for (const RelaySchedule::Message& m : st.sends) {
+          c.bytes_sent += m.bytes;
+          if (machine) out += machine->exchange_time(static_cast<double>(m.bytes));
+        }
+        for (const RelaySchedule::Message& m : st.receives) {
+          c.bytes_received += m.bytes;
+          if (machine) in += machine->exchange_time(static_cast<double>(m.bytes));
+        }
+        c.comm_seconds += std::max(out, in);
       }
       c.buffer_bytes = s.slot_bytes + s.send_area_bytes;
+      c.forwarded_bytes = s.forwarded_bytes;
     }
     all.push_back(std::move(rc));
   }

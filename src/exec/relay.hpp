@@ -92,6 +92,11 @@ RelaySchedule relay_schedule(int rank, int T, const std::vector<RelayBlock>& blo
 // slots and the send area (the strategy's buffers, Plan::buffer_bytes).
 struct RelayCounts {
   index_t messages_sent = 0, messages_received = 0, bytes_sent = 0, bytes_received = 0, buffer_bytes = 0;
+  // For the model (Relay::predict_schedule's terms): the bytes this rank forwards,
+  // and, with a machine given, per step the larger of its sends' and its receives'
+  // times through the exchange curve, summed.
+  index_t forwarded_bytes = 0;
+  double comm_seconds = 0;
 };
 struct RouteCounts {
   std::string_view strategy;
@@ -102,7 +107,8 @@ struct RouteCounts {
 // (StrategyEntry::route), on the union of groups `g` with every rank's blocks.
 // O(blocks x moves): S = R = 1024 with every pair a block (1M blocks) in 2 s on
 // one core (redist plan --senders, docs/groups.md).
-std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, const RelayGroups& g);
+std::vector<RouteCounts> relay_counts(const std::vector<RelayBlock>& blocks, const RelayGroups& g,
+                                     const Machine* machine = nullptr);
 // The groups of `redist run --senders S` on P ranks in union ranks: the first S
 // send, the others receive (all P with `overlap`); S == 0: one group.
 RelayGroups union_groups(int P, int S, bool overlap);

@@ -478,10 +478,28 @@ def test_plan_predict_matches_the_pick_of_a_run(redist, tmp_path):
                 "--ranks", "64", "--predict", "--calibration", str(out)])
     assert p.returncode == 0, p.stderr
     remote = re.search(r"^volume +remote ([\d.]+) MB", p.stdout, re.M)
-    hub = re.search(r"^  centralized +([\d.]+) (ms|s)  \(from the routes of every rank", p.stdout, re.M)
+    unit = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+    hub = re.search(r"^  centralized +([\d.]+) (us|ms|s)  \(from every rank's schedule of the routes\)", p.stdout, re.M)
     assert remote and hub, p.stdout
-    seconds = float(hub.group(1)) * (1e-3 if hub.group(2) == "ms" else 1)
+    seconds = float(hub.group(1)) * unit[hub.group(2)]
     assert seconds >= 0.5 * float(remote.group(1)) * 1e6 / bnet, (seconds, remote.group(1), bnet, p.stdout)
+    # the relay strategies' figures are the MPI run's model's (each rank's schedule of the routes), here on 6
+    # ranks in two groups: the plan's printed times against the run's predicted_s
+    src, dst = "64x64 tile=8x8 block_cyclic grid=2x1", "64x64 tile=4x4 block_cyclic grid=2x2"
+    relays = ["centralized", "staged", "multistage", "hybrid"]
+    p = redist(["plan", src, dst, "--senders", "2", "--ranks", "6", "--predict", "--calibration", str(out)])
+    assert p.returncode == 0, p.stderr
+    # name -> (seconds, half the printed last digit)
+    planned = {n: (float(v) * unit[u], 0.5 * 10 ** -len(v.partition(".")[2]) * unit[u]) for n, v, u in
+               re.findall(r"^  (" + "|".join(relays) + r") +([\d.]+) (us|ms|s)  \(from every", p.stdout, re.M)}
+    assert set(planned) == set(relays), p.stdout
+    env = dict(os.environ, REDIST_CALIBRATION=str(out))
+    r = subprocess.run([str(MPIRUN), "-np", "6", str(REDIST), "run", src, dst, "--senders", "2", "--strategy",
+                        ",".join(relays), "--reps", "1", "--json"], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    for m in json.loads(r.stdout)["cases"][0]["methods"]:
+        seconds, digit = planned[m["name"]]
+        assert abs(m["predicted_s"] - seconds) <= digit * 1.01, (m, planned)
     missing = redist(["plan", SRC, SRC, "--ranks", "2", "--predict", "--calibration", str(tmp_path / "none.json")])
     assert missing.returncode == 2 and "cannot open" in missing.stderr and "redist calibrate" in missing.stderr
 
