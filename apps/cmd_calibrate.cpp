@@ -121,7 +121,7 @@ int cmd_calibrate(int argc, char** argv) {
       if (info.oversubscribed())
         crowded = "WARNING: " + std::to_string(info.ranks_per_node) + " ranks on a node of " +
                   std::to_string(info.cores) + " cores (oversubscribed): these figures measure the crowding, not " +
-                  "the machine; launch it with 2 ranks (at most " + std::to_string(info.cores) + " per node)";
+                  "the machine; calibrate with at most " + std::to_string(info.cores) + " per node (2 ranks in all suffice)";
       if (rank == 0 && !crowded.empty()) std::fprintf(stderr, "redist calibrate: %s\n", crowded.c_str());
       const double t0 = MPI_Wtime();
       Machine m = calibrate(MPI_COMM_WORLD, opt, [](const std::string& s) {

@@ -71,7 +71,7 @@ def panel(ax, cases, key, names):
             ax.plot(xs, [geomean(bound[x]) for x in xs], "k--", label="bound (Eq. 5)", linewidth=1)
     # A log axis needs positive x (`compare`'s one case has x = 0: its points
     # vanished, "Data has no positive values"); then a linear one.
-    if all(c["x"] > 0 for c in cases):
+    if all(isinstance(c["x"], (int, float)) and c["x"] > 0 for c in cases):
         ax.set_xscale("log")
     ax.grid(True, alpha=0.3)
     ax.set_xlabel(cases[0]["x_label"])

@@ -19,7 +19,7 @@ namespace redist {
 // A curve of measured points (x ascending); interpolated linearly in log(x),
 // clamped at both ends.
 struct Curve {
-  std::vector<double> x, y;
+  std::vector<double> x{}, y{};
   bool empty() const { return x.empty(); }
   double at(double x) const;
 };
@@ -34,26 +34,26 @@ struct Machine {
   double startup = 0;   // t_m: one-way time of a small message (ping-pong), seconds
   // Measured curves. All but the ping-pong run on ranks 0 and 1 at once, as a
   // redistribution does (they share the node's memory bandwidth).
-  Curve pingpong;  // message bytes -> one-way seconds (NetPIPE-like)
-  Curve exchange;  // message bytes -> seconds for both ranks to send one to each other
-  Curve stream;    // messages in flight each way -> seconds per 64-byte message
-  Curve copy;      // row bytes -> seconds per byte, strided rows into a packed buffer
-  Curve datatype;  // row bytes -> seconds per byte, exchange of an hvector of rows
-  Curve vm_read;   // row bytes -> seconds per byte, process_vm_readv of rows (empty: unavailable)
+  Curve pingpong{};  // message bytes -> one-way seconds (NetPIPE-like)
+  Curve exchange{};  // message bytes -> seconds for both ranks to send one to each other
+  Curve stream{};    // messages in flight each way -> seconds per 64-byte message
+  Curve copy{};      // row bytes -> seconds per byte, strided rows into a packed buffer
+  Curve datatype{};  // row bytes -> seconds per byte, exchange of an hvector of rows
+  Curve vm_read{};   // row bytes -> seconds per byte, process_vm_readv of rows (empty: unavailable)
   // The row curves again, measured on a footprint that fits in the cache; the
   // model blends the two by the fraction of a plan's bytes that come from memory.
-  Curve copy_small, datatype_small, vm_read_small;
+  Curve copy_small{}, datatype_small{}, vm_read_small{};
   double small_footprint = 0, large_footprint = 0;  // bytes touched per rank in each
   // Where the caches end: bytes touched per rank -> seconds per byte of 1.5 KB rows,
   // from the small footprint to the large one (both ranks at once: they share the
   // last-level cache). The fraction of a plan's bytes from memory is where the
   // curve stands between its two ends at twice the plan's footprint (see
   // detail::rates; empty: log-linear in the footprint).
-  Curve footprint;
+  Curve footprint{};
   // Where it came from and on what.
-  std::string source;  // the file read, or "quick" (measured in this run; "quick (why)" when the
+  std::string source{};  // the file read, or "quick" (measured in this run; "quick (why)" when the
                        // default file exists but is not a calibration)
-  std::string hostname, build, mpi_library, created;
+  std::string hostname{}, build{}, mpi_library{}, created{};
   int cores = 0, ranks = 0;
 
   double net_time(double bytes) const;       // one-way seconds for one message

@@ -114,7 +114,7 @@ enum class PlacementRule { greedy, balanced };
 
 struct PlacementParams {
   PlacementRule rule = PlacementRule::greedy;
-  std::shared_ptr<const Layout> of;  // the source layout the patches are cut from (same shape)
+  std::shared_ptr<const Layout> of{};  // the source layout the patches are cut from (same shape)
   // Patch boundaries and owners: Layout's constructor attaches the patch grid, the
   // owners are computed on the first owner() call and shared by copies.
   std::shared_ptr<detail::PlacementCache> cache{};

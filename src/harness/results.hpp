@@ -18,7 +18,8 @@ struct RunInfo {
   std::string hostname, compiler, mpi_library, date, build_type;
   unsigned cores = 0;
   int ranks = 0, ranks_per_node = 0;
-  bool oversubscribed() const { return ranks_per_node > static_cast<int>(cores); }
+  // cores 0: unknown (hardware_concurrency could not tell), not oversubscribed.
+  bool oversubscribed() const { return cores > 0 && ranks_per_node > static_cast<int>(cores); }
 };
 RunInfo run_info(MPI_Comm comm);
 

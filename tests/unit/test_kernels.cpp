@@ -124,7 +124,7 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
 // its range touches, from a range starting and ending inside a page, and keeps the
 // contents where the kernel's loop does it. mincore says which pages are resident.
 TEST(Kernels, PopulateFaultsTheRangesPages) {
-  constexpr std::size_t kPage = 4096, kPages = 64;
+  const std::size_t kPage = detail::page_bytes(), kPages = 64;
   for (int fallback = 0; fallback < 2; ++fallback) {
     void* m = mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(m, MAP_FAILED);
