@@ -218,7 +218,18 @@ int cmd_plan(int argc, char** argv) {
     // the first rank's plan, after the header).
     for (const auto& [l, side] : {std::pair{&pb.src, "source"}, std::pair{&pb.dst, "target"}})
       if (l->storage().kind == StorageKind::local_array && l->storage().ld > 0)
-        for (int r = 0; r < P; ++r) local_index(*l, r, side);
+        for (int r = 0; r < P; ++r) {
+          try {
+            LocalIndex(*l, r);
+          } catch (const Error& e) {
+            // With --senders the target is renumbered to union ranks: name both.
+            const auto j = std::find(groups.receivers.begin(), groups.receivers.end(), r) - groups.receivers.begin();
+            if (S > 0 && l == &pb.dst)
+              detail::fail(side, " layout (in the receivers' group: its rank ", j, " is union rank ", r,
+                           " of --ranks): ", e.what());
+            detail::fail(side, " layout: ", e.what());
+          }
+        }
     if (a.has("--dot")) {
       TaskgraphOptions tg;
       tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
