@@ -101,7 +101,7 @@ TaskGraph task_graph(double alpha, const LayoutCollection& a, const LayoutCollec
 }
 
 TaskGraph task_graph(double alpha, const DimPartition& k, Pack pack_a, Pack pack_b, double beta,
-                     const LayoutCollection& c) {
+                     const LayoutCollection& c, Ranks rank_a, Ranks rank_b) {
   const Layout& lc = c.layout();
   if (lc.ndim() != 2 || lc.elem_size() != static_cast<index_t>(sizeof(double)))
     detail::fail("gemm::task_graph: needs a 2-D matrix of doubles for C, got '", lc.spec(), "'");
@@ -119,10 +119,11 @@ TaskGraph task_graph(double alpha, const DimPartition& k, Pack pack_a, Pack pack
 
   // READ_A(m, k)   m = 0 .. MT-1, k = 0 .. KT-1   : C(m, 0)
   // A <- NEW (pack_a(m, k))   -> A GEMM(m, 0 .. NT-1, k)
-  read_a.param("m", 0, mt - 1)
-      .param("k", 0, kt - 1)
-      .affinity(C, [](auto m) { return Tile{m, 0}; })
-      .priority([](auto /*m*/, auto k) { return -k; });
+  read_a.param("m", 0, mt - 1).param("k", 0, kt - 1).priority([](auto /*m*/, auto k) { return -k; });
+  if (rank_a)
+    read_a.affinity([=](auto m, auto k) { return rank_a(m, k); });
+  else
+    read_a.affinity(C, [](auto m) { return Tile{m, 0}; });
   read_a.flow("A").out(to(gemm, "A", [=](auto m, auto k) { return Targets{m, {0, nt - 1}, k}; }));
   read_a.body([=, &C](TaskContext& ctx, auto m, auto k) {
     const auto bytes = static_cast<std::size_t>(C.rows_of(m) * kp.tile_size(k)) * sizeof(double);
@@ -131,10 +132,11 @@ TaskGraph task_graph(double alpha, const DimPartition& k, Pack pack_a, Pack pack
 
   // READ_B(k, n)   k = 0 .. KT-1, n = 0 .. NT-1   : C(0, n)
   // B <- NEW (pack_b(k, n))   -> B GEMM(0 .. MT-1, n, k)
-  read_b.param("k", 0, kt - 1)
-      .param("n", 0, nt - 1)
-      .affinity(C, [](auto /*k*/, auto n) { return Tile{0, n}; })
-      .priority([](auto k) { return -k; });
+  read_b.param("k", 0, kt - 1).param("n", 0, nt - 1).priority([](auto k) { return -k; });
+  if (rank_b)
+    read_b.affinity([=](auto k, auto n) { return rank_b(k, n); });
+  else
+    read_b.affinity(C, [](auto /*k*/, auto n) { return Tile{0, n}; });
   read_b.flow("B").out(to(gemm, "B", [=](auto k, auto n) { return Targets{{0, mt - 1}, n, k}; }));
   read_b.body([=, &C](TaskContext& ctx, auto k, auto n) {
     const auto bytes = static_cast<std::size_t>(kp.tile_size(k) * C.cols_of(n)) * sizeof(double);

@@ -43,7 +43,10 @@ using Pack = std::function<void(std::int64_t i, std::int64_t j, double* dst)>;
 // `k`: the tiles of the inner dimension. The result is bit for bit the one of the
 // graph above on the same tiles. pack_a / pack_b run on worker threads, several at
 // once; they must be able to reach those tiles on the ranks named (one rank: all).
+// rank_a(m, k) / rank_b(k, n), when given, name those ranks instead (the rank that
+// holds the caller's copy of the tile); the same function on every rank.
+using Ranks = std::function<int(std::int64_t i, std::int64_t j)>;
 runtime::TaskGraph task_graph(double alpha, const DimPartition& k, Pack pack_a, Pack pack_b, double beta,
-                              const runtime::LayoutCollection& c);
+                              const runtime::LayoutCollection& c, Ranks rank_a = {}, Ranks rank_b = {});
 
 }  // namespace redist::gemm

@@ -97,6 +97,7 @@ struct Options {
 struct Report {
   std::string work;            // spec of the layout the algorithm ran on
   bool moved = false;          // false: the caller's layout was the working one (no copies)
+  bool packed = false;         // gemm: A and B packed tile by tile by READ tasks (not moved in)
   double to_seconds = 0;       // make_plan + execute, caller's layout -> working layout
   double compute_seconds = 0;  // the task graph (the factorization or product)
   double back_seconds = 0;     // make_plan + execute, working layout -> caller's layout

@@ -69,8 +69,25 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
   struct Users {
     redist::Layout a, b, c;
   };
+  // Every element of each working tile in one caller tile's rank (element by element).
+  auto on_one_rank = [](const redist::Layout& user, const redist::Layout& work) {
+    for (redist::index_t t = 0; t < work.ntiles().volume(); ++t) {
+      const redist::Coord wt{t % work.ntiles()[0], t / work.ntiles()[0]};
+      const redist::Box b = work.tile_box(wt);
+      auto owner = [&](redist::index_t i, redist::index_t j) {
+        return user.owner(redist::Coord{user.partition(0).tile_of(i), user.partition(1).tile_of(j)});
+      };
+      for (redist::index_t j = b.lo[1]; j < b.lo[1] + b.size[1]; ++j)
+        for (redist::index_t i = b.lo[0]; i < b.lo[0] + b.size[0]; ++i)
+          if (owner(i, j) != owner(b.lo[0], b.lo[1])) return false;
+    }
+    return true;
+  };
   apps::Workspace ws;
+  // ScaLAPACK tiles that are multiples of the working tile (8): A and B packed by READ
+  // tasks on the ranks that hold them on any rank count; the others on one rank only.
   for (const Users& u : {Users{sl(kM, kK, "10x10"), sl(kK, kN, "12x9"), sl(kM, kN, "10x9")},
+                         Users{sl(kM, kK, "16x16"), sl(kK, kN, "8x24"), sl(kM, kN, "16x8")},
                          Users{rnd(kM, kK, 1), rnd(kK, kN, 2), rnd(kM, kN, 3)}, Users{wa, wb, wc}})
     // Fresh working memory, then a Workspace kept across the calls (even ranks only).
     for (apps::Workspace* w : {static_cast<apps::Workspace*>(nullptr), world_rank() % 2 == 0 ? &ws : nullptr}) {
@@ -82,6 +99,8 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
       const apps::Report r =
           apps::gemm(1.5, u.a, a.data(), u.b, b.data(), -0.5, u.c, c.data(), MPI_COMM_WORLD, ow);
       EXPECT_EQ(r.moved, !(u.c == wc));
+      EXPECT_EQ(r.packed, !(u.a == wa) && !(u.b == wb) && (P == 1 || (on_one_rank(u.a, wa) && on_one_rank(u.b, wb))));
+      if (P > 1 && u.a.partition(0).tile() == 16) EXPECT_TRUE(r.packed);  // the case that tests the ranks
       EXPECT_TRUE(a == make_local(u.a, ea) && b == make_local(u.b, eb)) << "A and B must not change";
       const std::vector<double> got = gather_root(u.c, c.data());
       bool same = true;
