@@ -39,7 +39,8 @@ with every element of every patch verified.
 
 options:
   --shape XxYxZ      the volume (default 128x128x128)
-  --grid AxBxC       the rank grid, A*B*C = P (default: P factored, near-cubic)
+  --grid AxBxC       the rank grid, A*B*C = P (default: the most ranks holding
+                     data, then the most cubic blocks)
   --patch XxYxZ      the patch size (default 48x48x48: patches that straddle the
                      rank blocks; patches that tile each block exactly move
                      nothing); edge patches are clipped
@@ -80,23 +81,34 @@ Coord parse_3d(const std::string& opt, const std::string& v) {
   return c;
 }
 
-// P as a near-cubic grid: prime factors, largest first, onto the smallest extent.
-Coord default_grid(int p) {
-  std::vector<int> f;
-  int n = p;
-  for (int q = 2; q * q <= n; ++q)
-    while (n % q == 0) f.push_back(q), n /= q;
-  if (n > 1) f.push_back(n);
-  std::sort(f.rbegin(), f.rend());
-  Coord g{1, 1, 1};
-  for (int x : f) {
-    int d = 0;
-    for (int e = 1; e < 3; ++e)
-      if (g[e] < g[d]) d = e;
-    g[d] *= x;
+// The rank grid a x b x c = p for `shape`, one block of ceil(extent / grid) per
+// rank: the most ranks holding data first (a grid wider than an extent, or blocks
+// that leave the last ranks none, as 9 cells in blocks of 3 on 4 ranks, do not),
+// then the most cubic block (largest edge / smallest), then the larger factor in
+// the earlier dimension (128^3 on 4 ranks: 2x2x1, as the grid by prime factors
+// gave). A 1x1x2 volume on 4 ranks had 2x2x1, and 3 ranks held nothing.
+Coord default_grid(int p, const Coord& shape) {
+  Coord best{p, 1, 1};
+  long long best_hold = -1;
+  double best_ratio = 0;
+  for (int a = p; a >= 1; --a) {
+    if (p % a) continue;
+    for (int b = p / a; b >= 1; --b) {
+      if ((p / a) % b) continue;
+      const Coord g{a, b, p / a / b};
+      long long hold = 1;
+      index_t lo = 0, hi = 0;
+      for (int d = 0; d < 3; ++d) {
+        const index_t tile = std::max<index_t>(1, (shape[d] + g[d] - 1) / g[d]);
+        hold *= std::min<index_t>(g[d], (shape[d] + tile - 1) / tile);
+        lo = d == 0 ? tile : std::min(lo, tile), hi = std::max(hi, tile);
+      }
+      const double ratio = double(hi) / double(lo);
+      if (hold > best_hold || (hold == best_hold && ratio < best_ratio * (1 - 1e-12)))
+        best = g, best_hold = hold, best_ratio = ratio;
+    }
   }
-  std::sort(&g[0], &g[0] + 3, std::greater<index_t>());
-  return g;
+  return best;
 }
 
 std::vector<std::string> choices(const Args& a, const char* opt, const std::string& x, const std::string& y) {
@@ -115,7 +127,7 @@ int cmd_repartition(int argc, char** argv) {
                               {"--help"});
     if (!a.positional.empty()) detail::fail("repartition takes options only, got '", a.positional[0], "'");
     const Coord shape = parse_3d("--shape", a.get("--shape", "128x128x128"));
-    const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size);
+    const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size, shape);
     const Coord patch = parse_3d("--patch", a.get("--patch", "48x48x48"));
     if (grid[0] * grid[1] * grid[2] != size)
       detail::fail("--grid ", grid.str(), " has ", grid[0] * grid[1] * grid[2], " ranks, ", size, " are launched");
@@ -132,8 +144,8 @@ int cmd_repartition(int argc, char** argv) {
     const Layout src = Layout::parse(src_spec);
     const index_t volume = shape.volume();  // on every rank: an overflow is every rank's error, not rank 0's alone
     if (rank == 0)
-      std::printf("redist repartition on %d ranks: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
-                  size, shape.str().c_str(), human_bytes(double(volume) * 8).c_str(), grid.str().c_str(),
+      std::printf("redist repartition on %s: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
+                  counted(size, "rank", "ranks").c_str(), shape.str().c_str(), human_bytes(double(volume) * 8).c_str(), grid.str().c_str(),
                   patch.str().c_str(), src.spec().c_str());
     bool ok = true;
     for (const std::string& rule : placements) {

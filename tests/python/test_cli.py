@@ -695,6 +695,17 @@ def test_empty_region_is_the_whole_and_calibrate_max_size(redist):
     assert r.returncode == 2 and "--max-size" in r.stderr and "4096" in r.stderr, r.stderr
 
 
+def test_repartition_default_grid_follows_the_shape(redist):
+    """Without --grid the rank grid holds data on as many ranks as the volume allows:
+    1x1x2 cells on 4 ranks is 2x1x2 (the grid by prime factors, 2x2x1, left 3 ranks
+    without data); 128^3 keeps 2x2x1."""
+    r = redist(["repartition", "--shape", "1x1x2", "--patch", "1x1x1", "--reps", "1"], ranks=4)
+    assert r.returncode == 0, r.stderr
+    assert "redist repartition on 4 ranks: 1x1x2 doubles" in r.stdout and "rank grid 2x1x2" in r.stdout, r.stdout
+    r = redist(["repartition", "--shape", "64x64x64", "--patch", "32x32x32", "--reps", "1"], ranks=1)
+    assert r.returncode == 0 and "on 1 rank:" in r.stdout and "rank grid 1x1x1" in r.stdout, r.stdout
+
+
 def test_repartition_bad_grid_is_one_clear_error(redist):
     r = redist(["repartition", "--grid", "3x1x1", "--shape", "8x8x8"], ranks=2)
     assert r.returncode == 2
