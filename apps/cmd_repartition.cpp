@@ -98,9 +98,9 @@ Coord default_grid(int p, const Coord& shape) {
       const Coord g{a, b, p / a / b};
       long long hold = 1;
       index_t lo = 0, hi = 0;
-      for (int d = 0; d < 3; ++d) {
-        const index_t tile = std::max<index_t>(1, (shape[d] + g[d] - 1) / g[d]);
-        hold *= std::min<index_t>(g[d], (shape[d] + tile - 1) / tile);
+      for (int d = 0; d < 3; ++d) {  // ceilings without extent + divisor (extents up to 2^63 - 1)
+        const index_t tile = std::max<index_t>(1, shape[d] / g[d] + (shape[d] % g[d] != 0));
+        hold *= std::min<index_t>(g[d], shape[d] / tile + (shape[d] % tile != 0));
         lo = d == 0 ? tile : std::min(lo, tile), hi = std::max(hi, tile);
       }
       const double ratio = double(hi) / double(lo);
