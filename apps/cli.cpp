@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <utility>
 
 #include "harness/watchdog.hpp"
@@ -135,7 +136,11 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
   } catch (const Error& e) {
     // Agreed on collectively: the same message on every rank, printed once
     // (REDIST_SHOW_ERRORS=1: by every rank, to see that they agree).
-    if (rank == 0 || std::getenv("REDIST_SHOW_ERRORS")) std::fprintf(stderr, "redist %s: error: %s\n", command, e.what());
+    // The library's "redist: " is dropped after this line's own "redist run: error: ".
+    std::string_view msg = e.what();
+    if (msg.rfind("redist: ", 0) == 0) msg.remove_prefix(8);
+    if (rank == 0 || std::getenv("REDIST_SHOW_ERRORS"))
+      std::fprintf(stderr, "redist %s: error: %.*s\n", command, static_cast<int>(msg.size()), msg.data());
     rc = 2;
   } catch (const std::exception& e) {
     // Not agreed (thrown on this rank alone): the other ranks may wait in a
