@@ -100,7 +100,9 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
           apps::gemm(1.5, u.a, a.data(), u.b, b.data(), -0.5, u.c, c.data(), MPI_COMM_WORLD, ow);
       EXPECT_EQ(r.moved, !(u.c == wc));
       EXPECT_EQ(r.packed, !(u.a == wa) && !(u.b == wb) && (P == 1 || (on_one_rank(u.a, wa) && on_one_rank(u.b, wb))));
-      if (P > 1 && u.a.partition(0).tile() == 16) EXPECT_TRUE(r.packed);  // the case that tests the ranks
+      if (P > 1 && u.a.partition(0).tile() == 16) {
+        EXPECT_TRUE(r.packed);  // the case that tests the ranks
+      }
       EXPECT_TRUE(a == make_local(u.a, ea) && b == make_local(u.b, eb)) << "A and B must not change";
       const std::vector<double> got = gather_root(u.c, c.data());
       bool same = true;
