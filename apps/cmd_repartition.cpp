@@ -81,6 +81,9 @@ Coord parse_3d(const std::string& opt, const std::string& v) {
   return c;
 }
 
+// ceil(a / b) for a >= 0, b >= 1, without a + b (extents up to 2^63 - 1).
+index_t ceil_div(index_t a, index_t b) { return a / b + (a % b != 0); }
+
 // The rank grid a x b x c = p for `shape`, one block of ceil(extent / grid) per
 // rank: the most ranks holding data first (a grid wider than an extent, or blocks
 // that leave the last ranks none, as 9 cells in blocks of 3 on 4 ranks, do not),
@@ -98,9 +101,9 @@ Coord default_grid(int p, const Coord& shape) {
       const Coord g{a, b, p / a / b};
       long long hold = 1;
       index_t lo = 0, hi = 0;
-      for (int d = 0; d < 3; ++d) {  // ceilings without extent + divisor (extents up to 2^63 - 1)
-        const index_t tile = std::max<index_t>(1, shape[d] / g[d] + (shape[d] % g[d] != 0));
-        hold *= std::min<index_t>(g[d], shape[d] / tile + (shape[d] % tile != 0));
+      for (int d = 0; d < 3; ++d) {
+        const index_t tile = std::max<index_t>(1, ceil_div(shape[d], g[d]));
+        hold *= std::min<index_t>(g[d], ceil_div(shape[d], tile));
         lo = d == 0 ? tile : std::min(lo, tile), hi = std::max(hi, tile);
       }
       const double ratio = double(hi) / double(lo);
@@ -139,7 +142,7 @@ int cmd_repartition(int argc, char** argv) {
     // One block per rank: tile = ceil(extent / grid) (the last block is smaller
     // when the grid does not divide the extent).
     Coord block(3);
-    for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, (shape[d] + grid[d] - 1) / grid[d]);
+    for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, ceil_div(shape[d], grid[d]));
     const std::string src_spec = shape.str() + " tile=" + block.str() + " block_cyclic grid=" + grid.str();
     const Layout src = Layout::parse(src_spec);
     const index_t volume = shape.volume();  // on every rank: an overflow is every rank's error, not rank 0's alone

@@ -187,7 +187,7 @@ namespace {
 // threads and the caller (page-aligned pieces).
 template <class Fn>
 void in_parts(std::size_t bytes, int parts, Fn fn) {
-  constexpr std::size_t kPage = 4096;
+  const std::size_t kPage = redist::detail::page_bytes();
   const std::size_t per = (bytes / static_cast<std::size_t>(parts) + kPage - 1) / kPage * kPage;
   std::vector<std::thread> helpers;
   for (int i = 1; i < parts; ++i) {

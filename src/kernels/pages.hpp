@@ -10,13 +10,6 @@
 
 namespace redist::detail {
 
-// Faults in the pages of [p, p + bytes) for writing, their contents unchanged:
-// madvise(MADV_POPULATE_WRITE) (Linux 5.14) on the pages the range touches, the
-// kernel's own loop over them; where the kernel refuses it, one written byte per
-// page (a zero at each page's first byte inside the range: call it on memory whose
-// contents do not matter yet). The kernel's loop saves the trap per page: 79 MB
-// faulted in 24-26 ms against 38-42 ms written (a throwaway program on this VM,
-// 4 rounds, docs/apps.md "Faults by the kernel's loop").
 // The kernel's page size (4 KiB here; 16 or 64 KiB on some aarch64 and ppc64le
 // kernels, where madvise refuses a start that is not a multiple of it).
 inline std::uintptr_t page_bytes() {
@@ -33,6 +26,12 @@ inline void touch_pages(std::byte* p, std::size_t bytes) {
   for (std::size_t x = 0; x < bytes; x = (base + x) / page * page + page - base) p[x] = std::byte{0};
 }
 
+// Faults in the pages of [p, p + bytes) for writing, their contents unchanged:
+// madvise(MADV_POPULATE_WRITE) (Linux 5.14) on the pages the range touches, the
+// kernel's own loop over them; where the kernel refuses it, touch_pages (call it
+// on memory whose contents do not matter yet). The kernel's loop saves the trap
+// per page: 79 MB faulted in 24-26 ms against 38-42 ms written (a throwaway
+// program on this VM, 4 rounds, docs/apps.md "Faults by the kernel's loop").
 inline void populate_for_write(std::byte* p, std::size_t bytes) {
   if (bytes == 0) return;
 #ifdef MADV_POPULATE_WRITE
