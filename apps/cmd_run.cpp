@@ -18,6 +18,7 @@
 #include "harness/results.hpp"
 #include "redist/groups.hpp"
 #include "redist/redist.hpp"
+#include "redist/shm.hpp"
 
 namespace redist::cli {
 namespace {
@@ -89,7 +90,8 @@ options:
                    warm-up, so the timed runs are all the kept strategy's
   --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
                    try the on-node and off-node paths on one machine; also
-                   $REDIST_NODE_SIZE; default: the shared-memory node)
+                   $REDIST_NODE_SIZE; default: the shared-memory node); the
+                   header's `nodes` line says which nodes it makes
   --copy-threads T threads per rank for its copies (local pieces, packing,
                    unpacking, shm's push into shared windows), each phase cut
                    into parts of at least 4 MB (Options::copy_threads; also
@@ -179,6 +181,29 @@ void write_ready_file(const std::string& path, int rank) {
     std::fclose(f);
     std::rename(tmp.c_str(), file.c_str());  // the test never reads half a file
   }
+}
+
+// The nodes that --node-size (or $REDIST_NODE_SIZE) makes of the ranks sharing
+// rank 0's memory, for the header: a size at or above their count is one node,
+// which would otherwise go unsaid (every path on-node).
+void print_forced_nodes(int sharing) {
+  int k = 0;
+  try {
+    k = node_size_from(0);
+  } catch (const Error&) {
+    return;  // a malformed variable: the plan's own check reports it
+  }
+  if (k <= 0 || sharing <= 0) return;
+  const std::string ranks = counted(sharing, "rank", "ranks");
+  if (k >= sharing) {
+    std::printf("nodes    one: node size %d is not below the %s sharing memory here, so every path is on-node\n", k,
+                ranks.c_str());
+    return;
+  }
+  const int last = sharing - (sharing - 1) / k * k;
+  std::printf("nodes    %d (node size %d%s) among the %s sharing memory here: on-node and off-node paths\n",
+              (sharing + k - 1) / k, k, last < k ? (", the last of " + counted(last, "rank", "ranks")).c_str() : "",
+              ranks.c_str());
 }
 
 }  // namespace
@@ -370,6 +395,7 @@ int cmd_run(int argc, char** argv) {
     if (const char* t = std::getenv("REDIST_COPY_THREADS"); t && std::strcmp(t, "1") != 0)
       std::printf("threads  %s copy threads per rank (--copy-threads; docs/strategies.md): the limit and the model "
                   "are one thread's\n", t);
+    print_forced_nodes(doc.run.ranks_per_node);
     std::printf("buffers  %s at most on a rank, measured (the plan's packed buffers, every strategy run)%s\n",
                 human_bytes(double(peak)).c_str(),
                 opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()

@@ -599,6 +599,22 @@ def test_run_with_timeout_verifies_and_exits(redist):
     assert all(m["verified"] is True for m in json.loads(r.stdout)["cases"][0]["methods"])
 
 
+@pytest.mark.parametrize("ranks,size,line", [
+    (2, 5, "nodes    one: node size 5 is not below the 2 ranks sharing memory here, so every path is on-node"),
+    (3, 2, "nodes    2 (node size 2, the last of 1 rank) among the 3 ranks sharing memory here: on-node and "
+           "off-node paths"),
+    (2, 1, "nodes    2 (node size 1) among the 2 ranks sharing memory here: on-node and off-node paths")])
+def test_run_says_the_nodes_a_forced_node_size_makes(redist, ranks, size, line):
+    """--node-size K above the ranks on one machine made one node silently (every
+    path on-node, shm's off-node path never tried): the header says what nodes
+    the size makes. Without it, no line."""
+    r = redist(["run", SRC, DST, "90x90", "--reps", "1", "--strategy", "shm", "--node-size", str(size)], ranks=ranks)
+    assert r.returncode == 0, r.stderr
+    assert line in r.stdout.splitlines(), r.stdout
+    r = redist(["run", SRC, DST, "90x90", "--reps", "1", "--strategy", "shm"], ranks=ranks)
+    assert r.returncode == 0 and "nodes " not in r.stdout, r.stdout
+
+
 def _greedy_moved(shape, grid, patch):
     """Elements greedy placement moves, computed here: per dimension, the overlap of
     each patch interval with each rank's block; a patch keeps its largest part."""
