@@ -38,7 +38,7 @@ void Report::print_launches(FILE* f) const {
 
 void print_case(FILE* f, const CaseResult& r, size_t i, size_t n) {
   std::fprintf(f, "\n[%zu/%zu] %s %s\n  src %s\n  dst %s\n  region %s\n", i, n, r.suite.c_str(), r.name.c_str(),
-               r.src.c_str(), r.dst.c_str(), r.region.c_str());
+               r.src.c_str(), r.dst.c_str(), r.region.empty() ? "the whole array" : r.region.c_str());
   std::fprintf(f, "  remote %.2f MB/rank, local %.2f MB/rank, mean message %.1f KB, bound %.3f GB/s, single-copy "
                "limit %.3f ms%s\n",
                r.stats.max_remote_bytes / 1e6, r.stats.max_local_bytes / 1e6, r.stats.max_message_bytes / 1e3,

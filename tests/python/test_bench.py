@@ -141,6 +141,14 @@ def test_redist_bench_subcommand(tmp_path):
     assert tasks.returncode == 0, tasks.stdout + tasks.stderr
 
 
+def test_a_case_on_the_whole_array_says_so(tmp_path):
+    """The volume suite's cases move the whole array: their 'region' line was
+    followed by nothing."""
+    r = run_bench(["volume", "--smoke", "--no-plots", "--out", str(tmp_path)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines().count("  region the whole array") == 2, r.stdout
+
+
 def test_bad_arguments_fail_before_running(tmp_path):
     """Bad arguments end a benchmark at once with one message and a non-zero exit,
     before anything runs: a results folder that cannot be written (it once ran
