@@ -1,8 +1,8 @@
 // Storage in MPI-3 shared-memory windows (docs/shm.md). Arrays allocated here can
-// be read by the other ranks of their node without a message: the `shm` strategy
-// copies each target segment straight from the source rank's memory (one copy,
-// no packing) when the sender's storage lies in such a window, and falls back to
-// messages otherwise (see Plan::shm_paths()).
+// be read and written by the other ranks of their node without a message: the
+// `shm` strategy copies each segment once (no packing) when the target or the
+// source lies in such a window, and otherwise uses rings in shared memory,
+// cross-memory attach or messages (Plan::describe("shm") says which, per peer).
 //
 //   void* a = redist::shared_allocate(MPI_COMM_WORLD, bytes);  // collective
 //   ... plan.execute({a}, {b}, "shm") ...
