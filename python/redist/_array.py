@@ -16,11 +16,43 @@ LayoutLike = Union[Layout, str]
 RegionLike = Union[Region, str, None]
 
 
+def _mpi_min() -> Any:
+    from mpi4py import MPI
+    return MPI.MIN
+
+
+def _mpi_max() -> Any:
+    from mpi4py import MPI
+    return MPI.MAX
+
+
 def _comm(comm: Any) -> Any:
     if comm is not None:
         return comm
     from mpi4py import MPI
     return MPI.COMM_WORLD
+
+
+def _checked(comm: Any, step: Callable[[], Any]) -> Any:
+    """Collective: step() on every rank, what it raises on any rank agreed, so
+    that no rank is left waiting: every rank raises redist.Error with the same
+    message, except that a rank whose step raised TypeError raises that (as
+    make_plan does)."""
+    err, wrong_type, out = "", None, None
+    try:
+        out = step()
+    except TypeError as e:
+        err, wrong_type = str(e), e
+    except ValueError as e:  # redist.Error, and numpy's
+        err = str(e)
+    if wrong_type is not None:
+        try:
+            agree(comm, err)
+        except Error:  # raised as what it is on this rank
+            pass
+        raise wrong_type
+    agree(comm, err)
+    return out
 
 
 def _layout(layout: LayoutLike) -> Layout:
@@ -38,7 +70,7 @@ def _dtype(layout: Layout, dtype: Any) -> np.dtype:
         return np.dtype(np.float64) if layout.esize == 8 else np.dtype((np.void, layout.esize))
     dt = np.dtype(dtype)
     if dt.hasobject or dt.itemsize == 0:
-        raise ValueError(f"dtype {dt} is not a fixed-size element type (no Python objects, itemsize > 0)")
+        raise Error(f"dtype {dt} is not a fixed-size element type (no Python objects, itemsize > 0)")
     return dt
 
 
@@ -61,24 +93,34 @@ class DistArray:
       be larger).
 
     The layout's element size is the dtype's (``layout.with_esize``).
-    Collective: every rank of `comm` makes it (a layout that does not fit raises
-    redist.Error on every rank).
+    Collective: every rank of `comm` makes it, with the same layout and dtype. A
+    bad argument on any rank (a spec that does not parse, a layout that does not
+    fit, a dtype that is not an element type, layouts or dtypes that differ
+    between ranks) raises redist.Error on every rank; a wrong type raises
+    TypeError on the ranks that gave it, redist.Error on the others.
     """
 
     def __init__(self, layout: LayoutLike, dtype: Any = None, comm: Any = None, *, fill_zero: bool = True):
         comm = _comm(comm)
-        layout = _layout(layout)
-        dt = _dtype(layout, dtype)
-        if layout.esize != dt.itemsize:
-            layout = layout.with_esize(dt.itemsize)
         rank, size = comm.Get_rank(), comm.Get_size()
-        err, local = layout.check(size), None
-        if not err:
-            try:
-                local = LocalIndex(layout, rank)
-            except Error as e:  # e.g. ld= below this rank's local rows: agreed below
-                err = str(e)
-        agree(comm, err)
+
+        def build() -> tuple:
+            lay = _layout(layout)
+            dt = _dtype(lay, dtype)
+            if lay.esize != dt.itemsize:
+                lay = lay.with_esize(dt.itemsize)
+            err = lay.check(size)
+            if err:
+                raise Error(err)
+            return lay, dt, LocalIndex(lay, rank)  # LocalIndex: e.g. ld= below this rank's local rows
+
+        layout, dt, local = _checked(comm, build)
+        # The same layout and dtype on every rank: one rank's different tiles would
+        # move its part to the wrong place.
+        mine = (layout.hash(), dt.str)  # the least equal to the greatest: all equal
+        same = comm.allreduce(mine, op=_mpi_min()) == comm.allreduce(mine, op=_mpi_max())
+        agree(comm, "" if same else f"DistArray: every rank must give the same layout and dtype; this one gave "
+                                    f"'{layout.spec}' of dtype {dt}")
         self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
         self.local_index = local
         alloc = np.zeros if fill_zero else np.empty
@@ -133,6 +175,8 @@ class DistArray:
     def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
         """Collective: the whole array as one Fortran-ordered numpy array on
         `root`, None on the other ranks (for small data and tests)."""
+        if not 0 <= root < self.comm.Get_size():  # the same on every rank: each raises it
+            agree(self.comm, f"gather: root={root} is not a rank of the communicator (0 .. {self.comm.Get_size() - 1})")
         dst = _one_tile(self.shape, root, self.dtype.itemsize)
         out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
         with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:
@@ -162,7 +206,7 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
     shape, element (i0, i1, ...) at array[i0, i1, ...], given on `root`; None
     elsewhere) over `layout`. The dtype is the root's."""
     comm = _comm(comm)
-    layout = _layout(layout)
+    layout = _checked(comm, lambda: _layout(layout))
     rank = comm.Get_rank()
     if not 0 <= root < comm.Get_size():  # the same on every rank: each raises it
         agree(comm, f"scatter: root={root} is not a rank of the communicator (0 .. {comm.Get_size() - 1})")
@@ -191,16 +235,23 @@ def redistribute(array: DistArray, layout: Optional[LayoutLike] = None, region: 
     """Collective: `array` (or its `region`) moved to `layout`, in a new zeroed
     DistArray, or into `out` (then `layout` may be omitted). One plan, made and
     executed once: to move the same way again, keep a Plan (make_plan)."""
-    if not isinstance(array, DistArray):
-        raise TypeError(f"redistribute: array must be a redist.DistArray, got {type(array).__name__}")
+    def check() -> None:
+        if not isinstance(array, DistArray):
+            raise TypeError(f"redistribute: array must be a redist.DistArray, got {type(array).__name__}")
+        if out is None:
+            if layout is None:
+                raise TypeError("redistribute: give the target layout or out=")
+        elif not isinstance(out, DistArray):
+            raise TypeError(f"redistribute: out must be a redist.DistArray, got {type(out).__name__}")
+        elif layout is not None and _layout(layout).with_esize(out.dtype.itemsize) != out.layout:
+            raise Error(f"redistribute: out's layout {out.layout.spec} is not the layout given, "
+                        f"{_layout(layout).spec}")
+
+    # the arrays' communicator (every rank's checks agreed on it), else the default
+    _checked(array.comm if isinstance(array, DistArray) else out.comm if isinstance(out, DistArray) else _comm(None),
+             check)
     if out is None:
-        if layout is None:
-            raise TypeError("redistribute: give the target layout or out=")
         out = DistArray(layout, array.dtype, array.comm)
-    elif not isinstance(out, DistArray):
-        raise TypeError(f"redistribute: out must be a redist.DistArray, got {type(out).__name__}")
-    elif layout is not None and _layout(layout).with_esize(out.dtype.itemsize) != out.layout:
-        raise ValueError(f"redistribute: out's layout {out.layout.spec} is not the layout given, {_layout(layout).spec}")
     with make_plan(array.layout, out.layout, region, array.comm, strategy=strategy or "p2p") as plan:
         plan.execute(array, out)
     return out

@@ -171,8 +171,21 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
     single = obj.ptr();
   } else {
     PyObject* b = PyObject_GetAttr(obj.ptr(), kBlocks);  // a DistArray's storage blocks
-    if (b) blocks = nb::steal(b);
-    else {
+    if (b) {
+      blocks = nb::steal(b);
+      // ... which fit the plan only if they were made for its layout (arrays
+      // swapped, or made for another layout of as many elements, would be read
+      // or written as this one).
+      static PyObject* const kLayout = PyUnicode_InternFromString("layout");
+      nb::object own = nb::steal(PyObject_GetAttr(obj.ptr(), kLayout));
+      if (!own.is_valid()) PyErr_Clear();
+      else if (nb::isinstance<Layout>(own)) {
+        const Layout& l = nb::cast<const Layout&>(own);  // element sizes: the checks of the elements below
+        if (!(Layout(l.shape(), l.partitions(), l.ownership(), l.storage(), layout.elem_size()) == layout))
+          return detail::cat(name, ": the DistArray's layout '", l.spec(), "' is not the plan's ", name, " layout '",
+                             layout.spec(), "'");
+      }
+    } else {
       PyErr_Clear();
       if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) blocks = nb::borrow(obj);
     }

@@ -419,13 +419,14 @@ def test_error_spec_syntax_on_one_rank_only():
 
 def test_error_wrong_dtype_on_one_rank_only():
     src, dst = f"16x8 tile=4x4 block_cyclic grid=1x{P}", f"16x8 tile=8x2 random seed=1 ranks={P}"
-    a = redist.zeros(src)
-    b = redist.zeros(dst, np.float32 if R == P - 1 else np.float64)
+    a, b = redist.zeros(src), redist.zeros(dst)
+    # numpy arrays on the one rank (DistArrays of other dtypes on one rank are refused when made)
+    b32 = np.zeros(b.blocks[0].size, np.float32) if R == P - 1 else b
     with redist.make_plan(src, dst) as plan:
-        msg = agreed_error(lambda: plan.execute(a, b))
+        msg = agreed_error(lambda: plan.execute(a, b32))
         assert "bytes" in msg and "esize=8" in msg
         # int64 into float64: same size, other type
-        c = redist.zeros(dst, np.int64 if R == 0 else np.float64)
+        c = b.blocks[0].view(np.int64) if R == 0 else b
         agreed_error(lambda: plan.execute(a, c))
         plan.execute(a, redist.zeros(dst))  # the plan still works
 
@@ -479,9 +480,9 @@ def test_element_type_must_match_the_arrays_kind():
         with redist.make_plan(a.layout, b.layout, element_type=etype, alpha=alpha) as plan:
             plan.execute(a, b)
             check_tiles(b, lambda *i: alpha * value(*i))
-            bad_a = redist.zeros(src, wrong if R == P - 1 else dtype)
-            bad_b = redist.zeros(dst, wrong if R == P - 1 else dtype)
             if np.dtype(wrong).itemsize == np.dtype(dtype).itemsize:
+                bad_a = a.blocks[0].view(wrong) if R == P - 1 else a
+                bad_b = b.blocks[0].view(wrong) if R == P - 1 else b
                 msg = agreed_error(lambda: plan.execute(bad_a, bad_b))
                 assert f"element_type='{etype}'" in msg, msg
 
@@ -512,6 +513,64 @@ def test_type_error_on_one_rank_is_every_ranks_error():
     with redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", max_message_bytes=np.int64(4096), alpha=1, beta=0,
                           element_type="f64", auto_trials=np.int32(0)) as plan:
         assert plan.size == P  # numpy integers and Python numbers are taken as they were
+
+
+def test_distarray_bad_argument_on_one_rank_is_every_ranks_error():
+    """A DistArray (zeros, empty, fromfunction, scatter, redistribute) with a bad
+    argument on one rank raised there and left the others waiting in the
+    agreement: now every rank raises, TypeError where the type was wrong. Layouts
+    or dtypes that differ between ranks are refused too (one rank's other tiles
+    of as many elements moved its part to the wrong place)."""
+    good = f"8x8 tile=2x2 block_cyclic grid=1x{P}"
+    last = R == P - 1
+    assert "column" in agreed_error(lambda: redist.zeros("8x8 tile=2x" if last else good))
+    assert "not a fixed-size element type" in agreed_error(lambda: redist.empty(good, object if last else None))
+    if last:
+        with pytest.raises(TypeError, match="layout must be a redist.Layout or a spec string, got int"):
+            redist.zeros(5)
+    else:
+        with pytest.raises(redist.Error, match=f"rank {P - 1}: layout must be a redist.Layout"):
+            redist.zeros(good)
+    if P > 1:
+        other = f"8x8 tile=4x1 block_cyclic grid=1x{P}"  # as many elements per rank, other tiles
+        msg = agreed_error(lambda: redist.zeros(other if last else good))
+        assert "every rank must give the same layout and dtype" in msg, msg
+        msg = agreed_error(lambda: redist.fromfunction(value, good, np.float32 if last else np.float64))
+        assert "every rank must give the same layout and dtype" in msg, msg
+    g = np.zeros((8, 8)) if R == 0 else None
+    assert "column" in agreed_error(lambda: redist.scatter(g, "8x8 tile=2x" if last else good))
+    a = redist.zeros(good)
+    if last:
+        with pytest.raises(TypeError, match="out must be a redist.DistArray, got str"):
+            redist.redistribute(a, out="nope")
+    else:
+        with pytest.raises(redist.Error, match="out must be a redist.DistArray, got str"):
+            redist.redistribute(a, out=redist.zeros(good))
+    assert "root=" in agreed_error(lambda: a.gather(root=P))
+    assert redist.fromfunction(value, good).gather() is not None or R != 0  # still works
+
+
+def test_execute_refuses_a_distarray_of_another_layout():
+    """A DistArray made for another layout than the plan's, of as many elements
+    per rank (the arrays swapped, or other tiles), was read or written as the
+    plan's: a wrong result and no error. Now an agreed error, nothing written."""
+    src, dst = f"20x10 tile=5x5 block_cyclic grid=1x{P}", f"20x10 tile=5x5 block_cyclic grid={P}x1"
+    a, b = redist.fromfunction(value, src), redist.zeros(dst)
+    c = redist.zeros(f"20x10 tile=2x2 block_cyclic grid={P}x1")
+    with redist.make_plan(src, dst) as plan:
+        if P > 1:  # one rank: both layouts are the same
+            msg = agreed_error(lambda: plan.execute(b, a))
+            assert "source: the DistArray's layout" in msg and "is not the plan's source layout" in msg, msg
+            check_tiles(a, value)  # the source, given as the target, untouched
+        msg = agreed_error(lambda: plan.execute(a, c))
+        assert "target: the DistArray's layout '20x10 tile=2x2" in msg, msg
+        assert all(not t.any() for t in c.tiles)
+        plan.execute(a, b)
+        check_tiles(b, value)
+    # a plan made with the default element size takes float32 arrays only through the element checks
+    f = redist.zeros(dst, np.float32)
+    with redist.make_plan(src, dst) as plan:
+        assert "esize=8" in agreed_error(lambda: plan.execute(a, f))
 
 
 def test_bad_integers_are_clear():
