@@ -723,11 +723,16 @@ std::vector<double> Plan::predictions_for(std::string_view storage) const {
   return impl_->predictions({}, storage == "heap");
 }
 
+// How a plan gets its machine model, in words every front end's options match
+// (C++ and C: the fields strategy, machine, calibration; Python: the keywords).
+constexpr const char* kMakeWithModel =
+    "make the plan with strategy \"auto\" (the default calibration file, else a quick measurement), a machine "
+    "model (machine) or a calibration file (calibration)";
+
 std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks, bool heap) {
   std::string err;
   if (!machine)
-    err = "this plan has no machine model: make it with options.strategy = \"auto\", options.machine or "
-          "options.calibration";
+    err = detail::cat("this plan has no machine model: ", kMakeWithModel);
   agree(core.comm, err);
   std::vector<double> t;
   const auto& reg = detail::registry();
@@ -820,8 +825,7 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
                       p.options.max_buffer_bytes);
   if (err.empty() && index >= 0) err = arithmetic_refused(strategy, p.options.arithmetic);
   if (err.empty() && strategy == kAuto && !machine)
-    err = "strategy auto needs the machine model, fixed when the plan is made: make the plan with "
-          "options.strategy = \"auto\", options.machine or options.calibration";
+    err = detail::cat("strategy auto needs the machine model, fixed when the plan is made: ", kMakeWithModel);
   try {
     agree_execute(p, err, index);  // nothing has moved yet: the target is untouched on error
     int trial = -1;  // which candidate an auto trial runs
