@@ -40,7 +40,8 @@ extern "C" {
 typedef enum redist_status {
   REDIST_SUCCESS = 0,
   /* A NULL pointer, a value out of range, a layout that does not fit the
-     communicator, buffers of the wrong count or size (C++ redist::Error). */
+     communicator, the wrong count of buffers (C++ redist::Error). Their sizes
+     are the caller's: the API takes pointers only (redist_layout_local_size). */
   REDIST_ERR_INVALID_ARGUMENT = 1,
   /* A layout spec or region string that does not parse (docs/spec.md). */
   REDIST_ERR_INVALID_SPEC = 2,
