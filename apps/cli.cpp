@@ -98,10 +98,16 @@ Problem parse_problem(const Args& a, const char* usage) {
   return p;
 }
 
+bool launch_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return std::strcmp(v, "0") == 0;
+  return true;  // not started by a launcher: a single process
+}
+
 bool print_help_if_asked(int argc, char** argv, const char* usage) {
   for (int i = 2; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(usage, stdout);
+      if (launch_rank_zero()) std::fputs(usage, stdout);
       return true;
     }
   return false;

@@ -44,8 +44,14 @@ Problem parse_problem(const Args& a, const char* usage);
 std::string storage_option(const Args& a, const std::string& dflt);
 
 // True (after printing `usage`) when --help or -h is among argv[2..]: every
-// subcommand answers it before MPI starts.
+// subcommand answers it before MPI starts, once per job (launch_rank_zero).
 bool print_help_if_asked(int argc, char** argv, const char* usage);
+
+// False when a launcher started this process as a rank other than 0 (Open MPI's
+// OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK, PMI's PMI_RANK), before MPI starts:
+// what is printed then (help, an unknown command) is printed by rank 0 alone,
+// not once per rank.
+bool launch_rank_zero();
 
 // Starts MPI (MPI_THREAD_MULTIPLE when `threads`, for a watchdog thread that
 // may call MPI_Abort), runs body(rank, size) -> exit code, ends MPI. A

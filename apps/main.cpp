@@ -100,12 +100,13 @@ int main(int argc, char** argv) {
   if (!std::strcmp(cmd, "repartition")) return redist::cli::cmd_repartition(argc, argv);
   if (!std::strcmp(cmd, "bench")) return exec_bench(argv);
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
+    const bool speak = redist::cli::launch_rank_zero();  // under mpirun: once, not once per rank
     if (argc > 2 && !std::strcmp(argv[2], "spec")) {
-      std::fputs(kSpecHelp, stdout);
+      if (speak) std::fputs(kSpecHelp, stdout);
       return 0;
     }
     if (argc > 2 && !std::strcmp(argv[2], "strategies")) {
-      print_strategies();
+      if (speak) print_strategies();
       return 0;
     }
     if (argc > 2) {
@@ -116,15 +117,16 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
       if (!std::strcmp(argv[2], "repartition")) return redist::cli::cmd_repartition(3, args);
       if (!std::strcmp(argv[2], "bench")) return exec_bench(args);
-      std::fprintf(stderr,
-                   "redist help: no topic '%s': the topics are run, plan, calibrate, repartition, bench, spec and "
-                   "strategies\n",
-                   argv[2]);
+      if (speak)
+        std::fprintf(stderr,
+                     "redist help: no topic '%s': the topics are run, plan, calibrate, repartition, bench, spec and "
+                     "strategies\n",
+                     argv[2]);
       return 2;
     }
-    std::fputs(kHelp, stdout);
+    if (speak) std::fputs(kHelp, stdout);
     return 0;
   }
-  std::fprintf(stderr, "redist: unknown command '%s'\n\n%s", cmd, kHelp);
+  if (redist::cli::launch_rank_zero()) std::fprintf(stderr, "redist: unknown command '%s'\n\n%s", cmd, kHelp);
   return 2;
 }
