@@ -150,6 +150,18 @@ int cmd_repartition(int argc, char** argv) {
       std::printf("redist repartition on %s: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
                   counted(size, "rank", "ranks").c_str(), shape.str().c_str(), human_bytes(double(volume) * 8).c_str(), grid.str().c_str(),
                   patch.str().c_str(), src.spec().c_str());
+    // Blocks of ceil(extent / grid) can leave the grid's last ranks of a dimension
+    // without data (9 cells on a grid of 4: 3, 3, 3, 0): said, not silent.
+    Coord filled(3);
+    for (int d = 0; d < 3; ++d) filled[d] = ceil_div(shape[d], block[d]);
+    if (rank == 0 && filled.volume() < size) {
+      const Coord better = default_grid(size, shape);
+      const index_t idle = size - filled.volume();
+      std::printf("note     %s %s no data: blocks of %s fill %s of the rank grid %s%s\n",
+                  counted(idle, "rank", "ranks").c_str(), idle == 1 ? "holds" : "hold", block.str().c_str(),
+                  filled.str().c_str(), grid.str().c_str(),
+                  !(better == grid) ? (" (the default grid, " + better.str() + ", fills more)").c_str() : "");
+    }
     bool ok = true;
     for (const std::string& rule : placements) {
       const Layout dst = Layout::parse(shape.str() + " tile=" + patch.str() + " " + rule + " of=(" + src_spec + ")");

@@ -629,6 +629,18 @@ def test_run_says_the_nodes_a_forced_node_size_makes(redist, ranks, size, line):
     assert r.returncode == 0 and "nodes " not in r.stdout, r.stdout
 
 
+def test_repartition_says_which_ranks_hold_no_data(redist):
+    """An explicit --grid whose blocks of ceil(extent / grid) leave ranks empty (9
+    cells on 4: 3, 3, 3, 0) ran silently: a note says so, and names the default
+    grid where it fills more. A grid that fills every rank: no note."""
+    r = redist(["repartition", "--shape", "9x8x8", "--patch", "4x4x4", "--grid", "4x1x1", "--reps", "1"], ranks=4)
+    assert r.returncode == 0, r.stderr
+    assert ("note     1 rank holds no data: blocks of 3x8x8 fill 3x1x1 of the rank grid 4x1x1 (the default grid, "
+            "2x2x1, fills more)") in r.stdout.splitlines(), r.stdout
+    r = redist(["repartition", "--shape", "9x8x8", "--patch", "4x4x4", "--grid", "2x2x1", "--reps", "1"], ranks=4)
+    assert r.returncode == 0 and "note " not in r.stdout, r.stdout + r.stderr
+
+
 def _greedy_moved(shape, grid, patch):
     """Elements greedy placement moves, computed here: per dimension, the overlap of
     each patch interval with each rank's block; a patch keeps its largest part."""
