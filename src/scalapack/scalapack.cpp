@@ -398,8 +398,9 @@ std::string rank_maps(const std::vector<int>& table, int count, const Agreed& g,
     for (size_t i = 0; i < map.size(); ++i)
       if (map[i] < 0)
         return detail::cat("process (", static_cast<std::int64_t>(i) % rows, ", ", static_cast<std::int64_t>(i) / rows,
-                           ") of ", s == 0 ? "A" : "B", "'s grid is not in the union context: gcontext must hold "
-                           "every process of both grids");
+                           ") of ", s == 0 ? "A" : "B", "'s grid is not in the union context, or passed a desc",
+                           s == 0 ? "A" : "B", " whose CTXT is not that grid: gcontext must hold every process of "
+                           "both grids, each passing its grid's context");
   }
   return {};
 }
@@ -427,7 +428,18 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
           const int* desca, void* b, int ib, int jb, const int* descb, int gcontext, char uplo = 0, char diag = 0) {
   int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
   Cblacs_gridinfo(gcontext, &nprow, &npcol, &myrow, &mycol);
-  if (myrow < 0 || mycol < 0) return;  // not in the union context: nothing to do (as ScaLAPACK)
+  if (myrow < 0 || mycol < 0) {
+    // Not in the union context: nothing to do, unless the process is in a grid
+    // (then the others would wait for it forever; ScaLAPACK 2.2.1 crashes).
+    const bool in_a = desca && side_of(desca).member, in_b = descb && side_of(descb).member;
+    if (in_a || in_b)
+      stop(routine, MPI_COMM_NULL,
+           detail::cat("this process is in ", in_a && in_b ? "A's and B's grids" : in_a ? "A's grid" : "B's grid",
+                       " but not in the union context (gcontext = ", gcontext,
+                       "): gcontext must hold every process of both grids"),
+           true);
+    return;
+  }
   MPI_Comm comm = MPI_COMM_NULL;
   const int count = nprow * npcol, me = myrow * npcol + mycol;  // me: the rank in the union's communicator
   try {

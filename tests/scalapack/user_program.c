@@ -12,7 +12,10 @@
  *   user_program bad-uplo   Cpdtrmr2d with uplo 'X': the same
  *   user_program bad-free   only the last process calls redist_scalapack_free_plans()
  *                           before the first move (every process must, alike,
- *                           or their kept plans differ): the same */
+ *                           or their kept plans differ): the same
+ *   user_program bad-ictxt  process 0, in both grids, passes -1 as the union
+ *                           context: it stops the program (it returned at once,
+ *                           the others waited for it forever) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   const int bad_uplo = argc > 1 && strcmp(argv[1], "bad-uplo") == 0;
   const int bad_free = argc > 1 && strcmp(argv[1], "bad-free") == 0;
   const int bad_lld = argc > 1 && strcmp(argv[1], "bad-lld") == 0;
+  const int bad_ictxt = argc > 1 && strcmp(argv[1], "bad-ictxt") == 0;
   const int M = 50, N = 37, mba = 4, nba = 3, mbb = 5, nbb = 7, zero = 0;
 
   int ga = 0, gb = 0, all = 0;
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
   int descb[9] = {1, gb, M, N, mbb, nbb, 0, 0, ldb};
 
   if (bad_free && rank == p - 1) redist_scalapack_free_plans();
-  Cpdgemr2d(bad ? 20 : M, N, a, bad ? 40 : 1, 1, desca, b, 1, 1, descb, all);
+  Cpdgemr2d(bad ? 20 : M, N, a, bad ? 40 : 1, 1, desca, b, 1, 1, descb, bad_ictxt && rank == 0 ? -1 : all);
 
   long wrong = 0;
   for (int j = 0; j < cb; ++j)
