@@ -117,16 +117,19 @@ int main(int argc, char** argv) {
       if (!std::strcmp(argv[2], "calibrate")) return redist::cli::cmd_calibrate(3, args);
       if (!std::strcmp(argv[2], "repartition")) return redist::cli::cmd_repartition(3, args);
       if (!std::strcmp(argv[2], "bench")) return exec_bench(args);
-      if (speak)
-        std::fprintf(stderr,
-                     "redist help: no topic '%s': the topics are run, plan, calibrate, repartition, bench, spec and "
-                     "strategies\n",
-                     argv[2]);
+      if (!speak) return 0;  // rank 0 says it and fails the job (see below)
+      std::fprintf(stderr,
+                   "redist help: no topic '%s': the topics are run, plan, calibrate, repartition, bench, spec and "
+                   "strategies\n",
+                   argv[2]);
       return 2;
     }
     if (speak) std::fputs(kHelp, stdout);
     return 0;
   }
-  if (redist::cli::launch_rank_zero()) std::fprintf(stderr, "redist: unknown command '%s'\n\n%s", cmd, kHelp);
+  // Under mpirun the other ranks end quietly with 0 and rank 0 fails the job: had
+  // they failed first, mpirun would have killed rank 0 before it said why.
+  if (!redist::cli::launch_rank_zero()) return 0;
+  std::fprintf(stderr, "redist: unknown command '%s'\n\n%s", cmd, kHelp);
   return 2;
 }
