@@ -108,8 +108,8 @@ std::string check_matrix(const char* what, const Layout& layout, const void* dat
   else if (std::string e = layout.check(ranks); !e.empty())
     os << what << ": " << e;
   else {
-    try {
-      if (!data && local_elements(layout, rank) > 0)
+    try {  // this rank's storage map: an ld= below its local rows throws here, named for the matrix
+      if (const index_t n = local_elements(layout, rank); !data && n > 0)
         os << what << ": rank " << rank << " stores elements of '" << layout.spec() << "' but passed null data";
     } catch (const Error& e) {
       os << what << ": " << e.what();

@@ -178,8 +178,8 @@ LocalIndex::LocalIndex(const Layout& layout, int rank) : layout_(layout), rank_(
       ld_ = layout.storage().ld ? layout.storage().ld : std::max<index_t>(1, local_extent_[0]);
       if (ld_ < local_extent_[0])
         detail::fail("storage=local_array ld=", ld_, " is smaller than the ", local_extent_[0], " local rows of rank ",
-                     rank, ": ld must be >= ", local_extent_[0],
-                     " (at least the most local rows of any rank), or 0 for each rank's own row count");
+                     rank, ": ld must be >= ", local_extent_[0], " there (every rank's ld at least its own local rows; "
+                     "ld=0: each rank's own row count)");
       elements_ = ld_;
       for (int d = 1; d < n; ++d) elements_ = checked_mul(elements_, local_extent_[d], "local array size");
     } else {

@@ -174,6 +174,21 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
           apps::gemm(world_rank() == 0 ? 0.0 : 1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
         },
         "alpha and beta differ between ranks");
+  // An ld= below the local rows on one rank only (each rank passes its own, as
+  // ScaLAPACK's LLD): every rank's error, named for the matrix. It was rank 0's
+  // alone, on the packing path (ScaLAPACK tiles a multiple of the working tile)
+  // and where alpha = 0, and the others waited forever.
+  if (world_size() > 1) {
+    const redist::Layout wide = redist::Layout::parse("20x10 tile=8x8 block_cyclic grid=1x" + p + " storage=local_array");
+    const std::vector<double> w = make_local(wide, ea);
+    const redist::Layout short_ld =
+        world_rank() == 0 ? redist::Layout::parse("20x10 tile=8x8 block_cyclic grid=1x" + p + " storage=local_array ld=19")
+                          : wide;
+    for (const double alpha : {1.0, 0.0})
+      expect_collective_error(
+          [&] { apps::gemm(alpha, short_ld, w.data(), lb, b.data(), 1.0, lc, c.data(), MPI_COMM_WORLD, o); },
+          "gemm: A: storage=local_array ld=19 is smaller than the 20 local rows of rank 0");
+  }
 }
 
 // No product to add (k = 0, or alpha = 0): BLAS's C := beta C, against the
