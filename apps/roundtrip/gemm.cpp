@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "gemm/gemm.hpp"
@@ -113,6 +114,18 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
     error = "gemm: the shapes must be A m x k, B k x n, C m x n; got A '" + a_layout.spec() + "', B '" +
             b_layout.spec() + "', C '" + c_layout.spec() + "'";
   if (error.empty()) error = detail::check_options("gemm", options, ranks);
+  if (error.empty()) {  // C written while A and B are read: no storage in common (as BLAS asks)
+    const auto bytes = [&](const Layout& l) { return detail::local_elements(l, rank) * index_t{sizeof(double)}; };
+    const auto* pc = static_cast<const std::byte*>(c);
+    for (const auto& [name, p, l] : {std::tuple{"A", a, &a_layout}, std::tuple{"B", b, &b_layout}}) {
+      const auto* q = static_cast<const std::byte*>(p);
+      if (pc && q && bytes(c_layout) > 0 && bytes(*l) > 0 && pc < q + bytes(*l) && q < pc + bytes(c_layout)) {
+        error = redist::detail::cat("gemm: C and ", name, " share storage on rank ", rank,
+                                    ": C must not overlap A or B");
+        break;
+      }
+    }
+  }
   detail::agree(comm, error, {&a_layout, &b_layout, &c_layout}, options, {alpha, beta});
 
   const index_t m = c_layout.shape()[0], n = c_layout.shape()[1], k = a_layout.shape()[1];

@@ -50,8 +50,8 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options) {
     grid = Coord{p, ranks / p};
   }
   if (grid.ndim() != 2 || grid[0] < 1 || grid[1] < 1 || grid[0] * grid[1] != ranks)
-    redist::detail::fail("apps: the grid of the working layout must be PxQ with P x Q = ", ranks,
-                         " ranks, got ", grid.ndim() == 2 ? std::to_string(grid[0]) + "x" + std::to_string(grid[1])
+    redist::detail::fail("the grid of the working layout must be PxQ with P x Q = ", ranks,
+                         " ranks (options.grid), got ", grid.ndim() == 2 ? std::to_string(grid[0]) + "x" + std::to_string(grid[1])
                                                           : std::string("a grid of ") + std::to_string(grid.ndim()) +
                                                                 " dimensions");
   const index_t tile = options.tile > 0 ? options.tile
@@ -154,7 +154,12 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
   std::ostringstream o;  // each field named, as the message shows both ranks' texts
   o << "tile=" << options.tile << " inner=" << options.inner << " threads=" << options.threads
     << " strategy=" << options.strategy << " grid=" << (options.grid.ndim() ? options.grid.str() : std::string("auto"))
-    << " comm_mode=" << static_cast<int>(options.comm_mode) << " push=" << options.push
+    << " comm_mode="
+    << (options.comm_mode == runtime::CommMode::multiple   ? "multiple"
+        : options.comm_mode == runtime::CommMode::funneled ? "funneled"
+        : options.comm_mode == runtime::CommMode::workers  ? "workers"
+                                                           : std::to_string(static_cast<int>(options.comm_mode)))
+    << " push=" << options.push
     << " read_in_place=" << options.read_in_place << " lend=" << options.lend;
   items.push_back({"options differ", o.str()});
   if (!scalars.empty()) {

@@ -303,11 +303,13 @@ int main(int argc, char** argv) {
         const double f = flops_of(alg, static_cast<double>(n)) / 1e9;
         const double pdm = rb::median(pd), rtm = rb::median(rt_t), over = rb::median(to) + rb::median(back);
         if (rank == 0) {
-          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %9.2f %8.3f %4.0f-%-4.0f\n",
+          char rep_cols[48] = "        -        -";  // no repeated call without --repeat (0 in the CSV)
+          if (repeat) std::snprintf(rep_cols, sizeof rep_cols, "%9.2f %8.3f", rep_gf, rb::median(rep_to));
+          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %s %4.0f-%-4.0f\n",
                       alg.c_str(), static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()),
                       f / pdm, f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to),
-                      rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_gf,
-                      rb::median(rep_to), rb::median(busy_lo), rb::median(busy_hi));
+                      rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_cols,
+                      rb::median(busy_lo), rb::median(busy_hi));
           if (lend) std::printf("#   good: %.1f%% of the tasks lent to another rank (median)\n", rb::median(lent_pct));
           std::fflush(stdout);
           if (!csv.empty())

@@ -174,6 +174,10 @@ TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
           apps::gemm(world_rank() == 0 ? 0.0 : 1.0, la, a.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o);
         },
         "alpha and beta differ between ranks");
+  // C over A's storage (BLAS forbids it): where the caller's layout was the
+  // working one the product was computed in place and came out wrong, silently.
+  expect_collective_error([&] { apps::gemm(1.0, la, c.data(), lb, b.data(), 0.0, lc, c.data(), MPI_COMM_WORLD, o); },
+                          "gemm: C and A share storage on rank 0: C must not overlap A or B");
   // An ld= below the local rows on one rank only (each rank passes its own, as
   // ScaLAPACK's LLD): every rank's error, named for the matrix. It was rank 0's
   // alone, on the packing path (ScaLAPACK tiles a multiple of the working tile)
