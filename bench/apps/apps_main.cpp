@@ -222,12 +222,14 @@ int main(int argc, char** argv) {
     const std::string csv = args.str("--csv", "");
     const bool repeat = args.flag("--repeat");
     std::vector<std::string> algs;
-    for (std::string s = args.str("--alg", "potrf,geqrf,gemm"), item; !s.empty() || algs.empty();) {
-      const auto comma = s.find(',');
-      algs.push_back(s.substr(0, comma));
+    const std::string alg_list = args.str("--alg", "potrf,geqrf,gemm");
+    for (std::size_t at = 0;;) {  // every item, an empty one too ('potrf,': as --n refuses '2000,')
+      const auto comma = alg_list.find(',', at);
+      algs.push_back(alg_list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
       if (algs.back() != "potrf" && algs.back() != "geqrf" && algs.back() != "gemm")
         throw redist::Error("--alg: unknown algorithm '" + algs.back() + "': potrf, geqrf or gemm, comma-separated");
-      s = comma == std::string::npos ? "" : s.substr(comma + 1);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
     }
     // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything runs.
     int csv_ok = 1;

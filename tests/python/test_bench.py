@@ -180,6 +180,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
         assert "[1/" not in r.stderr + r.stdout  # no case ran
     apps = BUILD / "bench" / "apps" / "redist-apps"
     for args, words in [(["--alg", "potrf,foo", "--n", "100"], "unknown algorithm 'foo'"),
+                        (["--alg", "potrf,", "--n", "100"], "unknown algorithm ''"),
                         (["--bogus"], "unknown option --bogus"),
                         (["--n", "1000x"], "--n needs an integer, got '1000x'"),
                         (["--n", "-5"], "--n must be at least 1"),
