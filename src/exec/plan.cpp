@@ -466,15 +466,22 @@ std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
     x.push_back(e.extra_plan ? e.extra_plan(p) : extra_memory(p.rp, e.name, o));
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), static_cast<int>(x.size()), MPI_INT64_T, MPI_MAX, p.comm),
             "MPI_Allreduce", p.comm);
-  const size_t best = static_cast<size_t>(std::min_element(x.begin(), x.end()) - x.begin());
+  // Under Options::arithmetic only the strategies that apply it count: auto would
+  // otherwise find alltoallw within the budget, then run p2p beyond it.
+  const bool arith = !o.arithmetic.identity();
+  const auto usable = [&](size_t i) { return !arith || reg[i].arithmetic; };
+  size_t best = reg.size();
   std::string fit;
-  for (size_t i = 0; i < reg.size(); ++i)
+  for (size_t i = 0; i < reg.size(); ++i) {
+    if (!usable(i)) continue;
+    if (best == reg.size() || x[i] < x[best]) best = i;
     if (x[i] <= o.max_buffer_bytes) fit += detail::cat(fit.empty() ? "" : ", ", reg[i].name);
+  }
   const bool is_auto = o.strategy == kAuto;
   const index_t need = is_auto ? x[best] : x[static_cast<size_t>(detail::find_strategy(o.strategy))];
   if (need <= o.max_buffer_bytes) return x;
   const std::string what =
-      is_auto ? std::string("every strategy (auto)")
+      is_auto ? std::string(arith ? "every strategy that applies options.arithmetic (auto)" : "every strategy (auto)")
               : detail::cat("strategy ", o.strategy, " (it needs ", need, " bytes on the busiest rank)");
   detail::fail("redist: options.max_buffer_bytes = ", o.max_buffer_bytes, " is too small for ", what,
                "; the smallest budget that works is ", x[best], " (strategy ", reg[best].name, ")",
@@ -569,6 +576,14 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   auto impl = std::make_unique<PlanImpl>();
   detail::PlanCore& p = impl->core;
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
+  // Outside MPI, Open MPI's first call below aborted the job. Both queries may be
+  // called at any time; the error is this process's own (no MPI to agree over).
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    throw Error(detail::cat("redist: make_plan ", finalized ? "after MPI_Finalize" : "before MPI_Init",
+                            ": a plan communicates through MPI"));
   // Own communicator: private tag space, errors returned instead of aborting
   // (or the caller's, Options::duplicate_comm).
   p.owns_comm = options.duplicate_comm;

@@ -1,6 +1,7 @@
 // A plan used after MPI_Finalize: execute and predictions throw redist::Error
 // saying so (Open MPI aborted the job from inside the first MPI call before),
-// and the plan is destroyed without a fault. Its own main: MPI ends mid-test.
+// and the plan is destroyed without a fault; make_plan before MPI_Init and after
+// MPI_Finalize throws too. Its own main: MPI starts and ends mid-test.
 #include <mpi.h>
 
 #include <cstdio>
@@ -10,6 +11,19 @@
 #include "redist/redist.hpp"
 
 int main(int argc, char** argv) {
+  int failures = 0;
+  // make_plan before MPI_Init: an Error too (Open MPI aborted in MPI_Comm_dup).
+  try {
+    (void)redist::make_plan(redist::Layout::parse("4x4 tile=2x2"), redist::Layout::parse("4x4 tile=4x4"),
+                            redist::Region::parse("4x4"), MPI_COMM_WORLD);
+    std::printf("make_plan before MPI_Init did not throw\n");
+    ++failures;
+  } catch (const redist::Error& e) {
+    if (std::string(e.what()).find("make_plan before MPI_Init") == std::string::npos) {
+      std::printf("make_plan before MPI_Init: unexpected message: %s\n", e.what());
+      ++failures;
+    }
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -22,7 +36,6 @@ int main(int argc, char** argv) {
   std::vector<double> b(static_cast<size_t>(redist::LocalIndex(dst, rank).elements()), 0.0);
   plan.execute(a, b);  // works while MPI runs
   MPI_Finalize();
-  int failures = 0;
   auto expect_error = [&](const char* what, auto&& call) {
     try {
       call();
@@ -37,6 +50,7 @@ int main(int argc, char** argv) {
   };
   expect_error("execute", [&] { plan.execute(a, b); });
   expect_error("predictions", [&] { (void)plan.predictions(); });
+  expect_error("make_plan", [&] { (void)redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD); });
   std::printf("plan_after_finalize: rank %d: %s\n", rank, failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }  // the plan is destroyed here, after MPI_Finalize

@@ -728,6 +728,21 @@ TEST(Validation, MemoryBudget) {
                     {"options.max_buffer_bytes = 15 is too small for strategy phased", "needs 16 bytes",
                      "smallest budget that works is 0 (strategy alltoallw)", "within this budget: alltoallw"},
                     o);
+  // Under arithmetic only the strategies that apply it count: auto took alltoallw's
+  // 0 bytes as "some strategy fits", then ran p2p beyond the budget; the message
+  // named alltoallw, which cannot apply it.
+  o.arithmetic.type = ElementType::f64;
+  o.arithmetic.alpha = 2.0;
+  o.strategy = "auto";
+  kind("a memory budget that no strategy applying options.arithmetic fits (auto)", "make_plan");
+  expect_plan_error(src, dst, whole,
+                    {"options.max_buffer_bytes = 15 is too small for every strategy that applies options.arithmetic "
+                     "(auto)", "smallest budget that works is 16 (strategy phased)"},
+                    o);
+  o.strategy = "p2p";
+  expect_plan_error(src, dst, whole, {"too small for strategy p2p", "smallest budget that works is 16 (strategy phased)"},
+                    o);
+  o.arithmetic = {};
   const index_t budget = std::max<index_t>(16, need[1] / 3);  // below one message each way: pieces
   o.max_buffer_bytes = budget;
   o.strategy = "phased";
