@@ -50,7 +50,9 @@ bool print_help_if_asked(int argc, char** argv, const char* usage);
 // False when a launcher started this process as a rank other than 0 (Open MPI's
 // OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK, PMI's PMI_RANK), before MPI starts:
 // what is printed then (help, an unknown command) is printed by rank 0 alone,
-// not once per rank.
+// not once per rank. The variables are inherited: a redist started by a program
+// that is itself rank 1 of a job prints no help, and an unknown command there
+// ends with 0. Other launchers' variables are not read: every rank prints.
 bool launch_rank_zero();
 
 // Starts MPI (MPI_THREAD_MULTIPLE when `threads`, for a watchdog thread that

@@ -155,12 +155,14 @@ int cmd_repartition(int argc, char** argv) {
     Coord filled(3);
     for (int d = 0; d < 3; ++d) filled[d] = ceil_div(shape[d], block[d]);
     if (rank == 0 && filled.volume() < size) {
-      const Coord better = default_grid(size, shape);
+      const Coord dflt = default_grid(size, shape);
+      index_t dflt_filled = 1;  // its blocks as above
+      for (int d = 0; d < 3; ++d) dflt_filled *= ceil_div(shape[d], std::max<index_t>(1, ceil_div(shape[d], dflt[d])));
       const index_t idle = size - filled.volume();
       std::printf("note     %s %s no data: blocks of %s fill %s of the rank grid %s%s\n",
                   counted(idle, "rank", "ranks").c_str(), idle == 1 ? "holds" : "hold", block.str().c_str(),
                   filled.str().c_str(), grid.str().c_str(),
-                  !(better == grid) ? (" (the default grid, " + better.str() + ", fills more)").c_str() : "");
+                  dflt_filled > filled.volume() ? (" (the default grid, " + dflt.str() + ", fills more)").c_str() : "");
     }
     bool ok = true;
     for (const std::string& rule : placements) {

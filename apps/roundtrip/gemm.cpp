@@ -3,6 +3,7 @@
 // and grid (A and B packed tile by tile by READ tasks instead where each working
 // tile lies on one rank), the tiled GEMM (apps/gemm) on the task runtime, C moved back.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -115,11 +116,16 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b
             b_layout.spec() + "', C '" + c_layout.spec() + "'";
   if (error.empty()) error = detail::check_options("gemm", options, ranks);
   if (error.empty()) {  // C written while A and B are read: no storage in common (as BLAS asks)
-    const auto bytes = [&](const Layout& l) { return detail::local_elements(l, rank) * index_t{sizeof(double)}; };
-    const auto* pc = static_cast<const std::byte*>(c);
+    // addresses as integers: < between unrelated objects is unspecified in C++
+    const auto bytes = [&](const Layout& l) {
+      return static_cast<std::uintptr_t>(detail::local_elements(l, rank)) * sizeof(double);
+    };
+    const auto pc = reinterpret_cast<std::uintptr_t>(c);
+    const std::uintptr_t nc = bytes(c_layout);
     for (const auto& [name, p, l] : {std::tuple{"A", a, &a_layout}, std::tuple{"B", b, &b_layout}}) {
-      const auto* q = static_cast<const std::byte*>(p);
-      if (pc && q && bytes(c_layout) > 0 && bytes(*l) > 0 && pc < q + bytes(*l) && q < pc + bytes(c_layout)) {
+      const auto q = reinterpret_cast<std::uintptr_t>(p);
+      const std::uintptr_t nq = bytes(*l);
+      if (pc && q && nc > 0 && nq > 0 && pc < q + nq && q < pc + nc) {
         error = redist::detail::cat("gemm: C and ", name, " share storage on rank ", rank,
                                     ": C must not overlap A or B");
         break;

@@ -5,7 +5,9 @@ is a one-tile layout on the root rank); nothing is reimplemented in Python.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -14,16 +16,6 @@ from ._core import Error, Layout, LocalIndex, Ownership, Region, agree, make_pla
 
 LayoutLike = Union[Layout, str]
 RegionLike = Union[Region, str, None]
-
-
-def _mpi_min() -> Any:
-    from mpi4py import MPI
-    return MPI.MIN
-
-
-def _mpi_max() -> Any:
-    from mpi4py import MPI
-    return MPI.MAX
 
 
 def _comm(comm: Any) -> Any:
@@ -36,23 +28,39 @@ def _comm(comm: Any) -> Any:
 def _checked(comm: Any, step: Callable[[], Any]) -> Any:
     """Collective: step() on every rank, what it raises on any rank agreed, so
     that no rank is left waiting: every rank raises redist.Error with the same
-    message, except that a rank whose step raised TypeError raises that (as
-    make_plan does)."""
-    err, wrong_type, out = "", None, None
+    message, except that a rank whose step raised something other than a
+    ValueError (a TypeError, numpy's SyntaxError for a malformed dtype string)
+    raises that, as make_plan does."""
+    err, own, out = "", None, None
     try:
         out = step()
-    except TypeError as e:
-        err, wrong_type = str(e), e
     except ValueError as e:  # redist.Error, and numpy's
-        err = str(e)
-    if wrong_type is not None:
+        err = str(e) or type(e).__name__  # never empty: "" means no error
+    except Exception as e:  # noqa: BLE001 - anything else would leave the other ranks waiting
+        err, own = str(e) or type(e).__name__, e
+    if own is not None:
         try:
             agree(comm, err)
         except Error:  # raised as what it is on this rank
             pass
-        raise wrong_type
+        raise own
     agree(comm, err)
     return out
+
+
+def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
+    """Collective: an agreed redist.Error unless every rank gave the same layout
+    (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
+    naming the first rank that differs from rank 0 and both."""
+    mine = (re.sub(r"\bld=\d+", "", layout.spec), dt.str)
+    digest = hashlib.sha256(repr(mine).encode()).digest()
+    digests = comm.allgather(digest)
+    other = next((r for r, d in enumerate(digests) if d != digests[0]), None)
+    if other is None:
+        return
+    theirs, first = comm.bcast(mine, root=other), comm.bcast(mine, root=0)
+    agree(comm, f"every rank must give the same layout and dtype (ld= aside): rank {other} gave '{theirs[0]}' "
+                f"of dtype {np.dtype(theirs[1])}, rank 0 '{first[0]}' of dtype {np.dtype(first[1])}")
 
 
 def _layout(layout: LayoutLike) -> Layout:
@@ -117,10 +125,7 @@ class DistArray:
         layout, dt, local = _checked(comm, build)
         # The same layout and dtype on every rank: one rank's different tiles would
         # move its part to the wrong place.
-        mine = (layout.hash(), dt.str)  # the least equal to the greatest: all equal
-        same = comm.allreduce(mine, op=_mpi_min()) == comm.allreduce(mine, op=_mpi_max())
-        agree(comm, "" if same else f"DistArray: every rank must give the same layout and dtype; this one gave "
-                                    f"'{layout.spec}' of dtype {dt}")
+        _same_everywhere(comm, layout, dt)
         self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
         self.local_index = local
         alloc = np.zeros if fill_zero else np.empty
@@ -175,8 +180,9 @@ class DistArray:
     def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
         """Collective: the whole array as one Fortran-ordered numpy array on
         `root`, None on the other ranks (for small data and tests)."""
-        if not 0 <= root < self.comm.Get_size():  # the same on every rank: each raises it
-            agree(self.comm, f"gather: root={root} is not a rank of the communicator (0 .. {self.comm.Get_size() - 1})")
+        size = self.comm.Get_size()  # agreed on every rank: a root bad on one rank only stops them all
+        agree(self.comm, "" if 0 <= root < size else f"gather: root={root} is not a rank of the communicator "
+                                                     f"(0 .. {size - 1})")
         dst = _one_tile(self.shape, root, self.dtype.itemsize)
         out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
         with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:
@@ -208,8 +214,8 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
     comm = _comm(comm)
     layout = _checked(comm, lambda: _layout(layout))
     rank = comm.Get_rank()
-    if not 0 <= root < comm.Get_size():  # the same on every rank: each raises it
-        agree(comm, f"scatter: root={root} is not a rank of the communicator (0 .. {comm.Get_size() - 1})")
+    size = comm.Get_size()  # agreed on every rank: a root bad on one rank only stops them all
+    agree(comm, "" if 0 <= root < size else f"scatter: root={root} is not a rank of the communicator (0 .. {size - 1})")
     err, a = "", None
     if rank == root:
         if array is None:
@@ -247,7 +253,8 @@ def redistribute(array: DistArray, layout: Optional[LayoutLike] = None, region: 
             raise Error(f"redistribute: out's layout {out.layout.spec} is not the layout given, "
                         f"{_layout(layout).spec}")
 
-    # the arrays' communicator (every rank's checks agreed on it), else the default
+    # the arrays' communicator; a rank that has neither array agrees over the
+    # default (COMM_WORLD): arrays on another communicator leave it waiting
     _checked(array.comm if isinstance(array, DistArray) else out.comm if isinstance(out, DistArray) else _comm(None),
              check)
     if out is None:

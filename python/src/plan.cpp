@@ -29,6 +29,7 @@ struct PyPlan {
   LocalIndex src_map, dst_map;  // for the binding's checks of the buffers it is given
   int rank = 0, size = 1;
   ElementType type = ElementType::bytes;  // make_plan's element_type: the arrays' dtype must be of its kind
+  nb::object src_verified, dst_verified;  // DistArray layouts found to fit (collect)
 
   explicit PyPlan(Plan p)
       : src_map(p.source(), rank_of(p)), dst_map(p.target(), rank_of(p)), rank(rank_of(p)) {
@@ -161,9 +162,23 @@ std::string buffer_problem(nb::handle obj, bool writable) {
          "a contiguous copy)";
 }
 
-// Fills `side` from obj; returns what is wrong ("" if nothing).
+// Whether a DistArray made for `own` lies in storage as the plan's `layout`
+// addresses it on this rank (`map`): the same tiles, owners and storage, the
+// element size aside (the element checks see it) and ld= as each resolves it
+// (0: the rank's own rows).
+bool same_storage(const Layout& own, const Layout& layout, const LocalIndex& map) {
+  if (!(own.shape() == layout.shape() && own.partitions() == layout.partitions() &&
+        own.ownership() == layout.ownership() && own.storage().kind == layout.storage().kind))
+    return false;
+  if (own.storage().kind != StorageKind::local_array || map.local_extent().volume() == 0) return true;
+  const index_t ld = own.storage().ld ? own.storage().ld : std::max<index_t>(1, map.local_extent()[0]);
+  return ld == map.ld();
+}
+
+// Fills `side` from obj; returns what is wrong ("" if nothing). `verified`: the
+// layout object of the last DistArray found to fit this side.
 std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const Layout& layout, const char* name,
-                    Side& side) {
+                    Side& side, nb::object& verified) {
   static PyObject* const kBlocks = PyUnicode_InternFromString("_redist_blocks");
   PyObject* single = nullptr;
   nb::object blocks;
@@ -179,11 +194,11 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
       static PyObject* const kLayout = PyUnicode_InternFromString("layout");
       nb::object own = nb::steal(PyObject_GetAttr(obj.ptr(), kLayout));
       if (!own.is_valid()) PyErr_Clear();
-      else if (nb::isinstance<Layout>(own)) {
-        const Layout& l = nb::cast<const Layout&>(own);  // element sizes: the checks of the elements below
-        if (!(Layout(l.shape(), l.partitions(), l.ownership(), l.storage(), layout.elem_size()) == layout))
-          return detail::cat(name, ": the DistArray's layout '", l.spec(), "' is not the plan's ", name, " layout '",
-                             layout.spec(), "'");
+      else if (nb::isinstance<Layout>(own) && !(verified.is_valid() && verified.is(own))) {
+        if (!same_storage(nb::cast<const Layout&>(own), layout, map))
+          return detail::cat(name, ": the DistArray's layout '", nb::cast<const Layout&>(own).spec(), "' is not the plan's ",
+                             name, " layout '", layout.spec(), "'");
+        verified = own;  // the next execute with this array's layout object skips the comparison
       }
     } else {
       PyErr_Clear();
@@ -252,8 +267,8 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
 void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::string> strategy) {
   Plan& plan = self.get();
   Side s, d;
-  std::string err = collect(src, false, self.src_map, plan.source(), "source", s);
-  if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d);
+  std::string err = collect(src, false, self.src_map, plan.source(), "source", s, self.src_verified);
+  if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d, self.dst_verified);
   if (err.empty() && s.format && d.format && plain_format(s.format) != plain_format(d.format))
     err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
                       "') are of different types");

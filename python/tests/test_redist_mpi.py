@@ -531,22 +531,36 @@ def test_distarray_bad_argument_on_one_rank_is_every_ranks_error():
     else:
         with pytest.raises(redist.Error, match=f"rank {P - 1}: layout must be a redist.Layout"):
             redist.zeros(good)
+    # numpy raises SyntaxError for this dtype string: that rank raises it, the others redist.Error
+    if last:
+        with pytest.raises(SyntaxError):
+            redist.zeros(good, "i4,(")
+    else:
+        with pytest.raises(redist.Error, match=f"rank {P - 1}: "):
+            redist.zeros(good)
     if P > 1:
         other = f"8x8 tile=4x1 block_cyclic grid=1x{P}"  # as many elements per rank, other tiles
         msg = agreed_error(lambda: redist.zeros(other if last else good))
-        assert "every rank must give the same layout and dtype" in msg, msg
+        assert f"rank {P - 1} gave '{redist.Layout(other).spec}' of dtype float64, rank 0 '" in msg, msg
         msg = agreed_error(lambda: redist.fromfunction(value, good, np.float32 if last else np.float64))
-        assert "every rank must give the same layout and dtype" in msg, msg
+        assert "every rank must give the same layout and dtype" in msg and "of dtype float32" in msg, msg
+    # each rank its own ld= (ScaLAPACK's LLD) is the same layout
+    la = redist.zeros(f"8x8 tile=2x2 block_cyclic grid={P}x1 storage=local_array ld={8 + 2 * R}")
+    assert la.local_array.shape[1] == 8
     g = np.zeros((8, 8)) if R == 0 else None
     assert "column" in agreed_error(lambda: redist.scatter(g, "8x8 tile=2x" if last else good))
-    a = redist.zeros(good)
+    # a root outside the communicator on one rank only: every rank's error, and no
+    # message left behind (rank 0's dtype broadcast once reached a later bcast)
+    assert "root=" in agreed_error(lambda: redist.scatter(g, good, root=P if last else 0))
+    assert MPI.COMM_WORLD.bcast(("after", 0) if R == 0 else None, root=0) == ("after", 0)
+    a, o = redist.zeros(good), redist.zeros(good)
     if last:
         with pytest.raises(TypeError, match="out must be a redist.DistArray, got str"):
             redist.redistribute(a, out="nope")
     else:
         with pytest.raises(redist.Error, match="out must be a redist.DistArray, got str"):
-            redist.redistribute(a, out=redist.zeros(good))
-    assert "root=" in agreed_error(lambda: a.gather(root=P))
+            redist.redistribute(a, out=o)
+    assert "root=" in agreed_error(lambda: a.gather(root=P if last else 0))
     assert redist.fromfunction(value, good).gather() is not None or R != 0  # still works
 
 
@@ -567,6 +581,16 @@ def test_execute_refuses_a_distarray_of_another_layout():
         assert all(not t.any() for t in c.tiles)
         plan.execute(a, b)
         check_tiles(b, value)
+    # ld= as each side resolves it: a plan's ld=0 (each rank's own rows) takes an
+    # array made with its rows written out, and refuses one with more
+    la = f"20x10 tile=5x5 block_cyclic grid={P}x1 storage=local_array"
+    rows = redist.LocalIndex(redist.Layout(la), R).local_extent[0]
+    written, wider = redist.zeros(f"{la} ld={max(1, rows)}"), redist.zeros(f"{la} ld={max(1, rows) + 3}")
+    with redist.make_plan(src, la) as plan:
+        plan.execute(a, written)
+        assert np.array_equal(written.gather(), redist.fromfunction(value, la).gather()) or R != 0
+        if rows > 0:
+            assert "is not the plan's target layout" in agreed_error(lambda: plan.execute(a, wider))
     # a plan made with the default element size takes float32 arrays only through the element checks
     f = redist.zeros(dst, np.float32)
     with redist.make_plan(src, dst) as plan:
