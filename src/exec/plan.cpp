@@ -579,8 +579,8 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   // Outside MPI, Open MPI's first call below aborted the job. Both queries may be
   // called at any time; the error is this process's own (no MPI to agree over).
   int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
+  MPI_Initialized(&initialized);  // unchecked: no error handler exists before MPI_Init
+  MPI_Finalized(&finalized);      // unchecked: nor after MPI_Finalize
   if (!initialized || finalized)
     throw Error(detail::cat("redist: make_plan ", finalized ? "after MPI_Finalize" : "before MPI_Init",
                             ": a plan communicates through MPI"));
