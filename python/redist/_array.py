@@ -52,7 +52,7 @@ def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
     """Collective: an agreed redist.Error unless every rank gave the same layout
     (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
     naming the first rank that differs from rank 0 and both."""
-    mine = (re.sub(r"\bld=\d+", "", layout.spec), dt.str)
+    mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), dt.str)
     digest = hashlib.sha256(repr(mine).encode()).digest()
     digests = comm.allgather(digest)
     other = next((r for r, d in enumerate(digests) if d != digests[0]), None)

@@ -547,6 +547,10 @@ def test_distarray_bad_argument_on_one_rank_is_every_ranks_error():
     # each rank its own ld= (ScaLAPACK's LLD) is the same layout
     la = redist.zeros(f"8x8 tile=2x2 block_cyclic grid={P}x1 storage=local_array ld={8 + 2 * R}")
     assert la.local_array.shape[1] == 8
+    if P > 1:  # named without ld= (and without the space it took)
+        msg = agreed_error(lambda: redist.zeros(f"8x8 tile={4 if last else 2}x2 block_cyclic grid={P}x1 "
+                                                f"storage=local_array ld={8 + 2 * R}"))
+        assert "'8x8 tile=2x2 storage=local_array block_cyclic grid=" in msg and "  " not in msg, msg
     g = np.zeros((8, 8)) if R == 0 else None
     assert "column" in agreed_error(lambda: redist.scatter(g, "8x8 tile=2x" if last else good))
     # a root outside the communicator on one rank only: every rank's error, and no
