@@ -84,6 +84,22 @@ Coord parse_3d(const std::string& opt, const std::string& v) {
 // ceil(a / b) for a >= 0, b >= 1, without a + b (extents up to 2^63 - 1).
 index_t ceil_div(index_t a, index_t b) { return a / b + (a % b != 0); }
 
+// One block per rank of `grid`: ceil(extent / grid) per dimension (the last block
+// smaller when the grid does not divide the extent; at least 1).
+Coord blocks_for(const Coord& shape, const Coord& grid) {
+  Coord block(3);
+  for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, ceil_div(shape[d], grid[d]));
+  return block;
+}
+
+// Per dimension, how many ranks of the grid such blocks reach: fewer than the
+// grid's where blocks of ceil(extent / grid) run out early (9 cells on 4: 3, 3, 3, 0).
+Coord filled_by(const Coord& shape, const Coord& block) {
+  Coord filled(3);
+  for (int d = 0; d < 3; ++d) filled[d] = ceil_div(shape[d], block[d]);
+  return filled;
+}
+
 // The rank grid a x b x c = p for `shape`, one block of ceil(extent / grid) per
 // rank: the most ranks holding data first (a grid wider than an extent, or blocks
 // that leave the last ranks none, as 9 cells in blocks of 3 on 4 ranks, do not),
@@ -99,13 +115,10 @@ Coord default_grid(int p, const Coord& shape) {
     for (int b = p / a; b >= 1; --b) {
       if ((p / a) % b) continue;
       const Coord g{a, b, p / a / b};
-      long long hold = 1;
-      index_t lo = 0, hi = 0;
-      for (int d = 0; d < 3; ++d) {
-        const index_t tile = std::max<index_t>(1, ceil_div(shape[d], g[d]));
-        hold *= std::min<index_t>(g[d], ceil_div(shape[d], tile));
-        lo = d == 0 ? tile : std::min(lo, tile), hi = std::max(hi, tile);
-      }
+      const Coord tile = blocks_for(shape, g);
+      const long long hold = filled_by(shape, tile).volume();
+      index_t lo = tile[0], hi = tile[0];
+      for (int d = 1; d < 3; ++d) lo = std::min(lo, tile[d]), hi = std::max(hi, tile[d]);
       const double ratio = double(hi) / double(lo);
       if (hold > best_hold || (hold == best_hold && ratio < best_ratio * (1 - 1e-12)))
         best = g, best_hold = hold, best_ratio = ratio;
@@ -139,10 +152,7 @@ int cmd_repartition(int argc, char** argv) {
     harness::MeasureOptions mo;
     mo.reps = static_cast<int>(a.get_int("--reps", 5, 1, INT_MAX));
 
-    // One block per rank: tile = ceil(extent / grid) (the last block is smaller
-    // when the grid does not divide the extent).
-    Coord block(3);
-    for (int d = 0; d < 3; ++d) block[d] = std::max<index_t>(1, ceil_div(shape[d], grid[d]));
+    const Coord block = blocks_for(shape, grid);
     const std::string src_spec = shape.str() + " tile=" + block.str() + " block_cyclic grid=" + grid.str();
     const Layout src = Layout::parse(src_spec);
     const index_t volume = shape.volume();  // on every rank: an overflow is every rank's error, not rank 0's alone
@@ -152,12 +162,10 @@ int cmd_repartition(int argc, char** argv) {
                   patch.str().c_str(), src.spec().c_str());
     // Blocks of ceil(extent / grid) can leave the grid's last ranks of a dimension
     // without data (9 cells on a grid of 4: 3, 3, 3, 0): said, not silent.
-    Coord filled(3);
-    for (int d = 0; d < 3; ++d) filled[d] = ceil_div(shape[d], block[d]);
+    const Coord filled = filled_by(shape, block);
     if (rank == 0 && filled.volume() < size) {
       const Coord dflt = default_grid(size, shape);
-      index_t dflt_filled = 1;  // its blocks as above
-      for (int d = 0; d < 3; ++d) dflt_filled *= ceil_div(shape[d], std::max<index_t>(1, ceil_div(shape[d], dflt[d])));
+      const index_t dflt_filled = filled_by(shape, blocks_for(shape, dflt)).volume();
       const index_t idle = size - filled.volume();
       std::printf("note     %s %s no data: blocks of %s fill %s of the rank grid %s%s\n",
                   counted(idle, "rank", "ranks").c_str(), idle == 1 ? "holds" : "hold", block.str().c_str(),

@@ -48,6 +48,13 @@ def _checked(comm: Any, step: Callable[[], Any]) -> Any:
     return out
 
 
+def _agree_root(comm: Any, root: int, call: str) -> None:
+    """Collective: an agreed redist.Error when `root` is not a rank of `comm` on
+    any rank (a root bad on one rank only stops them all)."""
+    size = comm.Get_size()
+    agree(comm, "" if 0 <= root < size else f"{call}: root={root} is not a rank of the communicator (0 .. {size - 1})")
+
+
 def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
     """Collective: an agreed redist.Error unless every rank gave the same layout
     (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
@@ -180,9 +187,7 @@ class DistArray:
     def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
         """Collective: the whole array as one Fortran-ordered numpy array on
         `root`, None on the other ranks (for small data and tests)."""
-        size = self.comm.Get_size()  # agreed on every rank: a root bad on one rank only stops them all
-        agree(self.comm, "" if 0 <= root < size else f"gather: root={root} is not a rank of the communicator "
-                                                     f"(0 .. {size - 1})")
+        _agree_root(self.comm, root, "gather")
         dst = _one_tile(self.shape, root, self.dtype.itemsize)
         out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
         with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:
@@ -214,8 +219,7 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
     comm = _comm(comm)
     layout = _checked(comm, lambda: _layout(layout))
     rank = comm.Get_rank()
-    size = comm.Get_size()  # agreed on every rank: a root bad on one rank only stops them all
-    agree(comm, "" if 0 <= root < size else f"scatter: root={root} is not a rank of the communicator (0 .. {size - 1})")
+    _agree_root(comm, root, "scatter")
     err, a = "", None
     if rank == root:
         if array is None:
