@@ -23,7 +23,7 @@ using runtime::Targets;
 using runtime::Tile;
 using runtime::to;
 
-TaskGraph task_graph(const LayoutCollection& a) {
+TaskGraph task_graph(const LayoutCollection& a, std::atomic<std::int64_t>* not_definite) {
   const LayoutCollection& A = a;
   const Layout& l = a.layout();
   if (l.ndim() != 2 || l.shape()[0] != l.shape()[1] || !(l.partition(0) == l.partition(1)) ||
@@ -61,9 +61,16 @@ TaskGraph task_graph(const LayoutCollection& a) {
     const int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, c.as<double>("T"), n);
     // LAPACK's info for the whole matrix: the order of the leading minor that is
     // not positive definite (the tile's rows before it are).
-    if (info > 0)
+    if (info > 0) {
+      const std::int64_t order = part.tile_lo(k) + info;
+      if (not_definite) {
+        std::int64_t seen = not_definite->load();
+        while (order < seen && !not_definite->compare_exchange_weak(seen, order)) {
+        }
+      }
       detail::fail("dpotrf: the matrix is not positive definite: its leading minor of order ",
-                   part.tile_lo(k) + info, " is not (LAPACK's info; row ", info, " of diagonal tile ", k, ")");
+                   order, " is not (LAPACK's info; row ", info, " of diagonal tile ", k, ")");
+    }
     if (info < 0) detail::fail("dpotrf: argument ", -info, " is invalid (LAPACK's info ", info, ")");
   });
 

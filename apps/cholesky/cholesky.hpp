@@ -2,6 +2,7 @@
 // redist task runtime, written to read beside paper 004, Fig. 1.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "redist/runtime/collection.hpp"
@@ -15,7 +16,11 @@ namespace redist::cholesky {
 // diagonal tiles; the last ones may be smaller).
 // Preconditions: `a` outlives the graph. Throws redist::Error unless `a` is a
 // square matrix of doubles with the same tile boundaries in both dimensions.
-runtime::TaskGraph task_graph(const runtime::LayoutCollection& a);
+// Where `not_definite` is given (it must outlive the run), a DPOTRF task that finds
+// the matrix not positive definite lowers it to LAPACK's info for the whole matrix
+// (the order of the first leading minor that is not) before the task throws.
+runtime::TaskGraph task_graph(const runtime::LayoutCollection& a,
+                              std::atomic<std::int64_t>* not_definite = nullptr);
 
 // A symmetric positive definite test matrix: element (i, j) of an n x n matrix,
 // a deterministic pseudo-random value in [-0.5, 0.5] plus n on the diagonal.

@@ -1,7 +1,12 @@
 // redist::apps::potrf: Cholesky with a redistribution round trip (paper 000, sec.
 // 8.7, Figs. 15 and 18): caller's layout -> working layout, the tiled Cholesky of
 // paper 004 Fig. 1 (apps/cholesky) on the task runtime, back.
+#include <atomic>
+#include <cstdint>
+#include <limits>
+
 #include "cholesky/cholesky.hpp"
+#include "mpi/agree.hpp"
 #include "redist/runtime/runtime.hpp"
 #include "roundtrip/roundtrip.hpp"
 
@@ -23,9 +28,24 @@ Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& opt
   // travel (half the bytes), and the caller's strict upper triangle is never touched.
   detail::WorkMatrix a(layout, data, work, comm, options, true, 0, r.to_seconds, detail::Part::lower);
   r.moved = a.moved();
-  runtime::TaskGraph g = cholesky::task_graph(a.collection());
-  // Not positive definite: the runtime throws on every rank, before anything goes back.
-  detail::run_and_store(g, a, comm, options, r);
+  constexpr std::int64_t kDefinite = std::numeric_limits<std::int64_t>::max();
+  std::atomic<std::int64_t> not_definite{kDefinite};
+  runtime::TaskGraph g = cholesky::task_graph(a.collection(), &not_definite);
+  try {
+    detail::run_graph(g, comm, options, r);
+  } catch (const MpiError&) {
+    throw;  // local: the other ranks may not be here
+  } catch (const Error& e) {
+    // The runtime threw the same error on every rank, and nothing went back; where
+    // the matrix is not positive definite, the rank whose DPOTRF failed holds
+    // LAPACK's info.
+    std::int64_t order = not_definite.load();
+    redist::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &order, 1, MPI_INT64_T, MPI_MIN, comm),
+                              "MPI_Allreduce", comm);
+    if (order != kDefinite) throw NotPositiveDefinite(e.what(), order);
+    throw;
+  }
+  a.store_back(r.back_seconds);
   return r;
 }
 

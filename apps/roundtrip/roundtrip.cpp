@@ -409,13 +409,17 @@ void WorkMatrix::store_back(double& seconds) {
   seconds += MPI_Wtime() - t0;
 }
 
-void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
+void run_graph(runtime::TaskGraph& graph, MPI_Comm comm, const Options& options, Report& r) {
   const double t0 = MPI_Wtime();
   const runtime::Stats stats = runtime::run(graph, comm, runtime_options(options));
   r.lent = stats.lent;
   r.tasks = stats.tasks;
   r.busy_seconds = stats.busy_seconds;
   r.compute_seconds = MPI_Wtime() - t0;
+}
+
+void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r) {
+  run_graph(graph, comm, options, r);
   result.store_back(r.back_seconds);
 }
 

@@ -75,9 +75,13 @@ class WorkMatrix {
   std::optional<runtime::LayoutCollection> collection_;
 };
 
-// Runs `graph` (timed into r.compute_seconds, tasks into r.tasks), then stores
-// `result` back (timed into r.back_seconds). Collective. When the graph fails (a
-// task threw), the runtime throws on every rank before anything goes back.
+// Runs `graph` (timed into r.compute_seconds, tasks into r.tasks). Collective.
+// When the graph fails (a task threw), the runtime throws the same Error on every
+// rank.
+void run_graph(runtime::TaskGraph& graph, MPI_Comm comm, const Options& options, Report& r);
+
+// run_graph, then stores `result` back (timed into r.back_seconds): when the graph
+// fails, nothing goes back.
 void run_and_store(runtime::TaskGraph& graph, WorkMatrix& result, MPI_Comm comm, const Options& options, Report& r);
 
 // Elements of this rank's storage of `layout`.

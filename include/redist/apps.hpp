@@ -126,6 +126,19 @@ index_t gemm_model_tile(index_t n, int cores);
 // square grid), tile storage. Throws redist::Error for a grid that is not `ranks`.
 Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {});
 
+// What potrf throws, on every rank, when the matrix is not positive definite (a
+// redist::Error: catching Error still catches it). order() is LAPACK dpotrf's info
+// for the whole matrix: the order of the first leading minor that is not positive
+// definite (1-based; the message says it too).
+class NotPositiveDefinite : public Error {
+ public:
+  NotPositiveDefinite(const std::string& what, index_t order) : Error(what), order_(order) {}
+  index_t order() const { return order_; }
+
+ private:
+  index_t order_;
+};
+
 // Cholesky A = L L^T of the symmetric positive definite n x n matrix in `data`
 // (this rank's storage of `layout`, doubles): the lower triangle is overwritten by
 // L, the strict upper triangle is left as it was (LAPACK dpotrf 'L'): neither read
@@ -135,7 +148,7 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {})
 // for the same working layout (options, ranks). Throws redist::Error, the same on
 // every rank and with `data` untouched, on bad input (not a square matrix of
 // doubles, an invalid layout or option, null data where this rank stores
-// elements) and when the matrix is not positive definite (then, where `layout` is
+// elements) and, as NotPositiveDefinite, when the matrix is not positive definite (then, where `layout` is
 // the working layout and nothing is copied, `data` is left partly factored, as
 // LAPACK's dpotrf leaves it). Below
 // MPI_THREAD_MULTIPLE, a comm_mode that needs it runs funneled (Options::comm_mode).

@@ -281,6 +281,23 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
   expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, o); },
                           "not positive definite: its leading minor of order 51 is not");
   EXPECT_TRUE(a == before);
+  // The same as apps::NotPositiveDefinite, with LAPACK's info, on every rank: on
+  // the working layout too (nothing moved), where the failing diagonal tile's
+  // owner alone ran the DPOTRF that found it (diagonal tile 3, rows 48-63: rank
+  // 1's on 2 ranks).
+  for (const bool on_work : {false, true}) {
+    const redist::Layout at = on_work ? apps::work_layout(kN, kN, world_size(), o) : user;
+    std::vector<double> m = make_local(at, [](auto i, auto j) { return i == j && i == 50 ? -1.0 : spd_element(i, j, kN); });
+    std::int64_t order = -1;
+    try {
+      apps::potrf(at, m.data(), MPI_COMM_WORLD, o);
+    } catch (const apps::NotPositiveDefinite& e) {
+      order = e.order();
+    } catch (const redist::Error&) {
+      order = -2;
+    }
+    EXPECT_EQ(order, 51) << at.spec();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Apps, Potrf, ::testing::Values(1, 2),
