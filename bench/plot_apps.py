@@ -5,7 +5,8 @@
 
 apps.csv: the lines `redist-apps --csv` appends (ranks, threads, alg, N, source
 tile, working tile, GFLOP/s of pd, poor, good, round trip, then to, compute and
-back seconds, and with --repeat the repeated round trip's GFLOP/s and to seconds).
+back seconds, and with --repeat the repeated round trip's GFLOP/s and to seconds;
+lines starting with '#' name the columns and each launch's settings, and are skipped).
 Several launches append several lines per configuration, algorithm and N: they are
 pooled, each column's median over the launches. Writes apps_<alg>.png: GFLOP/s
 against N, one panel per configuration (ranks x threads), and the round trip's
@@ -31,6 +32,8 @@ def pooled(path):
     lines = collections.defaultdict(list)
     with open(path) as f:
         for r in csv.reader(f):
+            if not r or r[0].startswith("#"):  # the column names, each launch's settings
+                continue
             values = list(map(float, r[6:])) + [0.0, 0.0][: max(0, 15 - len(r))]  # no repeat columns: 0
             lines[(int(r[0]), int(r[1]), r[2], int(r[3]))].append(values)
     return {k: (len(v), [statistics.median(col) for col in zip(*v)]) for k, v in lines.items()}

@@ -63,13 +63,20 @@ const char* kUsage =
     "  --lend 0|1       apps::Options::lend (default 0; with --storage shared: an idle rank runs\n"
     "                   ready tasks of another rank of its node on that rank's tiles)\n"
     "  --repeat         also time a second round trip reusing the first one's workspace\n"
-    "  --csv FILE       append one line per N and algorithm\n"
+    "  --csv FILE       append one line per N and algorithm, after a comment line with the\n"
+    "                   launch's settings (a new file starts with one naming the columns)\n"
     "Columns: GFLOP/s of pdpotrf/pdgeqrf/pdgemm (pd), the tiled algorithm on the poor\n"
     "source (poor) and on the working layout alone (good), the round trip (rt); its\n"
     "phases in seconds; busy%: in the good runs, the least and the most busy rank's time\n"
     "in task bodies over (the factorization's time x threads), medians over --reps\n"
     "(a rank far below the other waited for it).\n"
     "One rank with several threads: launch with mpirun --bind-to none.\n";
+
+// The CSV's first line (a comment: readers skip lines starting with '#'); each
+// launch appends a comment line with its settings, then one row per N and algorithm.
+const char* kCsvColumns =
+    "# ranks,threads,alg,n,source_tile,work_tile,pd_gflops,poor_gflops,good_gflops,roundtrip_gflops,to_s,"
+    "compute_s,back_s,repeat_gflops,repeat_to_s (0 without --repeat)\n";
 
 double element(index_t i, index_t j, index_t n) { return redist::cholesky::spd_element(i, j, n); }
 
@@ -231,16 +238,6 @@ int main(int argc, char** argv) {
       if (comma == std::string::npos) break;
       at = comma + 1;
     }
-    // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything runs.
-    int csv_ok = 1;
-    if (rank == 0 && !csv.empty()) {
-      if (FILE* out = std::fopen(csv.c_str(), "a"))
-        std::fclose(out);
-      else
-        csv_ok = 0;
-    }
-    MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!csv_ok) throw redist::Error("--csv " + csv + ": cannot open it for appending");
     const std::string mode = args.str("--comm-mode", "workers");
     redist::runtime::CommMode comm_mode = redist::runtime::CommMode::workers;
     if (mode == "multiple")
@@ -251,14 +248,35 @@ int main(int argc, char** argv) {
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     const std::string strategy = args.str("--strategy", "direct");
     redist::check_strategy(strategy);  // an unknown name fails here, before any run
+    // The launch's settings: the first line printed and, in the CSV, a comment line
+    // before the launch's rows (the rows do not repeat them).
+    char settings_line[320];
+    std::snprintf(settings_line, sizeof settings_line,
+                  "# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d strategy=%s "
+                  "reps=%d source: tile=%lld grid=1x%d storage=local_array\n",
+                  ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
+                  static_cast<int>(lend), strategy.c_str(), reps, static_cast<long long>(src_tile), ranks);
+    const std::string settings = settings_line;
+    // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything
+    // runs. A new (empty) file starts with a comment line naming the columns.
+    int csv_ok = 1;
+    if (rank == 0 && !csv.empty()) {
+      if (FILE* out = std::fopen(csv.c_str(), "a")) {
+        std::fseek(out, 0, SEEK_END);
+        if (std::ftell(out) == 0) std::fputs(kCsvColumns, out);
+        std::fputs(settings.c_str(), out);
+        csv_ok = std::fclose(out) == 0;
+      } else {
+        csv_ok = 0;
+      }
+    }
+    MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!csv_ok) throw redist::Error("--csv " + csv + ": cannot open it for appending");
     rb::report_cpus(threads);
     if (rank == 0)
-      std::printf("# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d source: tile=%lld "
-                  "grid=1x%d storage=local_array\n"
-                  "%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s %9s\n",
-                  ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
-                  static_cast<int>(lend), static_cast<long long>(src_tile), ranks, "alg", "N", "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF",
-                  "to_s", "comp_s", "back_s", "overhd%", "rt/pd", "rep_GF", "rep_to_s", "busy%");
+      std::printf("%s%6s %5s %5s %9s %9s %9s %9s %8s %8s %8s %9s %8s %9s %8s %9s\n", settings.c_str(), "alg", "N",
+                  "tile", "pd_GF", "poor_GF", "good_GF", "rt_GF", "to_s", "comp_s", "back_s", "overhd%", "rt/pd",
+                  "rep_GF", "rep_to_s", "busy%");
     for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n) + "x" + std::to_string(n);

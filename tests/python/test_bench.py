@@ -213,6 +213,35 @@ def test_bad_arguments_fail_before_running(tmp_path):
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
 
 
+def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
+    """redist-apps --csv: a new file starts with a comment line naming the columns,
+    each launch appends a comment line with its settings (it once recorded neither:
+    launches with other --storage or --strategy pooled silently), and plot_apps.py
+    pools the rows, skipping the comments."""
+    apps = BUILD / "bench" / "apps" / "redist-apps"
+    out = tmp_path / "apps.csv"
+    for storage in ["heap", "shared"]:
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(apps), "--alg", "potrf", "--n", "200", "--src-tile", "64",
+                            "--tile", "48", "--storage", storage, "--csv", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"storage={storage}" in r.stdout.splitlines()[1], r.stdout  # after report_cpus' line
+    lines = out.read_text().splitlines()
+    assert len(lines) == 5, lines
+    columns = lines[0].lstrip("# ").split(" ")[0].split(",")
+    assert columns[:4] == ["ranks", "threads", "alg", "n"] and len(columns) == 15, lines[0]
+    for settings, row, storage in [(lines[1], lines[2], "heap"), (lines[3], lines[4], "shared")]:
+        assert settings.startswith("# ranks=2 threads/rank=1 ") and f"storage={storage}" in settings, settings
+        assert "strategy=direct" in settings and "comm_mode=workers" in settings, settings
+        values = row.split(",")
+        assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "plot_apps.py"), str(out), "--out", str(tmp_path),
+                        "--table"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "| potrf | 200 | 2 |" in r.stdout, r.stdout  # both launches pooled
+    assert (tmp_path / "apps_potrf.png").stat().st_size > 0
+
+
 def test_bench_compare_suite(tmp_path):
     """`redist bench compare SRC DST REGION`: the user's case beside pdgemr2d (it was redist-compare)."""
     from conftest import REDIST
