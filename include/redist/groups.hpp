@@ -16,7 +16,8 @@
 // union ranks 0 .. S-1 are the senders in their group's order, then the
 // receivers that do not send, in theirs; the receiver layout is translated to
 // union ranks. Every strategy runs it; `centralized`, `staged` and `multistage`
-// are paper 002's algorithms (all-to-all is `p2p`). docs/groups.md.
+// are paper 002's algorithms (all-to-all is `p2p`), `hybrid` combines them
+// (docs/groups.md).
 #pragma once
 
 #include <mpi.h>
@@ -62,7 +63,8 @@ struct GroupLayouts {
 // 1 + max(ceil(log2 S), ceil(log2 R)) messages or receives more than one for
 // the exchange. Returns the plan (an empty Plan on a rank in neither group).
 // The plan has its own communicator, so transfers of several plans between the
-// same groups never mix.
+// same groups never mix (Options::duplicate_comm is not used here: the union
+// make_group_plan builds is freed when it returns, the plan keeps a duplicate).
 Plan make_group_plan(const Groups& groups, const GroupLayouts& layouts, const Options& options = {});
 
 // The union ranks of each group in a plan (make_group_plan), in group order; for

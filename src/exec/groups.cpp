@@ -279,6 +279,10 @@ Plan make_group_plan(const Groups& g, const GroupLayouts& l, const Options& opti
   const Region region = l.region ? *l.region : Region::whole(src.shape());
   Options o = options;  // the budget is checked once the plan knows its groups (set_groups)
   if (o.max_buffer_bytes > 0) o.max_buffer_bytes = 0;
+  // The union communicator is freed on return: the plan works on its own duplicate
+  // whatever the caller asked (with duplicate_comm false it kept the freed handle
+  // and its first execute crashed).
+  o.duplicate_comm = true;
   Plan plan = make_plan(detail::renumber_to_union(src, senders, usize, shared_spec(src)),
                         detail::renumber_to_union(dst, receivers, usize, shared_spec(dst)),
                         region, u, o);

@@ -244,6 +244,23 @@ TEST(Groups, PaperFigure3) {
   }
 }
 
+// Options::duplicate_comm false: the plan still works on a communicator of its
+// own (the union make_group_plan makes is freed when it returns; the plan once
+// kept it and crashed in its first execute).
+TEST(Groups, WithoutDuplicateComm) {
+  Options o;
+  o.duplicate_comm = false;
+  for (const Config& cfg : configs(world_size())) {
+    Sides sd(cfg);
+    const Layout src = block_cyclic_layout({40, 30}, {7, 5}, {static_cast<int>(cfg.senders.size()), 1});
+    const Layout dst = block_cyclic_layout({40, 30}, {9, 4}, {1, static_cast<int>(cfg.receivers.size())});
+    for (const char* ex : {"p2p", "alltoallw", "centralized"}) {
+      const std::string err = run_group_case(sd, src, dst, Region::whole(src.shape()), ex, o);
+      EXPECT_TRUE(all_ok(err.empty())) << cfg.name << " " << ex << ": " << err;
+    }
+  }
+}
+
 // CDT sec. 2.3: the leaders exchange the layouts, each broadcasts the other
 // side's in its group: no rank sends more than 1 + max(ceil log2 S, ceil log2 R)
 // messages or receives more than one; identical groups exchange nothing.
