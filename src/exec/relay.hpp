@@ -164,6 +164,7 @@ StrategyEntry relay_entry(std::string_view name, std::string_view summary,
                     return std::make_unique<Relay>(p, std::make_unique<R>(relay_groups(p)));
                   },
                   predict, nullptr};
+  e.arithmetic = true;  // the target is written only by copy_locals and unpack_peer (Relay::run)
   e.predict_plan = [](PlanCore& p, const Machine& m) { return Relay(p, std::make_unique<R>(relay_groups(p))).predict_schedule(m); };
   e.extra_plan = [](PlanCore& p) { return Relay(p, std::make_unique<R>(relay_groups(p))).buffer_bytes(); };
   e.route = [](RelayGroups g) -> std::unique_ptr<Route> { return std::make_unique<R>(std::move(g)); };

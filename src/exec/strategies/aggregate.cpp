@@ -57,6 +57,7 @@ StrategyEntry aggregate_strategy() {
                   [](PlanCore& p) -> std::unique_ptr<Strategy> { return std::make_unique<Relay>(p, route_of(p)); },
                   predict,
                   nullptr};
+  e.arithmetic = true;  // a Relay: the target is written only by copy_locals and unpack_peer
   e.predict_plan = [](PlanCore& p, const Machine& m) { return Relay(p, route_of(p)).predict_schedule(m); };
   e.extra_plan = [](PlanCore& p) { return Relay(p, route_of(p)).buffer_bytes(); };
   return e;
