@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import re
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -48,18 +49,33 @@ def _checked(comm: Any, step: Callable[[], Any]) -> Any:
     return out
 
 
-def _agree_root(comm: Any, root: int, call: str) -> None:
-    """Collective: an agreed redist.Error when `root` is not a rank of `comm` on
-    any rank (a root bad on one rank only stops them all)."""
+def _agree_root(comm: Any, root: Any, call: str) -> int:
+    """Collective: the root as an int, the same on every rank; an agreed
+    redist.Error when it is not a rank of `comm` on some rank, or differs between
+    ranks (a TypeError on a rank that gave no integer), before anything else
+    moves (scatter's dtype broadcast from the root once waited for a root that a
+    rank named differently)."""
     size = comm.Get_size()
-    agree(comm, "" if 0 <= root < size else f"{call}: root={root} is not a rank of the communicator (0 .. {size - 1})")
+
+    def check() -> int:
+        r = operator.index(root)  # TypeError for "0", 0.0, None
+        if not 0 <= r < size:
+            raise Error(f"{call}: root={r} is not a rank of the communicator (0 .. {size - 1})")
+        return r
+
+    r = _checked(comm, check)
+    roots = comm.allgather(r)
+    other = next((k for k, x in enumerate(roots) if x != roots[0]), None)
+    if other is not None:
+        agree(comm, f"{call}: every rank must give the same root: rank {other} gave {roots[other]}, rank 0 {roots[0]}")
+    return r
 
 
 def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
     """Collective: an agreed redist.Error unless every rank gave the same layout
     (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
     naming the first rank that differs from rank 0 and both."""
-    mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), dt.str)
+    mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), str(dt))  # str: fields too (dt.str is '|V8' for any 8-byte record)
     digest = hashlib.sha256(repr(mine).encode()).digest()
     digests = comm.allgather(digest)
     other = next((r for r, d in enumerate(digests) if d != digests[0]), None)
@@ -67,7 +83,7 @@ def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
         return
     theirs, first = comm.bcast(mine, root=other), comm.bcast(mine, root=0)
     agree(comm, f"every rank must give the same layout and dtype (ld= aside): rank {other} gave '{theirs[0]}' "
-                f"of dtype {np.dtype(theirs[1])}, rank 0 '{first[0]}' of dtype {np.dtype(first[1])}")
+                f"of dtype {theirs[1]}, rank 0 '{first[0]}' of dtype {first[1]}")
 
 
 def _layout(layout: LayoutLike) -> Layout:
@@ -86,6 +102,12 @@ def _dtype(layout: Layout, dtype: Any) -> np.dtype:
     dt = np.dtype(dtype)
     if dt.hasobject or dt.itemsize == 0:
         raise Error(f"dtype {dt} is not a fixed-size element type (no Python objects, itemsize > 0)")
+    if dt.subdtype is not None:  # numpy would give arrays one dimension more
+        raise Error(f"dtype {dt} is a subarray dtype: give a record of it, np.dtype([('x', {dt.subdtype[0].str!r}, "
+                    f"{dt.subdtype[1]})]), or esize={dt.itemsize} raw bytes")
+    if dt.kind in "mM":
+        raise Error(f"dtype {dt}: numpy cannot pass datetime64/timedelta64 through the buffer protocol; move them as "
+                    f"int64 (array.view('i8'), dtype='i8') and view the result back")
     return dt
 
 
@@ -187,7 +209,7 @@ class DistArray:
     def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
         """Collective: the whole array as one Fortran-ordered numpy array on
         `root`, None on the other ranks (for small data and tests)."""
-        _agree_root(self.comm, root, "gather")
+        root = _agree_root(self.comm, root, "gather")
         dst = _one_tile(self.shape, root, self.dtype.itemsize)
         out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
         with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:
@@ -219,7 +241,7 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
     comm = _comm(comm)
     layout = _checked(comm, lambda: _layout(layout))
     rank = comm.Get_rank()
-    _agree_root(comm, root, "scatter")
+    root = _agree_root(comm, root, "scatter")
     err, a = "", None
     if rank == root:
         if array is None:

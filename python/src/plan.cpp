@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <optional>
@@ -87,7 +88,9 @@ struct Side {
   void drop_unfilled() {  // add() was called, the buffer not obtained
     if (n > 0) more.pop_back();
   }
+  bool null_one = false;  // None given where this rank stores nothing: one null block
   std::span<const void* const> ptrs() const {
+    if (null_one) return {&one_ptr, 1};
     return n <= 1 ? std::span<const void* const>(&one_ptr, n) : std::span<const void* const>(more_ptrs);
   }
 };
@@ -124,6 +127,12 @@ std::string plain_format(const char* f) {
     if (!name && (*f == '@' || *f == '=' || *f == native)) continue;
     out += *f;
   }
+  // numpy's int64 is 'l' (native long) or 'q' (long long), the same elements here
+  // (np.dtype('l') == np.dtype('q')); their sizes are checked apart.
+  if constexpr (sizeof(long) == sizeof(long long)) {
+    if (out == "l") return "q";
+    if (out == "L") return "Q";
+  }
   return out;
 }
 
@@ -158,8 +167,9 @@ std::string buffer_problem(nb::handle obj, bool writable) {
   const bool ro = v.readonly;
   PyBuffer_Release(&v);
   if (writable && ro) return "the array is read-only";
-  return "the array is not contiguous (np.ascontiguousarray, or np.asfortranarray for storage=local_array, makes "
-         "a contiguous copy)";
+  return "the array is not contiguous (a DistArray's local_array view with ld= above its rows is not: pass the "
+         "DistArray or its blocks[0]; else np.ascontiguousarray, or np.asfortranarray for storage=local_array, makes "
+         "a contiguous copy, which as a target receives the result in place of your array)";
 }
 
 // Whether a DistArray made for `own` lies in storage as the plan's `layout`
@@ -177,11 +187,21 @@ bool same_storage(const Layout& own, const Layout& layout, const LocalIndex& map
 
 // Fills `side` from obj; returns what is wrong ("" if nothing). `verified`: the
 // layout object of the last DistArray found to fit this side.
-std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const Layout& layout, const char* name,
-                    Side& side, nb::object& verified) {
+std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const Layout& layout, MPI_Comm plan_comm,
+                    const char* name, Side& side, nb::object& verified) {
   static PyObject* const kBlocks = PyUnicode_InternFromString("_redist_blocks");
   PyObject* single = nullptr;
   nb::object blocks;
+  const bool one_buffer = layout.storage().kind != StorageKind::tile_pointers;
+  if (obj.is_none()) {  // "nothing here": where this rank stores no element
+    const index_t stored = one_buffer ? (map.nblocks() ? map.block_elements(0) : 0) : map.nblocks();
+    const bool nothing = stored == 0 || (layout.storage().kind == StorageKind::local_array && map.local_extent().volume() == 0);
+    if (!nothing)
+      return detail::cat(name, ": None, but this rank ", one_buffer ? "stores " : "owns ", stored,
+                         one_buffer ? " elements" : " local tiles", " (None only where it stores none)");
+    side.null_one = one_buffer;
+    return {};
+  }
   if (PyObject_CheckBuffer(obj.ptr())) {
     single = obj.ptr();
   } else {
@@ -198,7 +218,19 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
         if (!same_storage(nb::cast<const Layout&>(own), layout, map))
           return detail::cat(name, ": the DistArray's layout '", nb::cast<const Layout&>(own).spec(), "' is not the plan's ",
                              name, " layout '", layout.spec(), "'");
-        verified = own;  // the next execute with this array's layout object skips the comparison
+        // ... and over the plan's ranks (one made on a sub-communicator holds
+        // another rank numbering's tiles).
+        static PyObject* const kComm = PyUnicode_InternFromString("comm");
+        nb::object comm = nb::steal(PyObject_GetAttr(obj.ptr(), kComm));
+        if (!comm.is_valid()) PyErr_Clear();
+        else if (!comm.is_none()) {
+          int same = MPI_UNEQUAL;
+          MPI_Comm_compare(comm_of(comm), plan_comm, &same);  // unchecked: both valid communicators
+          if (same != MPI_IDENT && same != MPI_CONGRUENT)
+            return detail::cat(name, ": the DistArray was made on another communicator than the plan's (make_plan's "
+                               "comm, default COMM_WORLD): give make_plan the array's comm");
+        }
+        verified = own;  // the next execute with this array's layout object skips the comparisons
       }
     } else {
       PyErr_Clear();
@@ -211,7 +243,6 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
   const size_t count = single ? 1 : static_cast<size_t>(PySequence_Fast_GET_SIZE(blocks.ptr()));
   auto item = [&](size_t b) { return single ? single : PySequence_Fast_GET_ITEM(blocks.ptr(), static_cast<Py_ssize_t>(b)); };
   const index_t esize = layout.elem_size();
-  const bool one_buffer = layout.storage().kind != StorageKind::tile_pointers;
   if (one_buffer && count != 1)
     return detail::cat(name, ": storage=", layout.storage().kind == StorageKind::tile ? "tile" : "local_array",
                        " takes one array, got ", count);
@@ -230,6 +261,9 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
     side.keep(pv);
     const Py_buffer& v = *pv;
     if (b == 0) side.format = v.format;
+    else if (plain_format(v.format) != plain_format(side.format))
+      return detail::cat(name, ": local tile ", b, "'s elements (format '", v.format ? v.format : "B",
+                         "') are not of local tile 0's type (format '", side.format ? side.format : "B", "')");
     if (v.itemsize != esize)
       return detail::cat(name, ": the array's elements are ", v.itemsize, " bytes (format '", v.format ? v.format : "B",
                          "'), the layout's esize=", esize, " (a dtype of ", esize, " bytes, or esize=", v.itemsize,
@@ -242,6 +276,26 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
     if (v.ndim > 1 && !PyBuffer_IsContiguous(&v, 'F'))
       return detail::cat(name, ": a multi-dimensional array must be column-major (numpy order='F'; "
                          "np.asfortranarray), like the layout's storage; this one is in C order");
+    if (layout.storage().kind != StorageKind::local_array && v.ndim > 1) {
+      // Tile storage read as its tiles one after another: a shaped array is one
+      // tile, shaped as it (with more tiles, or another shape, the elements would
+      // be taken in memory order as something else).
+      const bool one_tile = one_buffer ? map.ntiles() == 1 : true;
+      Coord want_shape = one_tile && map.ntiles() > 0 ? layout.tile_box(map.tile(one_buffer ? 0 : static_cast<index_t>(b))).size
+                                                      : Coord();
+      bool same = one_tile && v.ndim == layout.ndim() && map.ntiles() > 0;
+      for (int d = 0; same && d < v.ndim; ++d) same = v.shape[d] == want_shape[d];
+      if (!same) {
+        std::string got;
+        for (int d = 0; d < v.ndim; ++d) got += (d ? "x" : "") + std::to_string(v.shape[d]);
+        return one_tile && map.ntiles() > 0
+                   ? detail::cat(name, ": a multi-dimensional array for ", one_buffer ? "this rank's tile" : "local tile ",
+                                 one_buffer ? "" : std::to_string(b), " is ", want_shape.str(), ", got ", got,
+                                 " (or give it flat)")
+                   : detail::cat(name, ": storage=tile on a rank with ", map.ntiles(),
+                                 " local tiles takes them one after another, flat (1-D), got an array of shape ", got);
+      }
+    }
     if (layout.storage().kind == StorageKind::local_array && v.ndim > 1 && v.ndim != layout.ndim())
       return detail::cat(name, ": a multi-dimensional local array has the layout's ", layout.ndim(),
                          " dimensions (ld x local extents), this one ", v.ndim, " (or give it flat)");
@@ -264,21 +318,52 @@ std::string collect(nb::handle obj, bool writable, const LocalIndex& map, const 
   return {};
 }
 
-void execute(PyPlan& self, nb::handle src, nb::handle dst, std::optional<std::string> strategy) {
+// Whether two of a tile_pointers target's blocks share memory (the same array
+// twice, or views of one): one tile's result would overwrite another's.
+std::string overlapping_blocks(const Side& side, const char* name) {
+  std::vector<std::pair<const std::byte*, const std::byte*>> spans;
+  auto add = [&](const Py_buffer& v) {
+    const auto* p = static_cast<const std::byte*>(v.buf);
+    if (v.len > 0) spans.emplace_back(p, p + v.len);
+  };
+  add(side.one);
+  for (const Py_buffer& v : side.more) add(v);
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second)
+      return detail::cat(name, ": two of the local tiles' arrays share memory (the same array twice, or views of "
+                               "one): each tile needs its own");
+  return {};
+}
+
+void execute(PyPlan& self, nb::handle src, nb::handle dst, nb::handle strategy) {
   Plan& plan = self.get();
   Side s, d;
-  std::string err = collect(src, false, self.src_map, plan.source(), "source", s, self.src_verified);
-  if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), "target", d, self.dst_verified);
+  // A wrong type is a TypeError on its rank, redist.Error on the others (agreed).
+  std::string err, name_given;
+  bool type_error = false;
+  if (!strategy.is_none() && !nb::try_cast<std::string>(strategy, name_given))
+    err = detail::cat("strategy must be a str or None, got ", py_type_name(strategy)), type_error = true;
+  if (err.empty()) err = collect(src, false, self.src_map, plan.source(), plan.comm(), "source", s, self.src_verified);
+  if (err.empty()) err = collect(dst, true, self.dst_map, plan.target(), plan.comm(), "target", d, self.dst_verified);
+  if (err.empty() && d.n > 1) err = overlapping_blocks(d, "target");
   if (err.empty() && s.format && d.format && plain_format(s.format) != plain_format(d.format))
     err = detail::cat("the source's elements (format '", s.format, "') and the target's (format '", d.format,
                       "') are of different types");
   if (err.empty() && (s.format || d.format))
     err = kind_problem(self.type, plain_format(s.format ? s.format : d.format));
-  std::string_view name = strategy ? std::string_view(*strategy) : std::string_view();
+  std::string_view name = strategy.is_none() ? std::string_view() : std::string_view(name_given);
   std::span<const void* const> sp = s.ptrs(), dp = d.ptrs();
-  nb::gil_scoped_release unlocked;
-  // What this rank found wrong joins the core's one agreement (same error everywhere, nothing moved).
-  plan.execute(sp, std::span<void* const>(const_cast<void* const*>(dp.data()), dp.size()), name, err);
+  {
+    nb::gil_scoped_release unlocked;
+    // What this rank found wrong joins the core's one agreement (same error everywhere, nothing moved).
+    try {
+      plan.execute(sp, std::span<void* const>(const_cast<void* const*>(dp.data()), dp.size()), name, err);
+    } catch (const Error&) {
+      if (!type_error) throw;
+    }
+  }
+  if (type_error) throw nb::type_error(err.c_str());
 }
 
 nb::dict stats_dict(const PlanStats& s) {
@@ -351,11 +436,13 @@ void bind_plan(nb::module_& m) {
      "charges peers on other nodes as messages), as `redist plan --ranks-per-node`.");
 
   nb::class_<PyPlan>(m, "Plan", "A redistribution made once (make_plan) and executed as often as needed.")
-      .def("execute", &execute, nb::arg("src"), nb::arg("dst"), nb::arg("strategy") = nb::none(),
-           nb::sig("def execute(self, src: typing_extensions.Buffer | redist._array.DistArray | list, dst: "
-                   "typing_extensions.Buffer | redist._array.DistArray | list, strategy: str | None = None) -> None"),
+      // .none(): None reaches the body (a rank that stores nothing; a wrong type is agreed there)
+      .def("execute", &execute, nb::arg("src").none(), nb::arg("dst").none(), nb::arg("strategy").none() = nb::none(),
+           nb::sig("def execute(self, src: typing_extensions.Buffer | redist._array.DistArray | list | None, dst: "
+                   "typing_extensions.Buffer | redist._array.DistArray | list | None, strategy: str | None = None) -> None"),
            "Collective. src, dst: numpy arrays (one per rank for storage tile/local_array; a list, one per local "
-           "tile, for tile_pointers) or DistArrays. strategy: a name of strategies() or 'auto'; None: the plan's.")
+           "tile, for tile_pointers), DistArrays, or None on a rank that stores none of that side's elements. "
+           "strategy: a name of strategies() or 'auto'; None: the plan's.")
       .def_prop_ro("stats", [](PyPlan& p) { return p.get().stats(); })
       .def_prop_ro("source", [](PyPlan& p) { return p.get().source(); })
       .def_prop_ro("target", [](PyPlan& p) { return p.get().target(); })
@@ -407,6 +494,7 @@ void bind_plan(nb::module_& m) {
     Options o;
     std::string err;
     bool type_error = false;
+    std::optional<nb::python_error> raised;  // re-raised as it is on this rank, after the agreement
     try {
       s = as_layout(src, "src");
       d = as_layout(dst, "dst");
@@ -428,6 +516,9 @@ void bind_plan(nb::module_& m) {
     } catch (const nb::builtin_exception& e) {
       if (e.type() != nb::exception_type::type_error) throw;
       err = e.what(), type_error = true;
+    } catch (nb::python_error& e) {  // a Python exception from a conversion (numpy's __index__ of an array)
+      err = e.what(), type_error = true;
+      raised.emplace(std::move(e));
     }
     std::optional<Plan> plan;
     {
@@ -442,6 +533,7 @@ void bind_plan(nb::module_& m) {
         plan.emplace(make_plan(s, d, r, c, o));
       }
     }
+    if (raised) throw std::move(*raised);
     if (type_error) throw nb::type_error(err.c_str());
     auto* made = new PyPlan(std::move(*plan));
     made->type = o.arithmetic.type;

@@ -631,3 +631,102 @@ def test_type_errors_are_local_and_clear():
         redist.make_plan("8x8", "8x8", comm=42)
     with pytest.raises(TypeError):
         redist.redistribute(np.zeros(3), "8x8")
+
+
+def one_rank_raises(fn_bad, fn_good, exc, match):
+    """fn_bad on the last rank raises `exc` there; fn_good elsewhere raises
+    redist.Error naming the same (no rank waits)."""
+    if R == P - 1:
+        with pytest.raises(exc, match=match):
+            fn_bad()
+    else:
+        with pytest.raises(redist.Error, match=match):
+            fn_good()
+
+
+def test_what_a_new_user_trial_found():
+    """Hangs and silent wrong results a new user's trial found (2026-11-30), each
+    now the same error on every rank, nothing written, or a right result."""
+    last = R == P - 1
+    G = np.asfortranarray(np.arange(24.0).reshape(6, 4))
+    one = "6x4"                                          # one tile, on rank 0
+    dst = f"6x4 tile=3x4 block_cyclic grid={min(P, 2)}x1"
+    # None where a rank stores nothing moves; None where it stores elements is an
+    # agreed error (nanobind refused None on that rank alone: the others waited)
+    with redist.make_plan(one, dst) as plan:
+        mine = redist.LocalIndex(redist.Layout(dst), R).block_elements(0)
+        out = np.zeros(mine)
+        plan.execute(G.reshape(-1, order="F") if R == 0 else None, out)
+        tiles = [G[3 * t: 3 * t + 3].reshape(-1, order="F") for t in (0, 1) if t % min(P, 2) == R]
+        assert np.array_equal(out, np.concatenate(tiles or [np.zeros(0)]))
+        if P > 1:  # rank 1 stores rows 3-5
+            msg = agreed_error(lambda: plan.execute(G.reshape(-1, order="F") if R == 0 else None,
+                                                    None if R == 1 else np.zeros(mine)))
+            assert "target: None, but this rank stores 12 elements" in msg, msg
+        # a strategy of the wrong type on one rank
+        src = G.reshape(-1, order="F") if R == 0 else None
+        one_rank_raises(lambda: plan.execute(src, np.zeros(mine), strategy=1),
+                        lambda: plan.execute(src, np.zeros(mine)), TypeError, "strategy must be a str or None")
+        # a shaped array for tile storage is one tile, shaped as it: a padded or
+        # transposed array was read in memory order (a scrambled result)
+        if R == 0:
+            for bad in (np.asfortranarray(np.zeros((7, 4))), np.ascontiguousarray(G).T):
+                with pytest.raises(redist.Error, match="a multi-dimensional array for this rank's tile is 6x4"):
+                    plan.execute(bad, np.zeros(mine))
+        else:
+            for _ in range(2):
+                with pytest.raises(redist.Error, match="multi-dimensional array for this rank's tile"):
+                    plan.execute(None, np.zeros(mine))
+    with redist.make_plan(dst, one) as back:
+        a = redist.fromfunction(value, dst)
+        msg = agreed_error(lambda: back.execute(a, np.asfortranarray(np.zeros((4, 6))) if R == 0 else None))
+        assert "is 6x4, got 4x6" in msg, msg
+        whole = np.asfortranarray(np.zeros((6, 4))) if R == 0 else None
+        back.execute(a, whole)
+        assert R != 0 or np.array_equal(whole, np.fromfunction(value, (6, 4)))
+    # make_plan: a conversion that raises something else than TypeError on one rank
+    one_rank_raises(lambda: redist.make_plan(one, dst, max_message_bytes=np.array([4, 5])),
+                    lambda: redist.make_plan(one, dst), TypeError, "only integer scalar arrays")
+    # scatter's root: of a wrong type, or another valid rank, on one rank only
+    g = G if R == 0 else None
+    one_rank_raises(lambda: redist.scatter(g, dst, root="0"), lambda: redist.scatter(g, dst), TypeError,
+                    "'str' object cannot be interpreted as an integer")
+    if P > 1:
+        msg = agreed_error(lambda: redist.scatter(G if R in (0, 1) else None, dst, root=1 if last else 0))
+        assert f"every rank must give the same root: rank {P - 1} gave 1, rank 0 0" in msg, msg
+        assert MPI.COMM_WORLD.bcast(("after", 1) if R == 0 else None, root=0) == ("after", 1)  # nothing left behind
+    # tile_pointers: every tile's dtype, and no two target tiles in one array
+    tp = f"8x8 tile=2x2 storage=tile_pointers block_cyclic grid=1x{P}"
+    n = redist.LocalIndex(redist.Layout(tp), R).nblocks
+    with redist.make_plan(f"8x8 tile=4x4 block_cyclic grid={P}x1", tp) as plan:
+        s = redist.fromfunction(value, f"8x8 tile=4x4 block_cyclic grid={P}x1")
+        mixed = [np.zeros(4) if b % 2 == 0 else np.zeros(4, dtype=np.int64) for b in range(n)]
+        assert "are not of local tile 0's type" in agreed_error(lambda: plan.execute(s, mixed if n > 1 else
+                                                                                      [np.zeros(4, np.int64)] * n))
+        shared = np.zeros(4)
+        msg = agreed_error(lambda: plan.execute(s, [shared] * n if n > 1 else [np.zeros(4, np.int32)] * n))
+        assert "share memory" in msg or "elements are 4 bytes" in msg, msg
+    # a DistArray made on a sub-communicator, a plan on COMM_WORLD
+    if P > 1:
+        sub = MPI.COMM_WORLD.Split(R % 2, R)
+        a = redist.fromfunction(value, "8x8 tile=2x2", comm=sub)
+        b = redist.zeros("8x8 tile=4x4", comm=sub)
+        with redist.make_plan(a.layout, b.layout) as plan:
+            assert "made on another communicator than the plan's" in agreed_error(lambda: plan.execute(a, b))
+        with redist.make_plan(a.layout, b.layout, comm=sub) as plan:
+            plan.execute(a, b)
+        whole = b.gather()
+        assert sub.Get_rank() != 0 or np.array_equal(whole, np.fromfunction(value, (8, 8)))
+        sub.Free()
+        # records of one size but other fields on one rank
+        rec = np.dtype([("x", "<f8")]) if last else np.dtype([("a", "<i4"), ("b", "<f4")])
+        assert "every rank must give the same layout and dtype" in agreed_error(lambda: redist.zeros("4x4", rec))
+    # a subarray dtype (numpy gives arrays one dimension more) and datetime64: agreed errors
+    assert "subarray dtype" in agreed_error(lambda: redist.zeros(f"4x4 tile=2x2 block_cyclic grid=1x{P}",
+                                                                 np.dtype(("f8", (2,)))))
+    assert "datetime64" in agreed_error(lambda: redist.zeros("4x4", "M8[s]"))
+    # numpy's two names of int64 ('l' and 'q') are one element type
+    with redist.make_plan("4x4", f"4x4 tile=2x2 block_cyclic grid=1x{P}") as plan:
+        t = np.zeros(redist.LocalIndex(redist.Layout(f"4x4 tile=2x2 block_cyclic grid=1x{P}"), R).block_elements(0),
+                     dtype=np.int64)
+        plan.execute(np.arange(16, dtype=np.longlong) if R == 0 else np.zeros(0, np.longlong), t)
