@@ -230,7 +230,8 @@ def zeros(layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
 def fromfunction(fn: Callable[..., Any], layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
     """Collective: a DistArray whose element (i0, i1, ...) is fn(i0, i1, ...),
     each rank computing its own elements (see DistArray.fill)."""
-    return DistArray(layout, dtype, comm, fill_zero=False).fill(fn)
+    out = DistArray(layout, dtype, comm, fill_zero=False)
+    return _checked(out.comm, lambda: out.fill(fn))  # fn raising on one rank: every rank's error
 
 
 def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm: Any = None,

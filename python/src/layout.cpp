@@ -8,8 +8,10 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "common.hpp"
 
@@ -128,6 +130,11 @@ struct PyLocalIndex {
   LocalIndex map;
   PyLocalIndex(const Layout& l, int rank) : layout(l), map(l, rank) {}
 };
+
+// What makes two regions the same: size, offsets and, where it permutes, the axes.
+std::string region_key(const Region& r) {
+  return r.size.str() + "|" + r.src_offset.str() + "|" + r.dst_offset.str() + "|" + (r.permutes() ? r.axes.str() : "");
+}
 
 }  // namespace
 
@@ -259,7 +266,12 @@ void bind_layout(nb::module_& m) {
         return r.check(to_coord(src_shape, "src_shape"), to_coord(dst_shape, "dst_shape"));
       })
       .def("__str__", &Region::str)
-      .def("__repr__", [](const Region& r) { return "Region('" + r.str() + "')"; });
+      .def("__repr__", [](const Region& r) { return "Region('" + r.str() + "')"; })
+      // Equal regions compare and hash equal (identity axes as none), as Layouts do.
+      .def("__eq__", [](const Region& a, nb::handle b) {
+        return nb::isinstance<Region>(b) && region_key(a) == region_key(nb::cast<const Region&>(b));
+      })
+      .def("__hash__", [](const Region& r) { return static_cast<Py_ssize_t>(std::hash<std::string>{}(region_key(r)) >> 2); });
 
   nb::class_<PyLocalIndex>(m, "LocalIndex", "A rank's storage map of a layout: its tiles and where they live.")
       .def(nb::init<const Layout&, int>(), nb::arg("layout"), nb::arg("rank"))

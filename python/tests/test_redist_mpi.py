@@ -730,3 +730,13 @@ def test_what_a_new_user_trial_found():
         t = np.zeros(redist.LocalIndex(redist.Layout(f"4x4 tile=2x2 block_cyclic grid=1x{P}"), R).block_elements(0),
                      dtype=np.int64)
         plan.execute(np.arange(16, dtype=np.longlong) if R == 0 else np.zeros(0, np.longlong), t)
+    # equal regions compare and hash equal; fromfunction's fn raising on one rank is every rank's error
+    assert redist.Region("4x4") == redist.Region("4x4") and redist.Region("4x4") != redist.Region("4x4 from=1x0")
+    assert redist.Region("4x4 axes=0,1") == redist.Region("4x4") and len({redist.Region("4x4"), redist.Region("4x4")}) == 1
+    assert redist.Region("4x4 transpose") != redist.Region("4x4")
+
+    def boom(i, j):
+        if last:
+            raise ValueError("fn failed here")
+        return i + j
+    assert "fn failed here" in agreed_error(lambda: redist.fromfunction(boom, f"4x4 tile=1x1 block_cyclic grid=1x{P}"))
