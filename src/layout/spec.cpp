@@ -122,7 +122,7 @@ struct TileItem {
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s), end_(s.size()) {}
+  explicit Parser(std::string_view s) : s_(s), end_(s.size()) { check_nesting(); }  // the whole spec, once
   // The spec s[begin, end) inside a larger one (of=(...)): columns count from s's start.
   Parser(std::string_view s, size_t begin, size_t end) : s_(s), end_(end), pos_(begin) {}
   Layout parse();
@@ -159,6 +159,17 @@ class Parser {
   std::string after(size_t token_at) const { return cat("after '", s_.substr(token_at, pos_ - token_at), "'"); }
 
   [[noreturn]] void error(size_t at, const std::string& what) const;
+  // Refuses parentheses nested deeper than kMaxNesting (the parser recurses once
+  // per level: thousands of levels overflowed the stack).
+  void check_nesting() const {
+    constexpr int kMaxNesting = 64;
+    int depth = 0;
+    for (size_t i = pos_; i < end_; ++i) {
+      if (s_[i] == ')') --depth;
+      if (s_[i] == '(' && ++depth > kMaxNesting)
+        error(i, cat("parentheses nested more than ", kMaxNesting, " deep (of=, near=, far=): at most ", kMaxNesting));
+    }
+  }
   index_t integer(size_t token_at);
   std::uint64_t unsigned_integer(size_t token_at);
   int int32(size_t token_at);

@@ -668,3 +668,25 @@ TEST(SpecErrors, ColumnAndExpectation) {
 }
 
 }  // namespace
+
+// Parentheses nested thousands deep overflowed the parser's stack (it recurses
+// once per level; a CLI trial's 2,500 levels of greedy of=(...) crashed `redist
+// plan`): more than 64 levels are refused with an error, at any depth.
+TEST(SpecParse, NestingDepthIsBounded) {
+  auto nested = [](int levels) {
+    std::string s;
+    for (int i = 0; i < levels; ++i) s += "8x8 tile=4x4 greedy of=(";
+    s += "8x8 tile=4x4 block_cyclic grid=1x1";
+    return s + std::string(static_cast<size_t>(levels), ')');
+  };
+  EXPECT_EQ(Layout::parse(nested(10)).ntiles(), Coord({2, 2}));
+  for (int levels : {65, 3000}) {
+    std::string what;
+    try {
+      Layout::parse(nested(levels));
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("parentheses nested more than 64 deep"), std::string::npos) << levels << ": " << what.substr(0, 200);
+  }
+}
