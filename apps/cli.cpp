@@ -129,8 +129,16 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
       const std::string a = argv[i];
       line += (i > 1 ? " " : "") + (a.find_first_of(" \t") == std::string::npos ? a : '"' + a + '"');
     }
-    detail::agree_same(MPI_COMM_WORLD, {{"the command line differs", line}},
-                       "every rank must get the same arguments");
+    // So must the REDIST_* environment (REDIST_STORAGE, REDIST_NODE_SIZE, the
+    // rings' slot sizes: one rank's other value hung the job), REDIST_SHOW_ERRORS aside.
+    std::vector<std::string> vars;
+    for (char** e = environ; e && *e; ++e)
+      if (std::strncmp(*e, "REDIST_", 7) == 0 && std::strncmp(*e, "REDIST_SHOW_ERRORS=", 19) != 0) vars.emplace_back(*e);
+    std::sort(vars.begin(), vars.end());
+    std::string env;
+    for (const std::string& v : vars) env += (env.empty() ? "" : " ") + v;
+    detail::agree_same(MPI_COMM_WORLD, {{"the command line differs", line}, {"the REDIST_* environment differs", env}},
+                       "every rank must get the same arguments and REDIST_* environment variables");
     rc = body(rank, size);
   } catch (const MpiError& e) {
     // Seen on this rank alone: the others may be waiting on it in MPI, and the

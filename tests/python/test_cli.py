@@ -341,6 +341,25 @@ def test_options_that_differ_between_ranks(extra):
     assert "every rank must get the same arguments" in lines[0] and " ".join(extra) in lines[0]
 
 
+# The REDIST_* environment likewise: REDIST_STORAGE or REDIST_NODE_SIZE on one rank
+# only hung the job (one rank made shared windows, the others waited elsewhere).
+@pytest.mark.parametrize("var", ["REDIST_STORAGE=shared", "REDIST_NODE_SIZE=1"])
+def test_environment_that_differs_between_ranks(var):
+    import os
+    import subprocess
+    from conftest import MPIRUN, REDIST
+    base = [str(REDIST), "run", "100x100 tile=10x10 block_cyclic grid=1x2", "100x100 tile=7x7 block_cyclic grid=2x1",
+            "--reps", "1", "--strategy", "shm"]
+    env = dict(os.environ, REDIST_SHOW_ERRORS="1")
+    r = subprocess.run([str(MPIRUN), "-np", "1"] + base + [":", "-np", "1", "env", var] + base, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 2, r.stderr
+    lines = _error_lines(r.stderr, "run")
+    assert len(lines) == 2 and lines[0] == lines[1], r.stderr
+    assert "rank 1: the REDIST_* environment differs between ranks: rank 0 has '" in lines[0], lines[0]
+    assert f"{var}'; every rank must get the same arguments and REDIST_* environment" in lines[0], lines[0]
+
+
 def test_calibrate_writes_json_and_reuses_it(redist, tmp_path):
     out = tmp_path / "cal.json"
     r = redist(["calibrate", "--max-size", "65536", "--out", str(out)], ranks=2)
