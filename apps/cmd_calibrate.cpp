@@ -6,8 +6,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "cli.hpp"
+#include "mpi/agree.hpp"
 #include "harness/results.hpp"
 #include "redist/cost.hpp"
 
@@ -19,10 +23,11 @@ const char* kUsage = R"(usage: mpirun -np 2 redist calibrate [options]
 Measures, between ranks 0 and 1, what the cost model of `auto` needs (paper 000
 sec. 7, paper 002 Eq. 1): a NetPIPE-like ping-pong from 8 B to --max-size
 (median one-way time per size; the 8-byte time is the per-message startup),
-single-core memcpy bandwidth and strided row copies (80 B .. 1 MB rows), MPI
+single-core memcpy bandwidth and strided row copies (8 B .. 1 MB rows), MPI
 derived-datatype transfers of such rows, and process_vm_readv per row. Saves
 them as JSON with the host name, core count, build and MPI library. An existing
-file is reused unless --force. Needs 2 or more ranks; takes a few seconds.
+calibration file is reused unless --force; a file there that is no calibration
+is not replaced without --force. Needs 2 or more ranks; takes a few seconds.
 
 options:
   --out FILE       where to save (default $REDIST_CALIBRATION, else
@@ -96,9 +101,20 @@ int cmd_calibrate(int argc, char** argv) {
     // Bnet is read at 1 MiB or the largest size: 8-byte messages gave 17 MB/s.
     opt.max_size = a.get_int("--max-size", opt.max_size, 4096);
     if (opt.max_size > (index_t{1} << 30)) detail::fail("option --max-size must be <= 1073741824");
-    // Rank 0 decides whether to reuse the file; everyone follows.
+    // Rank 0 decides whether to reuse the file; everyone follows. A file there
+    // that no calibration wrote is not replaced without --force (one of an older
+    // format, unreadable now, is measured again).
     Machine old;
-    int reuse = rank == 0 && !a.has("--force") && load_machine(path, old);
+    std::string why;
+    int reuse = rank == 0 && !a.has("--force") && load_machine(path, old, &why);
+    std::string foreign;
+    if (rank == 0 && !reuse && !a.has("--force") && std::filesystem::exists(path)) {
+      std::ifstream f(path);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (!text.empty() && text.find("redist-calibration") == std::string::npos)
+        foreign = detail::cat("--out ", path, " exists: ", why, "; give another --out, or --force to replace it");
+    }
+    detail::agree(MPI_COMM_WORLD, foreign);
     MPI_Bcast(&reuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (reuse) {
       if (rank == 0) {

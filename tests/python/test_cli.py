@@ -404,6 +404,20 @@ def test_calibrate_warns_when_oversubscribed(redist, tmp_path):
     assert ("redist calibrate: WARNING: 3 ranks" in r.stderr) == crowded, r.stderr
 
 
+def test_calibrate_does_not_replace_a_file_it_did_not_write(redist, tmp_path):
+    """calibrate --out on a file that is no calibration (a user's notes) measured
+    and replaced it: refused now, on every rank, unless --force; the file kept."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my precious notes\n")
+    r = redist(["calibrate", "--max-size", "8192", "--out", str(notes)], ranks=2)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--out {notes} exists: {notes} is not a calibration file" in r.stderr, r.stderr
+    assert "--force to replace it" in r.stderr and "ping-pong" not in r.stderr  # nothing measured
+    assert notes.read_text() == "my precious notes\n"
+    r = redist(["calibrate", "--max-size", "8192", "--out", str(notes), "--force"], ranks=2)
+    assert r.returncode == 0 and json.loads(notes.read_text())["format"] == "redist-calibration-3", r.stderr
+
+
 def test_calibrate_needs_two_ranks(redist, tmp_path):
     r = redist(["calibrate", "--out", str(tmp_path / "c.json")], ranks=1)
     assert r.returncode == 2 and "needs 2 or more ranks" in r.stderr
