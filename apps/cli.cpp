@@ -32,6 +32,9 @@ long long Args::get_int(const std::string& k, long long dflt, long long min, lon
   } catch (const std::exception&) {
     used = 0;
   }
+  if (max < min)  // no value fits this launch (--senders on one rank)
+    detail::fail("option ", k, " cannot be used here: it would need an integer >= ", min, " and <= ", max,
+                 " in this launch (too few ranks)");
   if (used == 0 || used != it->second.size() || v < min || v > max)
     detail::fail("option ", k, " needs an integer >= ", min, max < LLONG_MAX ? detail::cat(" and <= ", max) : "",
                  ", got '", it->second, "'");

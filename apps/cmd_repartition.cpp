@@ -145,6 +145,9 @@ int cmd_repartition(int argc, char** argv) {
     const Coord shape = parse_3d("--shape", a.get("--shape", "128x128x128"));
     const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size, shape);
     const Coord patch = parse_3d("--patch", a.get("--patch", "48x48x48"));
+    // Each factor at most the rank count first: their product could overflow.
+    if (grid[0] > size || grid[1] > size || grid[2] > size)
+      detail::fail("--grid ", grid.str(), " has more ranks than the ", size, " launched");
     if (grid[0] * grid[1] * grid[2] != size)
       detail::fail("--grid ", grid.str(), " has ", grid[0] * grid[1] * grid[2], " ranks, ", size, " are launched");
     const auto placements = choices(a, "--placement", "greedy", "balanced");

@@ -126,9 +126,10 @@ std::vector<Case> tran(int p, double scale) {
   int pr = static_cast<int>(std::sqrt(double(p)));
   while (p % pr) --pr;
   const std::string grid2 = s(p / pr) + "x" + s(pr);
+  std::vector<std::string> grids{"1x" + s(p)};
+  if (grid2 != grids[0]) grids.push_back(grid2);  // one grid where they are the same (1 rank: both once dropped)
   for (long t : {32L, 100L, 400L})
-    for (const std::string& grid : {"1x" + s(p), grid2}) {
-      if (grid == grid2 && grid2 == "1x" + s(p)) continue;
+    for (const std::string& grid : grids) {
       out.push_back({"tran", "grid " + grid, "transpose tile=" + s(t) + " grid=" + grid, double(t), "tile",
                      bc2(n, t, t, grid), bc2(n, t, t, grid), square(n) + " transpose", false,
                      {"p2p", "alltoallv", "segment", "direct", "auto"}});

@@ -917,3 +917,17 @@ def test_plan_ranks_per_node_counts_node_messages(redist):
         assert got == [max(c) for c in zip(*(f[name] for f in per))], (name, per, whole.stdout)
     bad = redist(["plan", src, dst, "--ranks", "16", "--ranks-per-node", "0"])
     assert bad.returncode != 0 and "--ranks-per-node" in bad.stderr, bad.stderr
+
+
+def test_what_a_cli_trial_found(redist, tmp_path):
+    """A new user's trial of the command line (2026-11-30): --senders on one rank
+    said "needs an integer >= 1 and <= 0"; a --grid whose product overflows was
+    "0 ranks" or passed the check; `bench tran` on one rank said its suite did not
+    exist (its two grids were the same and both were dropped)."""
+    r = redist(["run", "100x100", "100x100", "--senders", "1"], ranks=1)
+    assert r.returncode == 2 and "option --senders cannot be used here" in r.stderr, r.stderr
+    for grid in ["4294967296x4294967296x1", "7x7905747460161236407x1"]:
+        r = redist(["repartition", "--grid", grid], ranks=2)
+        assert r.returncode == 2 and f"--grid {grid} has more ranks than the 2 launched" in r.stderr, r.stderr
+    r = redist(["bench", "tran", "--smoke", "--no-plots", "--out", str(tmp_path / "tran")], ranks=1)
+    assert r.returncode == 0 and "tran transpose tile=32 grid=1x1" in r.stdout, r.stdout + r.stderr
