@@ -4,6 +4,9 @@
 // results.json in the harness's schema (docs/results.md), results.csv, and PNG
 // plots when matplotlib is there (docs/benchmarks.md).
 #include <mpi.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -430,6 +433,27 @@ void repartition_summary(FILE* f, const std::vector<harness::CaseResult>& cases)
   }
 }
 
+// Runs argv[0] (looked up in PATH) with `args`, no shell between (a folder name
+// with a quote once broke the command, and could have run another): stdout, and
+// stderr when `quiet`, to /dev/null. Its exit status, or -1 when it did not run.
+int run_quietly(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (quiet) posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // bench/plot.py into the results folder, with the project's Python when it has
 // matplotlib (rank 0 only). Says what it did either way.
 void plot(const std::string& out) {
@@ -438,16 +462,17 @@ void plot(const std::string& out) {
   else if (access(REDIST_SOURCE_DIR "/.venv/bin/python", X_OK) == 0) py = REDIST_SOURCE_DIR "/.venv/bin/python";
   else py = "python3";
   const std::string script = REDIST_SOURCE_DIR "/bench/plot.py";
-  if (std::system((py + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+  if (run_quietly({py, "-c", "import matplotlib"}, true) != 0) {
     std::printf("plots: skipped (no matplotlib for %s; `pip install matplotlib`, then `python3 %s %s/results.json`)\n",
                 py.c_str(), script.c_str(), out.c_str());
     return;
   }
-  const std::string cmd = py + " " + script + " '" + out + "/results.json' >/dev/null";
-  if (std::system(cmd.c_str()) == 0)
+  const std::vector<std::string> cmd{py, script, out + "/results.json"};
+  if (run_quietly(cmd, false) == 0)
     std::printf("plots: %s/*.png\n", out.c_str());
   else
-    std::printf("plots: %s failed (the results are written)\n", cmd.c_str());
+    std::printf("plots: %s %s %s/results.json failed (the results are written)\n", py.c_str(), script.c_str(),
+                out.c_str());
 }
 
 }  // namespace

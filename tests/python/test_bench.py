@@ -1,5 +1,6 @@
 """redist-bench's smoke run and bench/plot.py on its results (docs/benchmarks.md)."""
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -59,6 +60,17 @@ def test_smoke_results_and_plots(tmp_path):
         assert (plots / f"{suite}_bandwidth.png").stat().st_size > 1000
     assert (plots / "categories_speedup.png").exists()
     assert not (plots / "blocksize_speedup.png").exists()  # no pdgemr2d there
+
+
+def test_plots_into_a_folder_whose_name_has_a_quote(tmp_path):
+    """bench ran plot.py through a shell with the folder in single quotes: a
+    quote in the name broke it (and could have run another command)."""
+    out = tmp_path / "it's here; touch pwned"
+    res = run_bench(["volume", "--smoke", "--out", str(out)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"plots: {out}/*.png" in res.stdout, res.stdout
+    assert (out / "volume_bandwidth.png").stat().st_size > 1000
+    assert not (tmp_path / "pwned").exists() and not pathlib.Path("pwned").exists()
 
 
 def test_wrong_result_fails(tmp_path):
