@@ -145,11 +145,10 @@ int cmd_repartition(int argc, char** argv) {
     const Coord shape = parse_3d("--shape", a.get("--shape", "128x128x128"));
     const Coord grid = a.has("--grid") ? parse_3d("--grid", a.get("--grid", "")) : default_grid(size, shape);
     const Coord patch = parse_3d("--patch", a.get("--patch", "48x48x48"));
-    // Each factor at most the rank count first: their product could overflow.
-    if (grid[0] > size || grid[1] > size || grid[2] > size)
+    index_t ranks = 0;  // the product may overflow (it once read "0 ranks", or passed)
+    if (__builtin_mul_overflow(grid[0], grid[1], &ranks) || __builtin_mul_overflow(ranks, grid[2], &ranks))
       detail::fail("--grid ", grid.str(), " has more ranks than the ", size, " launched");
-    if (grid[0] * grid[1] * grid[2] != size)
-      detail::fail("--grid ", grid.str(), " has ", grid[0] * grid[1] * grid[2], " ranks, ", size, " are launched");
+    if (ranks != size) detail::fail("--grid ", grid.str(), " has ", ranks, " ranks, ", size, " are launched");
     const auto placements = choices(a, "--placement", "greedy", "balanced");
     const auto comms = choices(a, "--comm", "per-patch", "per-rank");
     harness::MeasureOptions mo;

@@ -484,7 +484,8 @@ std::vector<index_t> agree_budget(detail::PlanCore& p, const Options& o) {
       is_auto ? std::string(arith ? "every strategy that applies options.arithmetic (auto)" : "every strategy (auto)")
               : detail::cat("strategy ", o.strategy, " (it needs ", need, " bytes on the busiest rank)");
   detail::fail("redist: options.max_buffer_bytes = ", o.max_buffer_bytes, " is too small for ", what,
-               "; the smallest budget that works is ", x[best], " (strategy ", reg[best].name, ")",
+               x[best] == 0 ? detail::cat("; strategy ", reg[best].name, " needs no buffer at all (any budget)")
+                            : detail::cat("; the smallest budget that works is ", x[best], " (strategy ", reg[best].name, ")"),
                fit.empty() ? "" : "; within this budget: ", fit);
   return x;
 }
