@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "redist/error.hpp"
@@ -18,8 +19,11 @@ int main(int argc, char** argv) {
   try {
     rc = redist::runtime_bench::REDIST_RUNTIME_BENCH(argc, argv);
   } catch (const redist::Error& e) {
-    // The library's errors are the same on every rank: rank 0 speaks for all.
-    if (rank == 0) std::fprintf(stderr, "%s\n", e.what());
+    // Bad arguments and the library's errors, the same on every rank: rank 0 speaks
+    // for all, named for the program, and the exit code is 2 as `redist bench`'s.
+    const char* slash = std::strrchr(argv[0], '/');
+    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", slash ? slash + 1 : argv[0], e.what());
+    rc = 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
