@@ -5,7 +5,7 @@ JOBS  ?= 2
 MPIRUN := scripts/mpirun.sh
 REDIST := $(BUILD)/apps/redist
 
-.PHONY: all setup configure build demo test check-long check-sanitize fuzz test-cpp test-python clean
+.PHONY: all setup configure build demo test check-long check-sanitize fuzz clean
 
 all: build
 

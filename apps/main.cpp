@@ -46,7 +46,7 @@ const char* kSpecHelp = R"(layout spec strings (full grammar: docs/spec.md)
   offset=    size cut from the first tile (ScaLAPACK-style first-block offset)
   OWNERSHIP  block_cyclic grid=PxQ [order=row|col] [src=AxB] [super=KxL] [first=R]
                           [map=R00,R10,..]  (rank at each grid coordinate, column-major)
-             random seed=S ranks=R [first=F]
+             random [seed=S] [ranks=R] [first=F]   (defaults: seed 0, 1 rank)
              band width=W near=(OWNERSHIP) far=(OWNERSHIP)
              table owners=0,1,1,0,...        (one owner per tile, column-major)
              function name=NAME ranks=R      (registered in C++)
