@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,9 +40,19 @@ inline long long env_number(const char* name, long long fallback) {
   return x;
 }
 
+// A count of random cases or repetitions scaled by REDIST_CASE_PERCENT (default
+// 100; at least 1). The sanitizer runs (scripts/check_sanitize.sh) take a part of
+// every test's cases and rounds this way: the same generators, each case several
+// times slower there. A test's number of random cases is REDIST_CASES if given,
+// else its default scaled.
+inline int scaled_count(int n) {
+  const long long pct = env_number("REDIST_CASE_PERCENT", 100);
+  return static_cast<int>(std::max<long long>(1, n * pct / 100));
+}
+
 inline CaseRange case_range(int default_cases, std::uint64_t default_seed) {
   CaseRange r{static_cast<std::uint64_t>(env_number("REDIST_SEED", static_cast<long long>(default_seed))), 0,
-              static_cast<int>(env_number("REDIST_CASES", default_cases))};
+              static_cast<int>(env_number("REDIST_CASES", scaled_count(default_cases)))};
   if (const long long c = env_number("REDIST_CASE", -1); c >= 0) r.first = static_cast<int>(c), r.end = r.first + 1;
   if (world_rank() == 0)
     std::printf("    random cases %d..%d, REDIST_SEED=%llu\n", r.first, r.end - 1,

@@ -80,7 +80,7 @@ TEST(Threads, PlansInterleavedOnOneCommunicator) {
   const std::vector<RandomCase> cases = thread_cases(world_size());
   PlansOnWorld w(cases);
   std::string err;
-  for (int round = 0; round < 2; ++round)
+  for (int round = 0; round < scaled_count(2); ++round)
     for (const std::string& ex : every_strategy())
       for (size_t k = 0; k < w.plans.size(); ++k) {
         w.data[k]->reset_target();
@@ -131,7 +131,9 @@ TEST(Threads, OnePlanPerThreadAtOnce) {
   const std::vector<RandomCase> cases = thread_cases(world_size());
   PlansOnWorld w(cases);
   const std::string err = on_threads(
-      cases, [&](size_t k) { return run_every_strategy(w.plans[k], *w.data[k], 3, detail::cat("plan ", k)); });
+      cases, [&](size_t k) {
+        return run_every_strategy(w.plans[k], *w.data[k], scaled_count(3), detail::cat("plan ", k));
+      });
   EXPECT_TRUE(all_ok(err.empty())) << "rank " << world_rank() << ": " << err;
 }
 

@@ -298,6 +298,12 @@ TEST(Validation, NegativeSizes) {
   kind("a negative leading dimension ld=", "Layout::check in make_plan");
   expect_plan_error(ok, Layout::parse("10x4 tile=2x2 storage=local_array ld=-1"), Region::whole({10, 4}),
                     {"target layout", "ld=-1 must be >= 0"});
+  kind("ld= on tile storage (was ignored without a word)", "Layout::check in make_plan");
+  expect_plan_error(Layout::parse("10x4 tile=2x2 ld=20"), ok, Region::whole({10, 4}),
+                    {"source layout", "ld=20 is the leading dimension of storage=local_array",
+                     "storage is tile", "drop ld="});
+  expect_plan_error(ok, Layout::parse("10x4 tile=2x2 storage=tile_pointers ld=12"), Region::whole({10, 4}),
+                    {"target layout", "ld=12", "storage is tile_pointers"});
 }
 
 TEST(Validation, LocalArrayNeedsPerDimensionOwnership) {

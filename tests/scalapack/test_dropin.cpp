@@ -148,9 +148,11 @@ void call(char t, bool fortran, int m, int n, Side& a, int ia, int ja, Side& b, 
   }
 }
 
+// REDIST_CASES, else 1000 scaled by REDIST_CASE_PERCENT (tests/common/random_cases.hpp).
 int cases_per_type() {
-  const char* v = std::getenv("REDIST_CASES");
-  return v ? std::atoi(v) : 1000;
+  if (const char* v = std::getenv("REDIST_CASES")) return std::atoi(v);
+  const char* pct = std::getenv("REDIST_CASE_PERCENT");
+  return std::max(1, 1000 * (pct ? std::atoi(pct) : 100) / 100);
 }
 
 // The first byte where two local arrays differ, or -1.
