@@ -52,14 +52,14 @@ def pool_case(cases):
         bandwidth = numerator / median if median > 0 else 0.0
         bound = out.get("bound_Bps") or 0.0
         pooled = dict(m0, times_s=times, median_s=median, min_s=min(times), bandwidth_Bps=bandwidth,
-                      ratio_to_bound=bandwidth / bound if bound else 0.0,
+                      ratio_to_bound=bandwidth / bound if bound else None,  # null without a bound, as the C++ writes it
                       verified=None if any(m["verified"] is None for m in same)
                       else all(m["verified"] for m in same))
         # auto with --auto-trials: every launch's trials, in launch order, each with
         # the index of its launch (into "launches"); and what auto chose in each launch.
         if any("trials" in m for m in same):
             pooled["trials"] = [dict(t, launch=k) for k, m in enumerate(same) for t in m.get("trials", [])]
-        if "chose" in m0:
+        if any(m.get("chose") for m in same):  # auto (the C++ writes "" for every other method)
             pooled["chose_per_launch"] = [m.get("chose") for m in same]
         methods.append(pooled)
     pd = next((m for m in methods if m["name"] in ("pdgemr2d", "pdtran")), None)  # pdtran: the `tran` suite
@@ -70,7 +70,8 @@ def pool_case(cases):
         out["single_copy_s"] = once["median_s"]
     for m in methods:
         if "speedup_vs_pdgemr2d" in m:
-            m["speedup_vs_pdgemr2d"] = pd["median_s"] / m["median_s"] if pd and m["median_s"] > 0 else 0.0
+            # null where pdgemr2d did not run, as the C++ writes it
+            m["speedup_vs_pdgemr2d"] = pd["median_s"] / m["median_s"] if pd and m["median_s"] > 0 else None
         if m.get("times_single_copy") is not None and out.get("single_copy_s"):
             m["times_single_copy"] = m["median_s"] / out["single_copy_s"]
     out["methods"] = methods
@@ -93,7 +94,7 @@ def summarize(cases, strategies):
         methods = {}
         for n in dict.fromkeys(m["name"] for c in mine for m in c["methods"]):
             ms = [m for c in mine for m in c["methods"] if m["name"] == n]
-            entry = {"best_ratio_to_bound": max((m.get("ratio_to_bound", 0.0) for m in ms), default=0.0)}
+            entry = {"best_ratio_to_bound": max((m.get("ratio_to_bound") or 0.0 for m in ms), default=0.0)}
             # null where pdgemr2d did not run, as the C++ report writes it
             entry["geomean_speedup_vs_pdgemr2d"] = geomean([m.get("speedup_vs_pdgemr2d") for m in ms]) or None
             methods[n] = entry

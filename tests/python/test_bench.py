@@ -118,6 +118,13 @@ def test_pool_launches(tmp_path):
     res = subprocess.run(pool + [str(tmp_path / "none"), "--out", str(tmp_path / "x")], capture_output=True, text=True,
                          timeout=60)
     assert res.returncode != 0 and "none: no such file" in res.stderr
+    # Nulls stay nulls (blocksize runs no pdgemr2d), and only auto records its choices.
+    for k, case in enumerate(pooled["cases"]):
+        for j, m in enumerate(case["methods"]):
+            a = runs[0]["cases"][k]["methods"][j]
+            for key in ("speedup_vs_pdgemr2d", "ratio_to_bound"):
+                assert (m.get(key) is None) == (a.get(key) is None), (m["name"], key, m.get(key), a.get(key))
+            assert ("chose_per_launch" in m) == (m["name"] == "auto"), m["name"]
     # The pooled summary has the C++ report's shape (null speedups included).
     for name, m in runs[0]["summary"][0]["methods"].items():
         assert set(same["summary"][0]["methods"][name]) == set(m), name
