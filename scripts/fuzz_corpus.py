@@ -36,7 +36,7 @@ def specs_of(text):
             s = re.split(r"\s{2,}", s)[0]  # drop the comment column
             if SHAPE.match(s) and not s.startswith("bad "):
                 out.append(s)
-        for lit in re.findall(r'parse\("([^"]*)"\)', line):
+        for lit in re.findall(r'(?<!Region::)parse\("([^"]*)"\)', line):  # Layout::parse's, not regions
             out.append(lit)
     return out
 
@@ -91,10 +91,11 @@ def main():
         sys.exit(f"fuzz_corpus: found only {len(specs)} specs and {len(regions)} regions; has docs/spec.md changed?")
 
     n_spec = write(out, "fuzz_spec", specs)
-    shapes = list(dict.fromkeys(SHAPE.match(s).group(0) for s in specs))
+    # (a spec seed may be bad input that starts with no shape: it has none to give)
+    shapes = list(dict.fromkeys(m.group(0) for m in map(SHAPE.match, specs) if m))
 
-    def dims_of_region(r):
-        return r.split()[0].count("x") + 1
+    def dims_of_region(r):  # 0 for an empty region (bad input: Region::parse(""))
+        return r.split()[0].count("x") + 1 if r.split() else 0
 
     # Each region alone and against the first two pairs of shapes of its dimension.
     region_seeds = list(regions)

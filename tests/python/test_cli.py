@@ -932,3 +932,17 @@ def test_what_a_cli_trial_found(redist, tmp_path):
         assert r.returncode == 2 and f"--grid {grid} has more ranks than the 2 launched" in r.stderr, r.stderr
     r = redist(["bench", "tran", "--smoke", "--no-plots", "--out", str(tmp_path / "tran")], ranks=1)
     assert r.returncode == 0 and "tran transpose tile=32 grid=1x1" in r.stdout, r.stdout + r.stderr
+
+
+def test_fuzz_seeds_come_from_the_docs(tmp_path):
+    """scripts/fuzz_corpus.py (make fuzz, CI's last step) reads its seeds from the
+    docs: a docs change once broke it (an empty Region::parse("") in spec.md), found
+    only at the end of CI. Here in make test: it runs, and finds every kind of seed."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_corpus.py"), str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    counts = {t: len(list((tmp_path / t).iterdir())) for t in ("fuzz_spec", "fuzz_region", "fuzz_plan")}
+    assert counts["fuzz_spec"] >= 100 and counts["fuzz_region"] >= 20 and counts["fuzz_plan"] >= 500, counts
