@@ -34,7 +34,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600 -LE long
 	.venv/bin/python -m pytest -q tests/python
 
-# The long conformance run (ctest label `long`, about 5 minutes here): 25,000
+# The long conformance run (ctest label `long`; 5 minutes here with five strategies, more now): 25,000
 # random cases per strategy and rank count against the serial oracle, 10,000 per
 # rank count against pdgemr2d. A failure prints the one command that replays it.
 check-long: build
