@@ -29,8 +29,9 @@ configure_build() {  # dir sanitizers: configure; build everything for asan
 }
 
 # Prints two ctest name regexes for the tests ctest selects with the given
-# arguments (run in a build folder; fails if it cannot list them): each test family (NAME_<P>ranks) at its
-# smallest rank count of 2 or more (or its only one), and at its next count.
+# arguments (run in a build folder; fails if it cannot list them): each test
+# family (NAME_<P>ranks) at its smallest rank count of 2 or more (or its only
+# one), and at its next count.
 two_counts() {
   local first second
   read -r first second < <(ctest --show-only=json-v1 "$@" | "$here/.venv/bin/python" -c '

@@ -110,7 +110,8 @@ std::string Layout::check(int comm_size) const {
   if (storage_.ld < 0) return cat("leading dimension ld=", storage_.ld, " must be >= 0");
   if (storage_.ld != 0 && storage_.kind != StorageKind::local_array)
     return cat("ld=", storage_.ld, " is the leading dimension of storage=local_array; this layout's storage is ",
-               storage_.kind == StorageKind::tile ? "tile" : "tile_pointers", " (each tile column-major at its own size): drop ld=");
+               storage_.kind == StorageKind::tile ? "tile" : "tile_pointers",
+               " (each tile column-major at its own size): drop ld=");
   return {};
 }
 
