@@ -19,6 +19,10 @@ supp="$here/scripts/sanitizers"
 # through them can be symbolized and matched by the suppressions.
 export OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
 
+# Under both sanitizers every random-case test runs a quarter of its cases, and
+# test_threads a quarter of its rounds (tests/common/env_count.hpp).
+export REDIST_CASE_PERCENT=${REDIST_CASE_PERCENT:-25}
+
 # -g1: line tables and function names, all the sanitizers' stacks need; compiles
 # faster and links smaller programs than -g.
 configure_build() {  # dir sanitizers: configure; build everything for asan
@@ -62,7 +66,7 @@ if [[ $what == asan || $what == all ]]; then
   # runs every count without them): its smallest count of 2 or more, and the next
   # one (3 ranks for most, so that ragged and odd cases are seen; 4 where a
   # family starts at 3), with a quarter of each test's random cases
-  # (REDIST_CASE_PERCENT, tests/common/random_cases.hpp). Leaks are checked where
+  # (REDIST_CASE_PERCENT, tests/common/env_count.hpp). Leaks are checked where
   # a leak report can be trusted and paid for (docs/testing.md, "Leaks: where they
   # are checked"):
   # - each MPI test family at its first count, with the slow unwinder: Open MPI's
@@ -72,7 +76,6 @@ if [[ $what == asan || $what == all ]]; then
   # - the unit tests (no MPI), with the fast unwinder: their stacks are redist's;
   # - each family at its second count with the fast unwinder and no leak check:
   #   memory errors and undefined behaviour only.
-  export REDIST_CASE_PERCENT=${REDIST_CASE_PERCENT:-25}
   tests=$(two_counts -L mpi -LE "long|large")
   read -r leak_tests other_tests <<< "$tests"
   echo "[${SECONDS} s] -- unit tests, leaks checked (fast unwinder)"
@@ -105,7 +108,6 @@ if [[ $what == tsan || $what == all ]]; then
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1
   # Each family at its first two rank counts (as under ASan: 2 and 3 ranks for
   # most), with a quarter of the random cases and rounds (REDIST_CASE_PERCENT).
-  export REDIST_CASE_PERCENT=${REDIST_CASE_PERCENT:-25}
   cd "$here/build-tsan"
   tests=$(two_counts -L "runtime|threads")
   read -r first second <<< "$tests"

@@ -70,11 +70,15 @@ WordMask word_mask(index_t es, ElementType type) {
 //   one cut to what is left.
 // A word never straddles two elements of a masked type (4-byte floats fill half
 // words, 8-byte doubles whole ones), so every float or double is finite.
+std::uint64_t pattern_word(std::uint64_t key, WordMask m, std::uint64_t q) {
+  return (mix64(key ^ q) & m.keep) | m.set;
+}
+
 void stream_bytes(std::uint64_t key, WordMask m, index_t from, index_t n, unsigned char* out) {
   std::uint64_t q = static_cast<std::uint64_t>(from) >> 3;
   index_t off = from & 7;
   while (n > 0) {
-    const std::uint64_t h = (mix64(key ^ q) & m.keep) | m.set;
+    const std::uint64_t h = pattern_word(key, m, q);
     if (off == 0 && n >= 8) {
       std::memcpy(out, &h, 8);
       out += 8, n -= 8;
@@ -102,7 +106,7 @@ void pattern_run(std::uint64_t id, index_t lin0, index_t step, index_t count, in
   for (index_t i = 0; i < count; ++i, out += es) {
     const std::uint64_t q0 = static_cast<std::uint64_t>((lin0 + i * step) * words);
     for (index_t w = 0; w < words; ++w) {
-      const std::uint64_t h = (mix64(key ^ (q0 + static_cast<std::uint64_t>(w))) & m.keep) | m.set;
+      const std::uint64_t h = pattern_word(key, m, q0 + static_cast<std::uint64_t>(w));
       std::memcpy(out + w * 8, &h, static_cast<size_t>(std::min<index_t>(es - w * 8, 8)));
     }
   }

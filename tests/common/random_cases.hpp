@@ -12,12 +12,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "env_count.hpp"
 #include "mpi_util.hpp"
 #include "random_layout.hpp"
 
@@ -27,28 +27,6 @@ struct CaseRange {
   std::uint64_t seed;
   int first, end;  // cases [first, end)
 };
-
-inline long long env_number(const char* name, long long fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* e = nullptr;
-  const long long x = std::strtoll(v, &e, 10);
-  if (*e || x < 0) {
-    std::fprintf(stderr, "%s=%s: expected a non-negative integer\n", name, v);
-    std::exit(2);
-  }
-  return x;
-}
-
-// A count of random cases or repetitions scaled by REDIST_CASE_PERCENT (default
-// 100; at least 1). The sanitizer runs (scripts/check_sanitize.sh) take a part of
-// every test's cases and rounds this way: the same generators, each case several
-// times slower there. A test's number of random cases is REDIST_CASES if given,
-// else its default scaled.
-inline int scaled_count(int n) {
-  const long long pct = env_number("REDIST_CASE_PERCENT", 100);
-  return static_cast<int>(std::max<long long>(1, n * pct / 100));
-}
 
 inline CaseRange case_range(int default_cases, std::uint64_t default_seed) {
   CaseRange r{static_cast<std::uint64_t>(env_number("REDIST_SEED", static_cast<long long>(default_seed))), 0,

@@ -80,7 +80,8 @@ TEST(Threads, PlansInterleavedOnOneCommunicator) {
   const std::vector<RandomCase> cases = thread_cases(world_size());
   PlansOnWorld w(cases);
   std::string err;
-  for (int round = 0; round < scaled_count(2); ++round)
+  const int rounds = scaled_count(2);
+  for (int round = 0; round < rounds; ++round)
     for (const std::string& ex : every_strategy())
       for (size_t k = 0; k < w.plans.size(); ++k) {
         w.data[k]->reset_target();

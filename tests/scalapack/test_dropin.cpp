@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/env_count.hpp"
 #include "redist/blacs.h"
 #include "redist/scalapack.h"
 
@@ -148,11 +149,10 @@ void call(char t, bool fortran, int m, int n, Side& a, int ia, int ja, Side& b, 
   }
 }
 
-// REDIST_CASES, else 1000 scaled by REDIST_CASE_PERCENT (tests/common/random_cases.hpp).
+// REDIST_CASES, else 1000 scaled by REDIST_CASE_PERCENT (tests/common/env_count.hpp).
 int cases_per_type() {
-  if (const char* v = std::getenv("REDIST_CASES")) return std::atoi(v);
-  const char* pct = std::getenv("REDIST_CASE_PERCENT");
-  return std::max(1, 1000 * (pct ? std::atoi(pct) : 100) / 100);
+  using redist::testing::env_number, redist::testing::scaled_count;
+  return static_cast<int>(env_number("REDIST_CASES", scaled_count(1000)));
 }
 
 // The first byte where two local arrays differ, or -1.
