@@ -281,20 +281,17 @@ int cmd_run(int argc, char** argv) {
     harness::Watchdog* const wd = mo.watchdog = watchdog.get();
     using Step = harness::Watchdog::Step;
 
-    // The model of auto, the predictions and the bound: the calibration file, else quick.
-    std::shared_ptr<const Machine> machine;
-    {
-      Step s(wd, "machine model (the calibration file, else a quick measurement)");
-      machine = std::make_shared<const Machine>(machine_for(MPI_COMM_WORLD));
-    }
-    opt.machine = machine;
+    // The model of auto, the predictions and the bound: the calibration file, else
+    // quick; fixed by make_plan once it has checked the arguments (bad input fails
+    // before the machine is measured).
+    opt.model = true;
 
     const bool overlap = a.has("--overlap");
     const int senders = static_cast<int>(a.get_int("--senders", 0, 1, overlap ? size : size - 1));
     if (overlap && senders == 0) detail::fail("--overlap needs --senders N");
     std::unique_ptr<harness::CaseRun> run;
     {
-      Step s(wd, "make_plan and the storage");
+      Step s(wd, "make_plan (and the machine model: the calibration file, else a quick measurement) and the storage");
       if (senders == 0) {
         run = std::make_unique<harness::CaseRun>(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, opt);
       } else {  // two groups: each side passes only its own layout (docs/groups.md)
@@ -312,6 +309,7 @@ int cmd_run(int argc, char** argv) {
         return it != all.end() && need[static_cast<size_t>(it - all.begin())] > opt.max_buffer_bytes;
       });
     }
+    const Machine* const machine = run->plan().machine();  // opt.model: never null
     for (const std::string& n : names) run->add_strategy(n);
     const bool tty = isatty(2) && !json && rank == 0;
     const std::string ready_file = a.get("--test-ready-file", "");
@@ -338,7 +336,7 @@ int cmd_run(int argc, char** argv) {
     }
     doc.tool = "redist run";
     doc.reps = mo.reps;
-    doc.machine = machine.get();
+    doc.machine = machine;
     if (rank != 0) return res.ok() ? 0 : 1;
 
     const harness::GlobalStats& g = res.stats;
@@ -372,10 +370,11 @@ int cmd_run(int argc, char** argv) {
                 static_cast<long long>(g.messages), static_cast<long long>(g.runs), static_cast<long long>(g.segments),
                 static_cast<long long>(g.max_segments_per_tile));
     if (machine->source == "quick")
-      std::printf("calibration quick, measured in this run (no file: `redist calibrate` saves one)\n");
+      std::printf("calibration quick, measured in this run in %s (no file: `redist calibrate` saves one)\n",
+                  human_time(machine->seconds).c_str());
     else if (machine->source.rfind("quick (", 0) == 0)  // the default file could not serve
-      std::printf("calibration quick, measured in this run: %s; `redist calibrate --force` replaces it\n",
-                  machine->source.substr(7, machine->source.size() - 8).c_str());
+      std::printf("calibration quick, measured in this run in %s: %s; `redist calibrate --force` replaces it\n",
+                  human_time(machine->seconds).c_str(), machine->source.substr(7, machine->source.size() - 8).c_str());
     else
       std::printf("calibration %s (%s, %s)\n", machine->source.c_str(), machine->hostname.c_str(),
                   machine->created.c_str());

@@ -55,6 +55,9 @@ struct Machine {
                        // default file exists but is not a calibration)
   std::string hostname{}, build{}, mpi_library{}, created{};
   int cores = 0, ranks = 0;
+  // Seconds the quick measurement took on this rank when machine_for measured it
+  // in this call (0: read from a file or from an earlier call). Not saved.
+  double seconds = 0;
 
   double net_time(double bytes) const;       // one-way seconds for one message
   double exchange_time(double bytes) const;  // the same with both ranks sending at once

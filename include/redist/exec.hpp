@@ -163,6 +163,11 @@ struct Options {
   // there is none. A plan made without a model cannot run auto.
   std::shared_ptr<const Machine> machine{};
   std::string calibration{};
+  // true: fix a model as for auto (the default calibration file, else a quick
+  // measurement) whatever `strategy` is, once the arguments are checked, so that
+  // bad arguments fail at once and Plan::machine() serves predictions and bounds
+  // (redist run). Ignored when `machine` or `calibration` is given.
+  bool model = false;
   TaskgraphOptions taskgraph{};
   // Ranks per node for the node-aware strategy `shm` (include/redist/shm.hpp):
   // 0: the groups of MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or

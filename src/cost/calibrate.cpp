@@ -320,6 +320,7 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
     throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why +
                 "; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
   if (n[0] == 0) {  // no usable default file: a quick in-run calibration, kept for later plans
+    const double t0 = MPI_Wtime();
     Machine m = calibrate(comm, {index_t{64} << 20, true});
     // A default file that exists but is not a calibration is named (a missing one is the usual case).
     if (why.rfind("cannot open", 0) != 0) m.source = "quick (" + why + ")";
@@ -327,6 +328,7 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
       std::lock_guard<std::mutex> lock(cached_mutex);
       cached[file] = m;
     }
+    m.seconds = MPI_Wtime() - t0;
     return m;
   }
   js.resize(static_cast<size_t>(n[0])), src.resize(static_cast<size_t>(n[1]));

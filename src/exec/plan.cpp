@@ -190,7 +190,7 @@ void agree_same_everywhere(const detail::PlanCore& p, const Layout& src, const L
                                    " max_buffer_bytes=", options.max_buffer_bytes,
                                    " arithmetic=", options.arithmetic.str(),
                                    " calibration=", options.calibration, " duplicate_comm=", options.duplicate_comm,
-                                   " machine=", options.machine ? "given" : "none",
+                                   " machine=", options.machine ? "given" : "none", " model=", options.model,
                                    " taskgraph=", options.taskgraph.threads, ",", options.taskgraph.batch, ",",
                                    options.taskgraph.isolate_segments, options.taskgraph.dynamic_volume,
                                    options.taskgraph.multiple_send, ",", options.taskgraph.eager_limit, ",",
@@ -305,6 +305,7 @@ std::uint64_t same_hash(const Layout& src, const Layout& dst, std::span<const Re
   }
   h.add(std::string_view(o.calibration));
   h.add(static_cast<std::uint64_t>(o.duplicate_comm)), h.add(static_cast<std::uint64_t>(o.machine != nullptr));
+  h.add(static_cast<std::uint64_t>(o.model));
   const TaskgraphOptions& t = o.taskgraph;
   h.add_signed(t.threads), h.add_signed(t.batch), h.add(static_cast<std::uint64_t>(t.isolate_segments));
   h.add(static_cast<std::uint64_t>(t.dynamic_volume)), h.add(static_cast<std::uint64_t>(t.multiple_send));
@@ -451,7 +452,7 @@ class OneThread {
 // Collective: the machine model the plan keeps (Options::machine).
 std::shared_ptr<const Machine> fix_machine(const detail::PlanCore& p, const Options& o) {
   if (o.machine) return o.machine;
-  if (o.calibration.empty() && o.strategy != kAuto) return nullptr;
+  if (o.calibration.empty() && o.strategy != kAuto && !o.model) return nullptr;
   return std::make_shared<const Machine>(machine_for(p.comm, o.calibration));  // throws for a bad file
 }
 

@@ -306,4 +306,29 @@ TEST_F(Auto, WithoutAModelIsAClearError) {
   }
 }
 
+// Options::model: a model for a plan whose strategy is not auto (redist run's
+// predictions and bounds), fixed only once make_plan has checked its arguments,
+// so that bad input fails at once. Seen through machine_for's cache (per
+// process and file): had the failing call measured, the next call would be served
+// from the cache (seconds 0), not measure (seconds > 0).
+TEST_F(Auto, ModelIsMeasuredOnlyAfterTheArgumentsPass) {
+  setenv("REDIST_CALIBRATION", "/nonexistent/redist-test/model-after-checks.json", 1);  // a file of its own
+  const int p = world_size();
+  Layout src = block_cyclic_layout({40, 40}, {7, 5}, {p, 1}), narrow = block_cyclic_layout({40, 30}, {7, 5}, {1, p});
+  Options opt;
+  opt.model = true;  // the strategy stays p2p
+  EXPECT_THROW(make_plan(src, narrow, Region::whole(src.shape()), MPI_COMM_WORLD, opt), Error);  // leaves the target
+  Plan plan = make_plan(src, src, Region::whole(src.shape()), MPI_COMM_WORLD, opt);
+  ASSERT_NE(plan.machine(), nullptr);
+  EXPECT_EQ(plan.machine()->source, "quick");
+  EXPECT_GT(plan.machine()->seconds, 0) << "the failing make_plan measured the machine";
+  Plan again = make_plan(src, src, Region::whole(src.shape()), MPI_COMM_WORLD, opt);
+  ASSERT_NE(again.machine(), nullptr);
+  EXPECT_EQ(again.machine()->seconds, 0);  // from the cache: the same process and file
+  EXPECT_DOUBLE_EQ(again.machine()->bnet, plan.machine()->bnet);
+  opt.model = false;
+  EXPECT_EQ(make_plan(src, src, Region::whole(src.shape()), MPI_COMM_WORLD, opt).machine(), nullptr);
+  setenv("REDIST_CALIBRATION", "/nonexistent/redist-test/calibration.json", 1);  // the suite's
+}
+
 }  // namespace
