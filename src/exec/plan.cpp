@@ -743,8 +743,8 @@ std::vector<double> Plan::predictions_for(std::string_view storage) const {
 // How a plan gets its machine model, in words every front end's options match
 // (C++ and C: the fields strategy, machine, calibration; Python: the keywords).
 constexpr const char* kMakeWithModel =
-    "make the plan with strategy \"auto\" (the default calibration file, else a quick measurement), a machine "
-    "model (machine) or a calibration file (calibration)";
+    "make the plan with strategy \"auto\" or model = true (the default calibration file, else a quick "
+    "measurement), a machine model (machine) or a calibration file (calibration)";
 
 std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks, bool heap) {
   std::string err;

@@ -40,9 +40,26 @@ Registry& registry_of_windows() {
 }  // namespace
 
 MPI_Comm node_comm(MPI_Comm comm, int node_size) {
+  // The node size every rank asks for (Options::node_size, else its own
+  // $REDIST_NODE_SIZE), agreed: a malformed value on one rank is the same error
+  // everywhere (not a throw there while the others wait in the split), and
+  // different values are refused (each rank would cut its node at its own size).
+  std::string err;
+  int k = 0;
+  try {
+    k = node_size_from(node_size);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  agree(comm, err);
+  int v[2] = {k, -k};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
+  if (v[0] != -v[1])
+    fail("redist: ranks asked for different node sizes (", v[0], " and ", -v[1],
+         " ranks per node; 0: the whole node), from Options::node_size or $REDIST_NODE_SIZE; every rank must ask "
+         "for the same");
   MPI_Comm shared, node;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared), "MPI_Comm_split_type", comm);
-  const int k = node_size_from(node_size);
   if (k <= 0) return shared;
   int r = 0;
   check_mpi(MPI_Comm_rank(shared, &r), "MPI_Comm_rank", comm);

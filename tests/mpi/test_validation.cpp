@@ -21,6 +21,7 @@
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/redist.hpp"
+#include "redist/shm.hpp"
 
 using namespace redist;
 using namespace redist::testing;
@@ -901,6 +902,41 @@ TEST(Validation, StrategyDiffersBetweenRanks) {
       {"rank " + S(last) + ":", "unknown strategy 'fast'",
        "allowed: p2p, segment, p2p_pipelined, alltoallv, alltoallw, direct, shm, phased, phased_sendrecv, phased_unsync, phased_dt, "
        "taskgraph, centralized, staged, multistage, hybrid, aggregate, auto"});
+}
+
+// $REDIST_NODE_SIZE on one rank alone (read where Options::node_size is 0 by the
+// node-aware strategies and shared_allocate): another size, or not a size. The
+// same error on every rank, before anything moves: a malformed value used to
+// throw on its rank alone while the others waited in MPI_Comm_split (a hang), and
+// a different size cut that rank's node elsewhere.
+TEST(Validation, NodeSizeDiffersBetweenRanks) {
+  const int rank = world_rank(), last = world_size() - 1;
+  if (world_size() == 1) GTEST_SKIP() << "needs two ranks to differ";
+  const Layout src = cols_layout(), dst = rows_layout();
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
+  struct Case {
+    const char* value;
+    const char* input;
+    std::vector<std::string> words;
+  };
+  const Case cases[] = {
+      {"1", "$REDIST_NODE_SIZE=1 on one rank alone (the others: the whole node)",
+       {"ranks asked for different node sizes (0 and 1 ranks per node", "every rank must ask for the same"}},
+      {"two", "$REDIST_NODE_SIZE=two on one rank alone", {"REDIST_NODE_SIZE=two: expected a number of ranks per node"}}};
+  for (const Case& c : cases) {
+    if (rank == last) setenv("REDIST_NODE_SIZE", c.value, 1);
+    kind(c.input, "the node-aware strategies (shm, aggregate) before anything moves; shared_allocate");
+    for (const char* strategy : {"shm", "aggregate"}) {
+      SCOPED_TRACE(strategy);
+      Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+      fill_pattern(dst, rank, d.blocks(), kDstId);
+      expect_same_error(capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], strategy); }), c.words);
+      expect_untouched(dst, d, kDstId, "target");
+    }
+    expect_same_error(capture([&] { shared_free(shared_allocate(MPI_COMM_WORLD, 64)); }), c.words);
+    unsetenv("REDIST_NODE_SIZE");
+  }
 }
 
 TEST(Validation, MissingBuffer) {
