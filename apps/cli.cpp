@@ -63,6 +63,8 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
     const size_t eq = s.find('=');
     if (eq != std::string::npos) key = s.substr(0, eq), value = s.substr(eq + 1);
     if (is(flags, key)) {
+      // --no-verify=false read as --no-verify would do the opposite of what it says
+      if (eq != std::string::npos) detail::fail("option ", key, " takes no value, got '", s, "'");
       a.options[key] = "";
     } else if (is(valued, key) || is(hidden, key)) {
       if (eq == std::string::npos) {

@@ -196,6 +196,8 @@ BAD_RUN = [
      ["sender layout (a group of 1 ranks)", "needs 2 ranks"]),
     ("an unknown strategy", "check_strategy",
      ["100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
+    ("a value given to a flag (--no-verify=false would still skip the check)", "redist run options",
+     ["100x100", "100x100", "--no-verify=false"], ["option --no-verify takes no value, got '--no-verify=false'"]),
     ("--reps 0", "redist run options",
      ["100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
     ("--reps beyond an int (used to wrap)", "redist run options",
