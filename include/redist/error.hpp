@@ -31,6 +31,15 @@ class MpiError : public Error {
   int error_class_;
 };
 
+// Ranks disagreed in a collective call: different layouts, regions or options
+// passed to make_plan, owner functions that answer differently, different
+// strategies passed to execute, different node sizes. Agreed like every Error
+// (the same message on every rank); the C API returns REDIST_ERR_MISMATCH for it.
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 
 // Builds a message from streamable pieces: fail("tile size ", t, " must be > 0").
@@ -39,6 +48,14 @@ template <class... Args>
   std::ostringstream os;
   (os << ... << args);
   throw Error(os.str());
+}
+
+// The same for a disagreement between ranks (MismatchError).
+template <class... Args>
+[[noreturn]] void fail_mismatch(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  throw MismatchError(os.str());
 }
 
 template <class... Args>

@@ -185,7 +185,8 @@ redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_
    redist_plan_predictions gives: a strategy whose model needs shared windows,
    shm, predicts its heap model, as auto does for such arrays) or "shared" (arrays
    in shared windows, Plan::predictions()). Another string or NULL on any rank:
-   REDIST_ERR_INVALID_ARGUMENT on every rank. */
+   REDIST_ERR_INVALID_ARGUMENT on every rank; "heap" on some ranks and "shared"
+   on others: REDIST_ERR_MISMATCH on every rank. */
 redist_status redist_plan_predictions_storage(redist_plan* plan, const char* storage, double* seconds,
                                               int64_t count);
 

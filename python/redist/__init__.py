@@ -14,9 +14,9 @@ communicators (default ``mpi4py.MPI.COMM_WORLD``)::
 Errors in the arguments raise :class:`redist.Error` (a ``ValueError``) with the
 same message on every rank.
 """
-from ._core import (Error, LocalIndex, Layout, Machine, MpiError, Ownership, Plan, PlanStats, Region, agree,
-                    calibrate, check_strategy, default_calibration_path, machine_for, make_plan, placement_summary,
-                    plan_stats, predict, register_owner_function, strategies, strategy_names)
+from ._core import (Error, LocalIndex, Layout, Machine, MismatchError, MpiError, Ownership, Plan, PlanStats, Region,
+                    agree, calibrate, check_strategy, default_calibration_path, machine_for, make_plan,
+                    placement_summary, plan_stats, predict, register_owner_function, strategies, strategy_names)
 from ._array import DistArray, empty, fromfunction, redistribute, scatter, zeros
 
 block_cyclic = Ownership.block_cyclic
@@ -28,7 +28,7 @@ greedy = Ownership.greedy
 balanced = Ownership.balanced
 
 __all__ = [
-    "Error", "MpiError", "Layout", "Ownership", "Region", "LocalIndex", "Plan", "PlanStats", "Machine",
+    "Error", "MpiError", "MismatchError", "Layout", "Ownership", "Region", "LocalIndex", "Plan", "PlanStats", "Machine",
     "make_plan", "plan_stats", "predict", "strategies", "strategy_names", "check_strategy", "calibrate",
     "machine_for", "default_calibration_path", "register_owner_function", "placement_summary", "agree",
     "block_cyclic", "random", "band", "table", "function", "greedy", "balanced",

@@ -87,6 +87,7 @@ NB_MODULE(_core, m) {
   // local to the rank that saw it (end the job). Translators run latest first.
   static nb::exception<Error> error(m, "Error", PyExc_ValueError);
   static nb::exception<MpiError> mpi_error(m, "MpiError", error);
+  static nb::exception<MismatchError> mismatch_error(m, "MismatchError", error);  // ranks disagreed (agreed)
   nb::set_leak_warnings(false);  // plans alive at exit are freed by Python's teardown, or not at all
 
   m.def("strategies", [] {

@@ -460,21 +460,35 @@ void bind_plan(nb::module_& m) {
         const Machine* mm = p.get().machine();
         return mm ? std::optional<Machine>(*mm) : std::nullopt;
       })
-      .def("predictions", [](PyPlan& p, const std::string& storage) {
+      .def("predictions", [](PyPlan& p, nb::handle storage) {
         Plan& plan = p.get();
+        // A wrong type is a TypeError on its rank, redist.Error on the others: a
+        // text no storage has joins the core's agreement (nanobind's own
+        // conversion refused it on that rank alone, and the others waited).
+        std::string text;
+        const bool type_error = !nb::try_cast<std::string>(storage, text);
+        if (type_error) text = detail::cat("<", py_type_name(storage), ">");
         std::vector<double> t;
         {
           nb::gil_scoped_release unlocked;
-          t = plan.predictions_for(storage);
+          try {
+            t = plan.predictions_for(text);
+          } catch (const Error&) {
+            if (!type_error) throw;
+          }
         }
+        if (type_error)
+          throw nb::type_error(detail::cat("storage must be a str ('heap' or 'shared'), got ", py_type_name(storage))
+                                   .c_str());
         nb::dict out;
         std::vector<std::string> names = strategy_names();
         for (size_t i = 0; i < t.size(); ++i) out[names[i].c_str()] = t[i];
         return out;
-      }, nb::arg("storage") = "heap",
+      }, nb::arg("storage") = "heap", nb::sig("def predictions(self, storage: str = 'heap') -> dict[str, float]"),
          "Collective: each strategy's predicted seconds (max over ranks), the same on every rank, for arrays in "
          "`storage`: 'heap' (numpy arrays, what auto compares for them; shm: its heap model) or 'shared' (shared "
-         "windows); another value: the same Error on every rank.")
+         "windows); another value: the same Error on every rank (a TypeError on the rank that passed a non-str); "
+         "different values on different ranks: MismatchError on every rank.")
       .def("close", &PyPlan::close, "Frees the plan (its communicator) now; every rank should close it.")
       .def_prop_ro("closed", [](const PyPlan& p) { return !p.plan; })
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })

@@ -323,6 +323,14 @@ def test_predictions_take_the_storage():
         assert plan.auto_choice == min(online["heap"], key=online["heap"].get)
         with pytest.raises(redist.Error, match="storage 'disk': expected heap or shared"):
             plan.predictions(storage="disk")
+        if P > 1:
+            # not a str on the last rank: TypeError there, redist.Error on the others (this hung them)
+            bad = R == P - 1
+            with pytest.raises(TypeError if bad else redist.Error, match="storage must be a str" if bad else "<int>"):
+                plan.predictions(storage=5 if bad else "heap")
+            # two models in one max: refused on every rank, naming both
+            with pytest.raises(redist.MismatchError, match="storage differs between ranks: rank 0 has 'heap'"):
+                plan.predictions(storage="shared" if bad else "heap")
         with pytest.raises(redist.Error, match="storage 'disk'"):
             redist.predict(src, dst, rank=R, ranks=P, machine=plan.machine, storage="disk")
     check_tiles(b, value)
@@ -409,6 +417,20 @@ def agreed_error(fn):
 def test_error_bad_layout_same_on_every_rank():
     msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", f"8x8 tile=2x2 block_cyclic grid={P + 1}x1"))
     assert "needs" in msg and "ranks" in msg
+
+
+def test_error_layouts_that_differ_between_ranks_are_a_mismatch():
+    """Ranks that disagree get redist.MismatchError (a redist.Error) on every rank;
+    a bad argument, even one named like a disagreement, plain redist.Error."""
+    if P > 1:
+        other = "8x8 tile=4x4" if R == P - 1 else "8x8 tile=2x2"
+        with pytest.raises(redist.MismatchError) as e:
+            redist.make_plan("8x8 tile=2x2", other)
+        assert "target layout differs between ranks" in str(e.value) and isinstance(e.value, redist.Error)
+        assert same_everywhere(MPI.COMM_WORLD, str(e.value)), str(e.value)
+    with pytest.raises(redist.Error) as e:
+        redist.make_plan("8x8 tile=2x2", "8x8 tile=2x2", strategy="fast between ranks")
+    assert not isinstance(e.value, redist.MismatchError), str(e.value)
 
 
 def test_error_spec_syntax_on_one_rank_only():

@@ -44,16 +44,6 @@ redist_status ok() {
   return REDIST_SUCCESS;
 }
 
-// The core has one exception type for bad input; the agreements that find ranks
-// disagreeing word their messages so (src/mpi/agree.cpp agree_same, the owners
-// check and the strategy check of src/exec/plan.cpp). The message is the same on
-// every rank, so the status is too.
-redist_status classify(const std::string& message) {
-  const bool mismatch = message.find(" between ranks") != std::string::npos ||
-                        message.find("with different strategies") != std::string::npos;
-  return mismatch ? REDIST_ERR_MISMATCH : REDIST_ERR_INVALID_ARGUMENT;
-}
-
 // Runs f at the boundary: returns REDIST_SUCCESS, or maps what it threw.
 template <class F>
 redist_status guard(F&& f) {
@@ -62,8 +52,10 @@ redist_status guard(F&& f) {
     return ok();
   } catch (const redist::MpiError& e) {
     return fail(REDIST_ERR_MPI, e.what());
+  } catch (const redist::MismatchError& e) {  // ranks disagreed (agreed: the same on every rank)
+    return fail(REDIST_ERR_MISMATCH, e.what());
   } catch (const redist::Error& e) {
-    return fail(classify(e.what()), e.what());
+    return fail(REDIST_ERR_INVALID_ARGUMENT, e.what());
   } catch (const std::bad_alloc&) {
     return fail(REDIST_ERR_OUT_OF_MEMORY, "redist: out of memory (std::bad_alloc)");
   } catch (const std::exception& e) {

@@ -367,14 +367,16 @@ void agree_owners(const detail::PlanCore& p) {
                 "MPI_Allreduce", p.comm);
       for (index_t i = 0; i < n; ++i) {
         if (v[i].value == -v[n + i].value) continue;
-        detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
-                     ": the owners differ between ranks: tile ", tile_at(lo + i).str(), " is owned by rank ", v[i].value,
-                     " according to rank ", v[i].rank, " and by rank ", -v[n + i].value, " according to rank ",
-                     v[n + i].rank, "; an owner function must give every tile the same owner on every rank");
+        detail::fail_mismatch("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
+                              ": the owners differ between ranks: tile ", tile_at(lo + i).str(), " is owned by rank ",
+                              v[i].value, " according to rank ", v[i].rank, " and by rank ", -v[n + i].value,
+                              " according to rank ", v[n + i].rank,
+                              "; an owner function must give every tile the same owner on every rank");
       }
     }
-    detail::fail("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
-                 ": the owners differ between ranks (an owner function answers differently when called again)");
+    detail::fail_mismatch("redist: ", s == 0 ? "source" : "target", " layout ", l.spec(),
+                          ": the owners differ between ranks (an owner function answers differently when called "
+                          "again)");
   }
 }
 
@@ -398,13 +400,13 @@ void agree_plan(const detail::PlanCore& p, std::span<const Region> regions, cons
   if (v[0] != 0) agree(p.comm, bad);  // throws the lowest rank's message on every rank
   if (v[1] != ~v[2]) {
     agree_same_everywhere(p, p.src, p.dst, regions, options);  // throws, naming the item and both texts
-    detail::fail("redist: ranks passed different layouts, regions or options in a value their texts do not show; "
-                 "every rank must pass the same");
+    detail::fail_mismatch("redist: ranks passed different layouts, regions or options in a value their texts do not "
+                          "show; every rank must pass the same");
   }
   if (v[3] != 0) agree(p.comm, index_error);
   if (v[4] != ~v[5] || v[6] != ~v[7]) {
     agree_owners(p);  // throws, naming the first tile whose owner differs
-    detail::fail("redist: the owners differ between ranks");
+    detail::fail_mismatch("redist: the owners differ between ranks");
   }
   if (v[8] != 0) agree(p.comm, plan_error);
 }
@@ -423,8 +425,8 @@ void agree_execute(const detail::PlanCore& p, const std::string& err, int index)
       return k >= 0 && k < static_cast<int>(reg.size()) ? std::string(reg[static_cast<size_t>(k)].name)
                                                           : std::string(kAuto);
     };
-    detail::fail("redist: ranks called execute with different strategies (", name(r[1]), " and ", name(-r[2]),
-                 "); every rank must use the same one");
+    detail::fail_mismatch("redist: ranks called execute with different strategies (", name(r[1]), " and ",
+                          name(-r[2]), "); every rank must use the same one");
   }
 }
 
@@ -737,6 +739,9 @@ std::vector<double> Plan::predictions_for(std::string_view storage) const {
   if (storage != "heap" && storage != "shared")
     err = detail::cat("predictions: storage '", storage, "': expected heap or shared");
   agree(impl_->core.comm, err);
+  // heap on some ranks and shared on others would mix two models in one max
+  detail::agree_same(impl_->core.comm, {{"predictions: storage differs", std::string(storage)}},
+                     "every rank must ask for the same");
   return impl_->predictions({}, storage == "heap");
 }
 

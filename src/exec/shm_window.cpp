@@ -55,9 +55,9 @@ MPI_Comm node_comm(MPI_Comm comm, int node_size) {
   int v[2] = {k, -k};
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
   if (v[0] != -v[1])
-    fail("redist: ranks asked for different node sizes (", v[0], " and ", -v[1],
-         " ranks per node; 0: the whole node), from Options::node_size or $REDIST_NODE_SIZE; every rank must ask "
-         "for the same");
+    fail_mismatch("redist: ranks asked for different node sizes (", v[0], " and ", -v[1],
+                  " ranks per node; 0: the whole node), from Options::node_size or $REDIST_NODE_SIZE; every rank "
+                  "must ask for the same");
   MPI_Comm shared, node;
   check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared), "MPI_Comm_split_type", comm);
   if (k <= 0) return shared;

@@ -29,7 +29,7 @@ void check_mpi(int rc, const char* call, MPI_Comm comm, const char* role, int pe
     mpi_failed(rc, call, comm, cat(role, " rank ", peer));
 }
 
-void agree(MPI_Comm comm, const std::string& local_error) {
+void agree(MPI_Comm comm, const std::string& local_error, bool mismatch) {
   int rank;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
   int mine = local_error.empty() ? INT_MAX : rank, first = INT_MAX;
@@ -40,7 +40,9 @@ void agree(MPI_Comm comm, const std::string& local_error) {
   check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, comm), "MPI_Bcast", comm);
   msg.resize(static_cast<size_t>(len));
   check_mpi(MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, first, comm), "MPI_Bcast", comm);
-  throw Error("redist: rank " + std::to_string(first) + ": " + msg);
+  msg = "redist: rank " + std::to_string(first) + ": " + msg;
+  if (mismatch) throw MismatchError(msg);
+  throw Error(msg);
 }
 
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice) {
@@ -66,7 +68,7 @@ void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advic
   if (rank == who)
     err = cat(items[item].what, " between ranks: rank 0 has '", ref, "', rank ", who, " has '", items[item].value,
               "'; ", advice);
-  agree(comm, err);  // every rank gets here and throws `who`'s message
+  agree(comm, err, true);  // every rank gets here and throws `who`'s message
 }
 
 }  // namespace redist::detail

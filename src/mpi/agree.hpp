@@ -11,9 +11,10 @@
 namespace redist::detail {
 
 // Collective over `comm`: returns when `local_error` is empty on every rank;
-// otherwise throws redist::Error on every rank with the message of the lowest
+// otherwise throws redist::Error (redist::MismatchError when `mismatch`: the
+// error is that ranks disagree) on every rank with the message of the lowest
 // rank that reported one, prefixed "redist: rank R: ".
-void agree(MPI_Comm comm, const std::string& local_error);
+void agree(MPI_Comm comm, const std::string& local_error, bool mismatch = false);
 
 // One value every rank must pass identically: `what` names it in the message
 // ("source layout differs"), `value` is this rank's text of it.
@@ -25,7 +26,8 @@ struct Same {
 // (compared by a hash of the text: every rank runs the same binary, so std::hash
 // agrees; rank 0's text is broadcast only when some rank differs). Otherwise
 // throws redist::Error on every rank, for the lowest differing rank and its first
-// differing item: "<what> between ranks: rank 0 has '...', rank R has '...'; <advice>".
+// differing item: "<what> between ranks: rank 0 has '...', rank R has '...'; <advice>"
+// (a redist::MismatchError).
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice);
 
 // MPI return codes (docs/strategies.md, "Faults"). The plan's communicator

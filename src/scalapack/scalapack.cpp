@@ -276,7 +276,9 @@ std::string agree_arguments(const std::vector<int>& table, int count, Agreed& ou
   for (int s = 0; s < 2; ++s) {
     const auto& d = s == 0 ? out.a : out.b;
     const std::int64_t rows = d[1], mb = d[3], rsrc = d[5], nprow = d[7];
-    if (mb < 1 || nprow < 1) continue;  // refused by check_arguments
+    // refused by check_arguments, which names them (an RSRC outside the grid made
+    // every LLD look wrong here)
+    if (mb < 1 || nprow < 1 || rows < 0 || rsrc < 0 || rsrc >= nprow) continue;
     for (int r = 0; r < count; ++r) {
       const int* f = row(r) + kSide0 + s * kSideColumns;
       if (!f[kMember]) continue;
@@ -478,7 +480,7 @@ void move(const char* routine, index_t esize, const Op& op, int m, int n, const 
       const Layout src = layout_of(g.a, g.npcol_a, std::move(map_a), sa.member ? desca[LLD] : 0, esize);
       const Layout dst = layout_of(g.b, g.npcol_b, std::move(map_b), sb.member ? descb[LLD] : 0, esize);
       Options opt;
-      if (const char* s = std::getenv("REDIST_STRATEGY")) opt.strategy = s;
+      if (const char* s = std::getenv("REDIST_STRATEGY"); s && *s) opt.strategy = s;  // empty: unset
       opt.arithmetic = op.arith;
       if (mm * nn * esize <= kSmallCallBytes) opt.max_message_bytes = kEagerPiece;
       opt.duplicate_comm = false;  // the union's communicator is this library's, used one call at a time

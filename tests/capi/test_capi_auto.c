@@ -163,7 +163,8 @@ static void bad_arguments(double* t) {
 /* redist_plan_predictions is the "heap" storage's; "shared" differs for shm
    alone (its window model) once there are peers: on the heap through rings
    (packed and unpacked) no less, through cross-memory attach (REDIST_SHM_FIFO=0,
-   read by the model) another figure; another storage is refused on every rank. */
+   read by the model) another figure; another storage is refused on every rank,
+   and so are storages that differ between ranks. */
 static void storage_case(double* t) {
   const int ns = redist_strategy_count(), shm = strategy_index("shm");
   redist_status st;
@@ -192,6 +193,10 @@ static void storage_case(double* t) {
   expect_agreed("predictions for storage 'disk' on the last rank",
                 redist_plan_predictions_storage(plan, test_rank == test_ranks - 1 ? "disk" : "heap", t, ns),
                 REDIST_ERR_INVALID_ARGUMENT, "storage 'disk': expected heap or shared");
+  if (test_ranks > 1) /* two models in one max over ranks, before: success everywhere */
+    expect_agreed("predictions for storage 'shared' on the last rank, 'heap' on the others",
+                  redist_plan_predictions_storage(plan, test_rank == test_ranks - 1 ? "shared" : "heap", t, ns),
+                  REDIST_ERR_MISMATCH, "predictions: storage differs between ranks");
   free(heap);
   free(shared);
   redist_plan_free(plan);

@@ -57,6 +57,11 @@ static void bad_specs(void) {
   o.strategy = "nope";
   plan_spec(kGood, kGood, NULL, &o, &st);
   expect_agreed("an unknown strategy in the options", st, REDIST_ERR_INVALID_ARGUMENT, "options.strategy");
+  /* The status follows what went wrong, not the words: the message quotes the name. */
+  o.strategy = "fast between ranks";
+  plan_spec(kGood, kGood, NULL, &o, &st);
+  expect_agreed("an unknown strategy whose name says 'between ranks'", st, REDIST_ERR_INVALID_ARGUMENT,
+                "unknown strategy 'fast between ranks'");
   o.strategy = NULL;
   o.elem_size = -4;
   plan_spec(kGood, kGood, NULL, &o, &st);
@@ -136,6 +141,9 @@ static void bad_execute(void) {
   expect_agreed("source and target overlap", st, REDIST_ERR_INVALID_ARGUMENT, "overlap");
   st = redist_execute_buffers(plan, src, dst, "nope");
   expect_agreed("an unknown strategy at execute", st, REDIST_ERR_INVALID_ARGUMENT, "nope");
+  st = redist_execute_buffers(plan, src, dst, "x with different strategies");
+  expect_agreed("an unknown strategy at execute whose name says 'with different strategies'", st,
+                REDIST_ERR_INVALID_ARGUMENT, "x with different strategies");
   if (test_ranks > 1) {
     st = redist_execute_buffers(plan, src, dst, test_rank == 1 ? redist_strategy_name(1) : redist_strategy_name(0));
     expect_agreed("different strategies on different ranks", st, REDIST_ERR_MISMATCH, "different strategies");
