@@ -259,12 +259,21 @@ int cmd_run(int argc, char** argv) {
     // make_plan checks the budget and the arithmetic against the plan's strategy:
     // the one named, else auto (something fits).
     if (opt.max_buffer_bytes > 0 || arith) opt.strategy = names.size() == 1 ? names[0] : std::string(kAuto);
-    if (arith)  // `all` or a list: only the strategies that apply the arithmetic
-      std::erase_if(names, [](const std::string& n) {
+    std::string skipped;  // strategies of a list given that do not run, and why
+    if (arith) {  // `all` or a list: only the strategies that apply the arithmetic
+      std::string dropped;
+      std::erase_if(names, [&](const std::string& n) {
         for (const StrategyInfo& i : strategies())
-          if (i.name == n) return !i.arithmetic;
+          if (i.name == n && !i.arithmetic) return dropped += (dropped.empty() ? "" : ", ") + n, true;
         return false;
       });
+      if (names.empty())
+        detail::fail("--strategy ", a.get("--strategy", "all"), ": none of these applies the arithmetic of --type, "
+                     "--alpha, --beta or --conj; the strategies that do: ", arithmetic_strategies());
+      if (!dropped.empty() && a.get("--strategy", "all") != "all")
+        skipped = "not run: " + dropped + " (no arithmetic; the strategies that apply it: " + arithmetic_strategies() +
+                  ")";
+    }
     TaskgraphOptions& tg = opt.taskgraph;
     tg.threads = static_cast<int>(a.get_int("--tg-threads", 1, 1, 1024));
     tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
@@ -299,14 +308,10 @@ int cmd_run(int argc, char** argv) {
       }
     }
     if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {
-      // `all` under a budget: the strategies within it (max over ranks), and auto.
-      const auto& all = strategy_names();
-      std::vector<long long> need;
-      for (const std::string& n : all) need.push_back(extra_memory(run->plan().rank_plan(), n, opt));
-      MPI_Allreduce(MPI_IN_PLACE, need.data(), static_cast<int>(need.size()), MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+      // `all` under a budget: the strategies within it, as the plan counts them (max
+      // over ranks, the forwarding strategies' from their schedules), and auto.
       std::erase_if(names, [&](const std::string& n) {
-        const auto it = std::find(all.begin(), all.end(), n);
-        return it != all.end() && need[static_cast<size_t>(it - all.begin())] > opt.max_buffer_bytes;
+        return n != kAuto && run->plan().extra_bytes(n) > opt.max_buffer_bytes;
       });
     }
     const Machine* const machine = run->plan().machine();  // opt.model: never null
@@ -399,6 +404,7 @@ int cmd_run(int argc, char** argv) {
                 human_bytes(double(peak)).c_str(),
                 opt.max_buffer_bytes > 0 ? (" within --memory " + human_bytes(double(opt.max_buffer_bytes))).c_str()
                                          : "");
+    if (!skipped.empty()) std::printf("skipped  %s\n", skipped.c_str());
     int width = 15;  // the name column: the longest name, auto's choice included
     for (const harness::MethodResult& m : res.methods)
       width = std::max(width, static_cast<int>(m.name.size() + (m.chose.empty() ? 0 : m.chose.size() + 2)));

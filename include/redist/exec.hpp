@@ -278,8 +278,14 @@ class Plan {
   // within Options::max_buffer_bytes when one is set.
   index_t buffer_bytes() const;
   // The data buffers the plan holds now (buffer_bytes() is the most it held):
-  // 0 after an Options::executions-th execute.
+  // 0 after an Options::executions-th execute. Under a budget, running a strategy
+  // that would not fit beside what the others keep drops their buffers first (and
+  // they set up again when they run next).
   index_t held_bytes() const;
+  // Under a budget (Options::max_buffer_bytes): the data buffers `strategy` needs
+  // on the busiest rank, as the budget counts them (agreed when the plan was made;
+  // the forwarding strategies' from their schedules); -1 without a budget. Local.
+  index_t extra_bytes(std::string_view strategy) const;
 
   // Collective. One buffer per rank for `tile` and `local_array` storage (may be
   // null when this rank stores nothing). Source and target buffers must not

@@ -41,6 +41,8 @@ class PlanImpl {
   std::string failed;
   // Executes since the strategies' state was last dropped (Options::executions).
   index_t executed = 0;
+  // The registry entry the last execute ran (-1: none yet, or its state dropped).
+  int last_run = -1;
   // An auto trial of candidate k took `seconds` here; after the last, auto keeps
   // the candidate with the smaller median, the slowest rank's (collective).
   void end_trial(int k, double seconds) {
@@ -58,6 +60,7 @@ class PlanImpl {
   }
   // Options::executions reached: every strategy's state and the scratch buffers go.
   void drop_state() {
+    last_run = -1;
     for (auto& st : states) st.reset();
     std::fill(runs_as.begin(), runs_as.end(), -1);
     core.drop_scratch();
@@ -723,6 +726,15 @@ std::string Plan::describe(const std::string& strategy) const {
 }
 index_t Plan::buffer_bytes() const { return impl("buffer_bytes").core.buffer_peak; }
 index_t Plan::held_bytes() const { return impl("held_bytes").core.buffer_bytes; }
+index_t Plan::extra_bytes(std::string_view strategy) const {
+  const PlanImpl& i = impl("extra_bytes");
+  const int k = detail::find_strategy(strategy);
+  if (k < 0) {
+    check_strategy(strategy);  // throws, naming the allowed ones
+    detail::fail("redist: extra_bytes: auto runs another strategy: name the strategy");
+  }
+  return i.extra_max.empty() ? -1 : i.extra_max[static_cast<size_t>(k)];
+}
 
 std::vector<double> Plan::predictions() const {
   OneThread one(running("predictions"));
@@ -870,6 +882,17 @@ void PlanImpl::execute(std::span<const void* const> src_blocks, std::span<void* 
       else
         index = detail::find_strategy(auto_choice);
     }
+    // Under a budget the plan holds what one strategy needs at a time: where this
+    // one would not fit beside what the others keep (the forwarding strategies'
+    // slots, the packed buffers) on the busiest rank, every state and buffer goes
+    // first. Decided alike on every rank (what is held differs per rank), as the
+    // states made again set up collectively.
+    if (!extra_max.empty() && index != last_run) {
+      index_t held = p.buffer_bytes;
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &held, 1, MPI_INT64_T, MPI_MAX, p.comm), "MPI_Allreduce", p.comm);
+      if (held > 0 && held + extra_max[static_cast<size_t>(index)] > p.options.max_buffer_bytes) drop_state();
+    }
+    last_run = index;
     const double t0 = trial >= 0 ? MPI_Wtime() : 0;
     state(index).run(detail::SrcBlocks{src_blocks}, detail::DstBlocks{dst_blocks});
     if (trial >= 0) end_trial(trial, MPI_Wtime() - t0);

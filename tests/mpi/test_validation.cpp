@@ -829,38 +829,59 @@ TEST(Validation, OneRunMessagesTakeNoBuffer) {
 // both (p2p_pipelined's slots beside phased's rounds: 22.59 KB under 12,000 B
 // on 3 ranks until round_send dropped them). r -> 3r on a 1x6000 row: p2p
 // needs more than the budget on 2-4 ranks, and 5 strategies fit there (all on
-// one rank, where nothing is sent).
+// one rank, where nothing is sent). Then the forwarding strategies (centralized,
+// staged, multistage, hybrid, aggregate), which keep slots of their own: each
+// fits 7,000 B alone on 2 ranks, and the plan held all of theirs at once (32,000
+// B) until a strategy that does not fit beside what the others keep drops it.
+// Which strategies fit: Plan::extra_bytes, the figure the budget counts.
 TEST(Validation, BudgetHoldsAcrossStrategiesOfOnePlan) {
   const int rank = world_rank(), p = world_size();
   const std::string grid = "1x" + std::to_string(p);
-  const Layout src = Layout::parse("1x6000 tile=1x4 block_cyclic grid=" + grid);
-  const Layout dst = Layout::parse("1x6000 tile=1x12 block_cyclic grid=" + grid);
-  const Region whole = Region::whole(src.shape());
-  Options o;
-  o.max_buffer_bytes = 12000;
-  o.strategy = "auto";  // the default, p2p, does not fit on 3 and 4 ranks
-  Plan plan = make_plan(src, dst, whole, MPI_COMM_WORLD, o);
-  std::vector<std::string> fit;
-  for (const std::string& n : strategy_names()) {
-    long long need = extra_memory(plan.rank_plan(), n, o);
-    MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-    if (need <= o.max_buffer_bytes) fit.push_back(n);
+  struct Case {
+    std::string src, dst;
+    index_t budget;
+    size_t at_least;  // strategies that fit
+  };
+  std::vector<Case> cases = {{"1x6000 tile=1x4 block_cyclic grid=" + grid, "1x6000 tile=1x12 block_cyclic grid=" + grid,
+                              12000, 4}};
+  if (p >= 2)
+    cases.push_back({"40x40 tile=20x40 block_cyclic grid=2x1", "40x40 tile=40x20 block_cyclic grid=1x2", 7000, 8});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.src + " -> " + c.dst);
+    const Layout src = Layout::parse(c.src), dst = Layout::parse(c.dst);
+    const Region whole = Region::whole(src.shape());
+    Options o;
+    o.max_buffer_bytes = c.budget;
+    o.strategy = "auto";  // the default, p2p, does not fit on 3 and 4 ranks
+    Plan plan = make_plan(src, dst, whole, MPI_COMM_WORLD, o);
+    std::vector<std::string> fit;
+    int forwarding = 0;
+    for (const std::string& n : strategy_names())
+      if (plan.extra_bytes(n) <= o.max_buffer_bytes) {
+        fit.push_back(n);
+        forwarding += n == "centralized" || n == "staged" || n == "multistage" || n == "hybrid" || n == "aggregate";
+      }
+    ASSERT_GE(fit.size(), c.at_least);
+    if (c.budget == 7000) {
+      ASSERT_GE(forwarding, 3) << "the case no longer runs the forwarding strategies";
+    }
+    std::vector<std::string> order = fit;
+    order.insert(order.end(), fit.rbegin(), fit.rend());
+    harness::LocalStorage s(src, rank), d(dst, rank);
+    fill_pattern(src, rank, s.blocks(), kSrcId);
+    for (const std::string& n : order) {
+      SCOPED_TRACE("strategy " + n);
+      fill_pattern(dst, rank, d.blocks(), kDstId);
+      plan.execute(s.const_blocks()[0], d.blocks()[0], n);
+      const CheckResult k = check_redistributed(dst, rank, d.blocks(), whole, src, kSrcId, kDstId);
+      EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
+      EXPECT_TRUE(all_ok(plan.buffer_bytes() <= o.max_buffer_bytes))
+          << "rank " << rank << " has held " << plan.buffer_bytes() << " bytes, over the budget " << o.max_buffer_bytes;
+    }
+    EXPECT_EQ(make_plan(src, dst, whole, MPI_COMM_WORLD, {}).extra_bytes(fit[0]), -1);  // no budget
+    EXPECT_THROW(plan.extra_bytes("auto"), Error);
+    if (rank == 0) std::printf("[ info     ] %zu strategies within the budget, %s first\n", fit.size(), fit[0].c_str());
   }
-  ASSERT_GE(fit.size(), 4u);
-  std::vector<std::string> order = fit;
-  order.insert(order.end(), fit.rbegin(), fit.rend());
-  harness::LocalStorage s(src, rank), d(dst, rank);
-  fill_pattern(src, rank, s.blocks(), kSrcId);
-  for (const std::string& n : order) {
-    SCOPED_TRACE("strategy " + n);
-    fill_pattern(dst, rank, d.blocks(), kDstId);
-    plan.execute(s.const_blocks()[0], d.blocks()[0], n);
-    const CheckResult k = check_redistributed(dst, rank, d.blocks(), whole, src, kSrcId, kDstId);
-    EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
-    EXPECT_TRUE(all_ok(plan.buffer_bytes() <= o.max_buffer_bytes))
-        << "rank " << rank << " has held " << plan.buffer_bytes() << " bytes, over the budget " << o.max_buffer_bytes;
-  }
-  if (rank == 0) std::printf("[ info     ] %zu strategies within the budget, %s first\n", fit.size(), fit[0].c_str());
 }
 
 // ------------------------------------------------------------------ execute errors

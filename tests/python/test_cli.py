@@ -198,6 +198,10 @@ BAD_RUN = [
      ["100x100", "100x100", "--strategy", "fast"], ["unknown strategy 'fast'", "p2p", "auto"]),
     ("a value given to a flag (--no-verify=false would still skip the check)", "redist run options",
      ["100x100", "100x100", "--no-verify=false"], ["option --no-verify takes no value, got '--no-verify=false'"]),
+    ("a strategy list none of which applies the arithmetic (it ran nothing, exit 0)", "redist run options",
+     ["60x40 tile=10x10 block_cyclic grid=1x2", "40x60 tile=7x9 block_cyclic grid=2x1", "40x60 axes=1,0",
+      "--strategy", "taskgraph,direct", "--type", "f64", "--alpha", "2"],
+     ["--strategy taskgraph,direct: none of these applies the arithmetic", "the strategies that do: p2p"]),
     ("--reps 0", "redist run options",
      ["100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
     ("--reps beyond an int (used to wrap)", "redist run options",
@@ -873,6 +877,39 @@ def test_run_with_memory_budget_runs_what_fits(redist):
     assert m, r.stdout
     scale = {"B": 1, "KB": 1e3, "MB": 1e6}[m.group(2)]
     assert 0 < float(m.group(1)) * scale <= 12000, r.stdout
+
+
+def test_run_with_memory_budget_counts_the_forwarding_slots(redist):
+    """The forwarding strategies keep slots beyond what the plan's statistics
+    show: `all` under --memory filtered them by that lower figure, so centralized
+    (16,800 B needed on 4 ranks) stayed in and was refused at execute (exit 2).
+    On 2 ranks each fits 7,000 B alone; run in turn, the plan held all their
+    slots (38.40 KB "within --memory 7.00 KB"): now a strategy that does not fit
+    beside what the others keep drops it first."""
+    r = redist(["run", "40x40 tile=10x40 block_cyclic grid=4x1", "40x40 tile=40x10 block_cyclic grid=1x4",
+                "--memory", "6000", "--reps", "1"], ranks=4)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ran = re.findall(r"^(\w+)(?:\(\w+\))? +[\d.]+ \w+ ", r.stdout, re.M)
+    assert "centralized" not in ran and "staged" in ran and "auto" in ran, r.stdout
+    r = redist(["run", "40x40 tile=20x40 block_cyclic grid=2x1", "40x40 tile=40x20 block_cyclic grid=1x2",
+                "--memory", "7000", "--reps", "2"], ranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ran = re.findall(r"^(\w+)(?:\(\w+\))? +[\d.]+ \w+ ", r.stdout, re.M)
+    assert {"centralized", "staged", "multistage", "hybrid", "aggregate"} <= set(ran), r.stdout
+    m = re.search(r"^buffers +([\d.]+) (\w?B) at most on a rank, measured .* within --memory", r.stdout, re.M)
+    assert m and 0 < float(m.group(1)) * {"B": 1, "KB": 1e3, "MB": 1e6}[m.group(2)] <= 7000, r.stdout
+
+
+def test_run_names_the_strategies_the_arithmetic_leaves_out(redist):
+    """A list with strategies that do not apply --alpha: those run that do, and
+    the others are named, not left out without a word."""
+    r = redist(["run", "60x40 tile=10x10 block_cyclic grid=1x2", "40x60 tile=7x9 block_cyclic grid=2x1",
+                "40x60 axes=1,0", "--strategy", "taskgraph,p2p", "--type", "f64", "--alpha", "2", "--reps", "1"],
+               ranks=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^skipped  not run: taskgraph \(no arithmetic; the strategies that apply it: p2p,", r.stdout,
+                     re.M), r.stdout
+    assert re.search(r"^p2p +[\d.]+ \w+ .* ok \(2400 elements\)", r.stdout, re.M), r.stdout
 
 
 def test_plan_ranks_per_node_counts_node_messages(redist):
