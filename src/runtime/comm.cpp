@@ -79,7 +79,8 @@ Data landing(const TaskClass& cls, const Params& p, int flow, std::size_t size) 
   if (!f.landing) return Data::allocate(size);
   Data d = f.landing(p);
   if (d.size() != size)
-    fail("internal error: ", cls.describe(p), ".", f.name, " sends ", size, " bytes, its landing holds ", d.size());
+    fail(cls.describe(p), ".", f.name, " sends ", size, " bytes, its landing (.lands(), on the receiving rank) "
+         "holds ", d.size(), ": a landing must have the size of the data its producer sends");
   return d;
 }
 

@@ -2,6 +2,7 @@
 // item 5): an exception in a body, invalid graphs; the runtime stays usable after.
 #include <atomic>
 #include <stdexcept>
+#include <vector>
 
 #include "redist/error.hpp"
 #include "test_util.hpp"
@@ -118,6 +119,31 @@ TEST_P(Errors, UnknownFlowName) {
   a.body([](rt::TaskContext&) {});
   std::string msg = run_expecting_error(g, options_of(GetParam()));
   expect_same_error(msg, "has no such flow");
+}
+
+// A landing (Flow::lands) of another size than the data its producer sends, on
+// the consumer's rank: the user's mistake named there, the same message on every
+// rank (it said "internal error"), eager and rendezvous sizes both.
+TEST_P(Errors, LandingOfAnotherSize) {
+  if (world_size() < 2) GTEST_SKIP() << "a landing receives from another rank";
+  const int last = world_size() - 1;
+  for (const std::size_t sent : {std::size_t{500}, std::size_t{50000}}) {
+    SCOPED_TRACE(sent);
+    static std::vector<std::byte> land(100);
+    rt::TaskGraph g;
+    auto& a = g.task_class("A");
+    auto& b = g.task_class("B");
+    a.affinity([] { return 0; });
+    a.flow("x").out(rt::to(b, "x", [] { return Targets{}; })).lands([] { return rt::Data::wrap(land.data(), 100); });
+    a.body([sent](rt::TaskContext& c) { c.allocate("x", sent); });
+    b.affinity([last] { return last; });
+    b.flow("x", rt::Access::read).in(rt::from(a, "x", [] { return Targets{}; }));
+    b.body([](rt::TaskContext&) {});
+    std::string msg = run_expecting_error(g, options_of(GetParam()));
+    expect_same_error(msg, "A().x sends " + std::to_string(sent) + " bytes, its landing (.lands(), on the "
+                           "receiving rank) holds 100: a landing must have the size of the data its producer sends");
+    EXPECT_EQ(msg.find("internal error"), std::string::npos) << msg;
+  }
 }
 
 // A function of more parameters than its task has (it would read unused slots).
