@@ -67,12 +67,13 @@ def _agree_root(comm: Any, root: Any, call: str) -> int:
     roots = comm.allgather(r)
     other = next((k for k, x in enumerate(roots) if x != roots[0]), None)
     if other is not None:
-        agree(comm, f"{call}: every rank must give the same root: rank {other} gave {roots[other]}, rank 0 {roots[0]}")
+        agree(comm, f"{call}: every rank must give the same root: rank {other} gave {roots[other]}, rank 0 {roots[0]}",
+              mismatch=True)
     return r
 
 
 def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
-    """Collective: an agreed redist.Error unless every rank gave the same layout
+    """Collective: an agreed redist.MismatchError unless every rank gave the same layout
     (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
     naming the first rank that differs from rank 0 and both."""
     mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), str(dt))  # str: fields too (dt.str is '|V8' for any 8-byte record)
@@ -83,7 +84,7 @@ def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
         return
     theirs, first = comm.bcast(mine, root=other), comm.bcast(mine, root=0)
     agree(comm, f"every rank must give the same layout and dtype (ld= aside): rank {other} gave '{theirs[0]}' "
-                f"of dtype {theirs[1]}, rank 0 '{first[0]}' of dtype {first[1]}")
+                f"of dtype {theirs[1]}, rank 0 '{first[0]}' of dtype {first[1]}", mismatch=True)
 
 
 def _layout(layout: LayoutLike) -> Layout:

@@ -98,11 +98,12 @@ NB_MODULE(_core, m) {
   m.def("strategy_names", &strategy_names, "The strategies' names, in the registry's order (without auto).");
   m.def("check_strategy", [](const std::string& name) { check_strategy(name); }, nb::arg("name"),
         "Raises redist.Error naming the allowed names unless `name` is a strategy or 'auto'.");
-  m.def("agree", [](nb::handle comm, const std::string& local_error) {
-    detail::agree(comm_of(comm), local_error);
-  }, nb::arg("comm").none(), nb::arg("local_error"),
-     "Collective: returns when local_error is empty on every rank, else raises redist.Error on every rank with the "
-     "message of the lowest rank that has one.");
+  m.def("agree", [](nb::handle comm, const std::string& local_error, bool mismatch) {
+    detail::agree(comm_of(comm), local_error, mismatch);
+  }, nb::arg("comm").none(), nb::arg("local_error"), nb::arg("mismatch") = false,
+     "Collective: returns when local_error is empty on every rank, else raises redist.Error (redist.MismatchError "
+     "with mismatch=True: the error is that ranks disagree) on every rank with the message of the lowest rank that "
+     "has one.");
 
   nb::class_<Machine>(m, "Machine", "Measured machine figures of the cost model (redist calibrate).")
       .def_ro("bnet", &Machine::bnet, "bytes/s between two ranks (Eq. 5)")

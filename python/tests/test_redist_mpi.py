@@ -428,6 +428,12 @@ def test_error_layouts_that_differ_between_ranks_are_a_mismatch():
             redist.make_plan("8x8 tile=2x2", other)
         assert "target layout differs between ranks" in str(e.value) and isinstance(e.value, redist.Error)
         assert same_everywhere(MPI.COMM_WORLD, str(e.value)), str(e.value)
+        # the Python layer's own agreements too (DistArray's layout and dtype, scatter's root)
+        with pytest.raises(redist.MismatchError, match="every rank must give the same layout and dtype"):
+            redist.zeros(f"8x8 tile={4 if R == P - 1 else 2}x2 block_cyclic grid=1x{P}")
+        with pytest.raises(redist.MismatchError, match="every rank must give the same root"):
+            redist.scatter(np.zeros((8, 8)) if R in (0, 1) else None, f"8x8 tile=2x2 block_cyclic grid=1x{P}",
+                           root=1 if R == P - 1 else 0)
     with pytest.raises(redist.Error) as e:
         redist.make_plan("8x8 tile=2x2", "8x8 tile=2x2", strategy="fast between ranks")
     assert not isinstance(e.value, redist.MismatchError), str(e.value)
