@@ -70,6 +70,12 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
       if (eq == std::string::npos) {
         if (i + 1 >= argc) detail::fail("option ", key, " needs a value");
         value = argv[++i];
+        // `--senders --overlap`: the next option taken as the value left what
+        // followed to be read as a REGION ("bad region")
+        const std::string next = value.substr(0, value.find('='));
+        if (is(flags, next) || is(valued, next))
+          detail::fail("option ", key, " needs a value, got the option ", value, " (write ", key, "=", value,
+                       " for a value that starts with --)");
       }
       a.options[key] = value;
     } else {

@@ -202,6 +202,8 @@ BAD_RUN = [
      ["60x40 tile=10x10 block_cyclic grid=1x2", "40x60 tile=7x9 block_cyclic grid=2x1", "40x60 axes=1,0",
       "--strategy", "taskgraph,direct", "--type", "f64", "--alpha", "2"],
      ["--strategy taskgraph,direct: none of these applies the arithmetic", "the strategies that do: p2p"]),
+    ("an option where a value belongs (the next words were read as a REGION)", "redist run options",
+     ["100x100", "100x100", "--senders", "--overlap"], ["option --senders needs a value, got the option --overlap"]),
     ("--reps 0", "redist run options",
      ["100x100", "100x100", "--reps", "0"], ["--reps needs an integer >= 1"]),
     ("--reps beyond an int (used to wrap)", "redist run options",
