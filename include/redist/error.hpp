@@ -1,4 +1,6 @@
-// The one exception type of the library (STYLE.md, "Errors: two tiers").
+// The library's exception type, Error (STYLE.md, "Errors: two tiers"), and two
+// kinds of it a caller may tell apart: MpiError (an MPI call failed, local) and
+// MismatchError (ranks disagreed, agreed). Catching Error catches all three.
 #pragma once
 
 #include <sstream>
