@@ -87,6 +87,9 @@ std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh) {
 namespace detail {
 
 int rank_of(MPI_Comm comm) {
+  // Local (no communicator to agree over), as make_plan's: before, MPI_Comm_rank
+  // met MPI_ERRORS_ARE_FATAL and ended the job.
+  if (comm == MPI_COMM_NULL) throw Error("redist::apps: comm is MPI_COMM_NULL: the calls are collective over a communicator");
   int r = 0;
   redist::detail::check_mpi(MPI_Comm_rank(comm, &r), "MPI_Comm_rank", comm);
   return r;
@@ -105,6 +108,9 @@ std::string check_matrix(const char* what, const Layout& layout, const void* dat
     os << what << " must be a 2-D layout, got '" << layout.spec() << "'";
   else if (layout.elem_size() != static_cast<index_t>(sizeof(double)))
     os << what << " must hold doubles (esize=8), got '" << layout.spec() << "'";
+  else if (layout.storage().kind == StorageKind::tile_pointers)  // one buffer per rank: data
+    os << what << " is one buffer per rank: storage=tile or local_array, got storage=tile_pointers in '"
+       << layout.spec() << "'";
   else if (std::string e = layout.check(ranks); !e.empty())
     os << what << ": " << e;
   else {

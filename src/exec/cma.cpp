@@ -9,6 +9,7 @@
 
 #include "cost/model.hpp"
 #include "exec/remote.hpp"
+#include "exec/threads.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 
@@ -86,8 +87,7 @@ void append(std::vector<iovec>& v, std::uint64_t at, size_t bytes) {
 }  // namespace
 
 bool cma_disabled() {
-  const char* v = std::getenv("REDIST_CMA");
-  return v && std::strcmp(v, "0") == 0;
+  return env_off("REDIST_CMA");
 }
 
 CmaPeers cma_peers(MPI_Comm comm, std::int64_t work) {

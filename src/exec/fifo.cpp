@@ -14,6 +14,7 @@
 
 #include "exec/pack.hpp"
 #include "exec/remote.hpp"
+#include "exec/threads.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 #include "plan/pieces.hpp"
@@ -166,8 +167,7 @@ std::vector<Fifos::MsgRow> source_rows(const std::vector<Segment>& segs, const s
 }
 
 bool columns_disabled() {
-  const char* v = std::getenv("REDIST_FIFO_COLUMNS");
-  return v && std::strcmp(v, "0") == 0;
+  return env_off("REDIST_FIFO_COLUMNS");
 }
 
 index_t round_up(index_t n, index_t to) { return (n + to - 1) / to * to; }
@@ -231,8 +231,7 @@ void walk_rows(const std::vector<Fifos::MsgRow>& rows, Cursor& c, index_t n, F&&
 index_t fifo_ring_bytes(index_t bytes, index_t es) { return bytes > 0 ? slot_size(bytes, es).region : 0; }
 
 bool fifo_disabled() {
-  const char* v = std::getenv("REDIST_SHM_FIFO");
-  return v && std::strcmp(v, "0") == 0;
+  return env_off("REDIST_SHM_FIFO");
 }
 
 // Why streaming stores into the slots (docs/shm.md, "Slots in memory"): a slot

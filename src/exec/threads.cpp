@@ -3,8 +3,14 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <mutex>
+#include <set>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -12,20 +18,6 @@
 
 namespace redist::detail {
 namespace {
-
-// A whole number from the environment variable `name` in [lo, hi]; `fallback`
-// when unset or empty; an error in `err` when it is anything else.
-index_t env_number(const char* name, index_t fallback, index_t lo, index_t hi, const char* what, std::string& err) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long long k = std::strtoll(v, &end, 10);
-  if (*end || k < lo || k > hi) {
-    err = cat(name, "=", v, ": expected ", what, " from ", lo, " to ", hi);
-    return fallback;
-  }
-  return static_cast<index_t>(k);
-}
 
 // Between two tests of a wait that began at t0: the first 100 us spin (a short
 // wait costs what MPI's costs), then this core sleeps between tests (10 us asked,
@@ -39,6 +31,30 @@ void idle(double t0) {
 }
 
 }  // namespace
+
+index_t env_number(const char* name, index_t fallback, index_t lo, index_t hi, const char* what, std::string& err) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long k = std::strtoll(v, &end, 10);
+  if (*end || k < lo || k > hi) {
+    err = cat(name, "=", v, ": expected ", what, " from ", lo, " to ", hi);
+    return fallback;
+  }
+  return static_cast<index_t>(k);
+}
+
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v || std::strcmp(v, "1") == 0) return false;
+  if (std::strcmp(v, "0") == 0) return true;
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(name).second)
+    std::fprintf(stderr, "redist: warning: %s=%s is neither 0 (off) nor 1 (on): left on\n", name, v);
+  return false;
+}
 
 CopyThreads copy_threads_from(int requested, std::string& err) {
   constexpr int kMaxThreads = 1024;
@@ -78,8 +94,15 @@ void for_parts(int parts, const std::function<void(int)>& part) {
   };
   std::vector<std::thread> team;
   team.reserve(static_cast<size_t>(parts - 1));
-  for (int t = 1; t < parts; ++t) team.emplace_back(run, t);
+  int started = 1;
+  try {
+    for (; started < parts; ++started) team.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No thread to be had (a process limit, memory for its stack): the parts
+    // not started run here, after this thread's own (the same bytes either way).
+  }
   run(0);
+  for (int t = started; t < parts; ++t) run(t);
   for (std::thread& th : team) th.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);

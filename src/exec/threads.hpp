@@ -14,6 +14,17 @@
 
 namespace redist::detail {
 
+// A whole number from the environment variable `name` in [lo, hi]; `fallback`
+// when unset or empty; when it is anything else, `fallback` and an error in `err`
+// (naming the variable, its value and `what` it must be), for the caller to agree on.
+index_t env_number(const char* name, index_t fallback, index_t lo, index_t hi, const char* what, std::string& err);
+
+// A switch in the environment variable `name`: true when it is "0" (off). Any
+// other value but "1" or empty ("off", "false") leaves it on and is named on
+// stderr, once per process and variable: a warning of this rank's own, as the
+// switches are read where the ranks need not meet.
+bool env_off(const char* name);
+
 // Options::copy_threads resolved (0: $REDIST_COPY_THREADS, else 1), and the
 // smallest part ($REDIST_COPY_PART_BYTES, else CopyThreads' 4 MB); `err` stays
 // empty when both are valid, else says why not.
@@ -25,7 +36,8 @@ int copy_parts(const PlanCore& p, index_t bytes);
 
 // Runs part(0 .. parts - 1), parts 1 and up on threads of their own, part 0 on
 // this one; each part's streaming stores are fenced before it ends. Returns when
-// all are done; rethrows the first exception a part threw.
+// all are done; rethrows the first exception a part threw. Where a thread cannot
+// be started, this one runs the parts left.
 void for_parts(int parts, const std::function<void(int)>& part);
 
 // The waits of a rank with copy threads (CopyThreads::threads > 1): MPI_Waitall

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -79,8 +80,14 @@ class Engine {
       fail(rank_, cat("serving remote reads failed: ", e.what()), true);
     }
     std::vector<std::thread> threads;
-    for (int w = inline_ ? 1 : 0; w < options_.threads; ++w)
-      threads.emplace_back([this, w] { worker_main(w); });
+    for (int w = inline_ ? 1 : 0; w < options_.threads; ++w) try {
+        threads.emplace_back([this, w] { worker_main(w); });
+      } catch (const std::system_error& e) {
+        // Its tasks would wait forever: the run ends, on every rank, as for a
+        // task that failed (the workers started see the abort and stop).
+        fail(rank_, cat("cannot start worker thread ", w, " of ", options_.threads, ": ", e.what()), true);
+        break;
+      }
     if (inline_)
       worker_main(0);
     else

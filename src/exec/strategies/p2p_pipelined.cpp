@@ -25,6 +25,7 @@
 
 #include "cost/model.hpp"
 #include "exec/pack.hpp"
+#include "exec/threads.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
 
@@ -37,10 +38,11 @@ constexpr index_t kSlotBytes = index_t{256} << 10;  // one piece; $REDIST_P2P_PI
 
 // This rank's wish for the piece size (the strategy takes the smallest over
 // ranks): kSlotBytes or $REDIST_P2P_PIPELINED_SLOT_BYTES, at most max_message_bytes,
-// whole elements, at least one.
-index_t wanted_slot(index_t es, index_t max_message) {
-  index_t s = kSlotBytes;
-  if (const char* e = std::getenv("REDIST_P2P_PIPELINED_SLOT_BYTES"); e && *e) s = std::max(1LL, std::atoll(e));
+// whole elements, at least one. A value that is no size: `err` (it was read as 1
+// byte, pieces of one element).
+index_t wanted_slot(index_t es, index_t max_message, std::string& err) {
+  index_t s = env_number("REDIST_P2P_PIPELINED_SLOT_BYTES", kSlotBytes, 1, index_t{1} << 40,
+                         "p2p_pipelined's piece size in bytes", err);
   s = std::min(s, max_message);
   return std::max(es, s / es * es);
 }
@@ -94,7 +96,9 @@ class P2pPipelined final : public Strategy {
     PlanCore& p = plan_;
     const index_t budgeted =
         budget_slot(packed_messages(p.rp, arithmetic_of(p) != nullptr), p.rp.elem_size, p.options.max_buffer_bytes);
-    index_t slot = std::min(wanted_slot(p.rp.elem_size, p.options.max_message_bytes), budgeted);
+    std::string err;
+    index_t slot = std::min(wanted_slot(p.rp.elem_size, p.options.max_message_bytes, err), budgeted);
+    agree(p.comm, err);  // a bad value on one rank: the same error on every rank
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &slot, 1, MPI_INT64_T, MPI_MIN, p.comm), "MPI_Allreduce", p.comm);
     slot_ = slot;
     const std::vector<StorageRun> in = receive_runs(p), out = send_runs(p);

@@ -118,8 +118,7 @@ constexpr std::int32_t kRingRow = -1;
 // local copies while no ring can move): tests, measurements.
 constexpr index_t kPollBytes = index_t{64} << 10;  // kWalkRowMin, kWalkRowMax: exec/fifo.hpp
 bool fifo_walk_disabled() {
-  const char* v = std::getenv("REDIST_FIFO_WALK");
-  return v && std::strcmp(v, "0") == 0;
+  return env_off("REDIST_FIFO_WALK");
 }
 
 class Shm final : public Strategy {

@@ -240,6 +240,8 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
                           "potrf: the matrix must be square");
   expect_collective_error(call("40x40 tile=8x8 esize=4 block_cyclic grid=1x" + p, buf.data(), o),
                           "must hold doubles");
+  expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p + " storage=tile_pointers", buf.data(), o),
+                          "is one buffer per rank: storage=tile or local_array, got storage=tile_pointers");
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + std::to_string(world_size() + 1),
                                buf.data(), o),
                           "potrf: the matrix: ");
@@ -264,6 +266,19 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
   bad_strategy.strategy = "carrier_pigeon";
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, buf.data(), bad_strategy),
                           "carrier_pigeon");
+  // MPI_COMM_NULL (on every rank here): refused locally, as make_plan does; it
+  // ended the job in MPI_Comm_rank (MPI_ERRORS_ARE_FATAL). geqrf and gemm begin
+  // with the same check.
+  for (int k = 0; k < 3; ++k)
+    try {
+      const redist::Layout l = redist::Layout::parse("40x40 tile=8x8 block_cyclic grid=1x" + p);
+      if (k == 0) apps::potrf(l, buf.data(), MPI_COMM_NULL, o);
+      if (k == 1) apps::geqrf(l, buf.data(), MPI_COMM_NULL, o);
+      if (k == 2) apps::gemm(1.0, l, buf.data(), l, buf.data(), 0.0, l, buf.data(), MPI_COMM_NULL, o);
+      ADD_FAILURE() << "call " << k << " accepted MPI_COMM_NULL";
+    } catch (const redist::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("comm is MPI_COMM_NULL"), std::string::npos) << e.what();
+    }
   // Null data on rank 0 only: every rank gets the error, none hangs.
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, world_rank() == 0 ? nullptr : buf.data(), o),
                           "passed null data");
