@@ -960,6 +960,27 @@ TEST(Validation, NodeSizeDiffersBetweenRanks) {
   }
 }
 
+// p2p_pipelined's piece size from the environment, not a size on one rank: the
+// same error on every rank before anything moves (it was read as 1 byte: pieces
+// of one element, 25x slower and silent).
+TEST(Validation, PipelinedSlotBytesNotASize) {
+  const int rank = world_rank(), last = world_size() - 1;
+  const Layout src = cols_layout(), dst = rows_layout();
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  fill_pattern(src, rank, s.blocks(), kSrcId);
+  if (rank == last) setenv("REDIST_P2P_PIPELINED_SLOT_BYTES", "abc", 1);
+  kind("$REDIST_P2P_PIPELINED_SLOT_BYTES=abc on one rank", "p2p_pipelined, before anything moves");
+  Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
+  fill_pattern(dst, rank, d.blocks(), kDstId);
+  expect_same_error(capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], "p2p_pipelined"); }),
+                    {"rank " + S(last) + ": REDIST_P2P_PIPELINED_SLOT_BYTES=abc: expected p2p_pipelined's piece size"});
+  expect_untouched(dst, d, kDstId, "target");
+  unsetenv("REDIST_P2P_PIPELINED_SLOT_BYTES");
+  plan.execute(s.const_blocks()[0], d.blocks()[0], "p2p_pipelined");  // runs again once the value is gone
+  const CheckResult k = check_redistributed(dst, rank, d.blocks(), Region::whole(src.shape()), src, kSrcId, kDstId);
+  EXPECT_TRUE(all_ok(k.ok())) << k.first_error;
+}
+
 TEST(Validation, MissingBuffer) {
   const int rank = world_rank(), last = world_size() - 1;
   const Layout src = cols_layout(), dst = rows_layout();
