@@ -269,7 +269,8 @@ int cmd_plan(int argc, char** argv) {
     std::vector<long long> edge_bytes;
 
     std::printf("redist plan for %s\n  source  %s\n  target  %s\n  region  %s\n",
-                counted(P, "simulated rank", "simulated ranks").c_str(), pb.src.spec().c_str(), dst_spec.c_str(), pb.region.str().c_str());
+                counted(P, "simulated rank", "simulated ranks").c_str(), pb.src.spec().c_str(), dst_spec.c_str(),
+                pb.region.str().c_str());
     if (S > 0)
       std::printf("  groups  %s (union ranks 0 .. %d) -> %s (union ranks %d .. %d)%s\n",
                   counted(S, "sender", "senders").c_str(), S - 1, counted(R, "receiver", "receivers").c_str(), P - R,

@@ -89,7 +89,8 @@ namespace detail {
 int rank_of(MPI_Comm comm) {
   // Local (no communicator to agree over), as make_plan's: before, MPI_Comm_rank
   // met MPI_ERRORS_ARE_FATAL and ended the job.
-  if (comm == MPI_COMM_NULL) throw Error("redist::apps: comm is MPI_COMM_NULL: the calls are collective over a communicator");
+  if (comm == MPI_COMM_NULL)
+    throw Error("redist::apps: comm is MPI_COMM_NULL: the calls are collective over a communicator");
   int r = 0;
   redist::detail::check_mpi(MPI_Comm_rank(comm, &r), "MPI_Comm_rank", comm);
   return r;

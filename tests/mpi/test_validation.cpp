@@ -944,7 +944,8 @@ TEST(Validation, NodeSizeDiffersBetweenRanks) {
   const Case cases[] = {
       {"1", "$REDIST_NODE_SIZE=1 on one rank alone (the others: the whole node)",
        {"ranks asked for different node sizes (0 and 1 ranks per node", "every rank must ask for the same"}},
-      {"two", "$REDIST_NODE_SIZE=two on one rank alone", {"REDIST_NODE_SIZE=two: expected a number of ranks per node"}}};
+      {"two", "$REDIST_NODE_SIZE=two on one rank alone",
+       {"REDIST_NODE_SIZE=two: expected a number of ranks per node"}}};
   for (const Case& c : cases) {
     if (rank == last) setenv("REDIST_NODE_SIZE", c.value, 1);
     kind(c.input, "the node-aware strategies (shm, aggregate) before anything moves; shared_allocate");
