@@ -661,7 +661,9 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   impl->states.resize(n);
   impl->runs_as.assign(n, -1);
   if (options.max_buffer_bytes > 0) impl->extra_max = agree_budget(p, options);
+  const double t0 = MPI_Wtime();
   impl->machine = fix_machine(p, options);  // collective; the same outcome on every rank
+  p.model_seconds = MPI_Wtime() - t0;
   return Plan(std::move(impl));
 }
 

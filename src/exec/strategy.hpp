@@ -113,6 +113,10 @@ class PlanCore {
   // Bytes of data buffers this plan holds now and at most (the scratch buffers):
   // Plan::buffer_bytes, what Options::max_buffer_bytes bounds.
   index_t buffer_bytes = 0, buffer_peak = 0;
+  // Seconds make_plan spent fixing the machine model (a file read, a quick
+  // measurement; ~0 when Options::machine was given): what a caller timing
+  // make_plan leaves out for the planning alone (the harness's plan time).
+  double model_seconds = 0;
   // Options::executions reached (the strategies' state already gone).
   void drop_scratch() {
     send_.reset(), recv_.reset(), round_.reset();

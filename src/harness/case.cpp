@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "exec/strategy.hpp"
 #include "harness/pattern.hpp"
 #include "kernels/copy.hpp"
 #include "mpi/agree.hpp"
@@ -88,8 +89,7 @@ CaseRun::CaseRun(const Layout& src, const Layout& dst, const Region& region, MPI
   check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
   const double t0 = MPI_Wtime();
   plan_ = make_plan(src, dst, region, comm, options);  // collective validation, before any allocation
-  double t = MPI_Wtime() - t0;
-  if (!options.machine && plan_.machine()) t -= plan_.machine()->seconds;  // planning alone (Options::model)
+  double t = MPI_Wtime() - t0 - detail::PlanAccess::core(plan_).model_seconds;  // planning alone
   check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
   stats_ = global_stats(plan_.stats(), comm);
   allocate(src, dst, comm);
@@ -123,8 +123,7 @@ CaseRun::CaseRun(const std::function<Plan()>& make, MPI_Comm comm) {
   check_mpi(MPI_Barrier(comm), "MPI_Barrier", comm);
   const double t0 = MPI_Wtime();
   plan_ = make();
-  double t = MPI_Wtime() - t0;
-  if (plan_.machine()) t -= plan_.machine()->seconds;  // planning alone (a model measured in make_plan)
+  double t = MPI_Wtime() - t0 - detail::PlanAccess::core(plan_).model_seconds;  // planning alone
   check_mpi(MPI_Allreduce(&t, &plan_seconds_, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", comm);
   if (plan_.comm() == MPI_COMM_NULL) detail::fail("redist: CaseRun: every rank of the communicator must be in the plan");
   check_mpi(MPI_Comm_rank(plan_.comm(), &rank_), "MPI_Comm_rank", plan_.comm());

@@ -387,6 +387,23 @@ def test_groups_fit_recovers_eq1(tmp_path):
     assert set(plot.model_fits(data["cases"])) == {"p2p", "centralized", "staged", "multistage", "hybrid"}
 
 
+def test_plan_time_leaves_out_a_model_measured_before(tmp_path):
+    """Without a calibration file the bench measures the machine once (a few
+    seconds) and passes that model to every plan; the harness left the
+    measurement's seconds out of each group case's plan time although make_plan
+    had not spent them: plan_s -3.6 s. It leaves out what make_plan spent."""
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "REDIST_CALIBRATION"}
+    env["HOME"] = str(tmp_path / "home")  # no ~/.cache/redist/calibration.json
+    res = subprocess.run([str(MPIRUN), "-np", "4", str(BENCH), "groups", "--smoke", "--no-plots", "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["cases"], data
+    for c in data["cases"]:
+        assert c["plan_s"] >= 0, c["plan_s"]
+
+
 def test_shm_suite_times_the_single_copy_limit(tmp_path):
     """The shm suite times the single-copy limit beside the methods (`single copy`,
     harness::CaseRun::add_single_copy): its median is the case's single_copy_s and
