@@ -52,19 +52,17 @@ template <class... Args>
   throw Error(os.str());
 }
 
-// The same for a disagreement between ranks (MismatchError).
-template <class... Args>
-[[noreturn]] void fail_mismatch(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  throw MismatchError(os.str());
-}
-
 template <class... Args>
 std::string cat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+
+// fail for a disagreement between ranks (MismatchError).
+template <class... Args>
+[[noreturn]] void fail_mismatch(const Args&... args) {
+  throw MismatchError(cat(args...));
 }
 
 // Internal invariant (not user input): prints the expression and stays on in release.
