@@ -13,20 +13,29 @@
 namespace redist::apps {
 
 Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options) {
+  return potrf(layout, data, Submatrix{}, comm, options);
+}
+
+Report potrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm comm, const Options& options) {
   const int rank = detail::rank_of(comm), ranks = detail::size_of(comm);
   std::string error = detail::check_matrix("potrf: the matrix", layout, data, rank, ranks);
-  if (error.empty() && layout.shape()[0] != layout.shape()[1])
-    error = "potrf: the matrix must be square, got '" + layout.spec() + "'";
+  Box box;
+  if (error.empty()) error = detail::resolve("potrf: the matrix", layout, sub, box);
+  if (error.empty() && box.size[0] != box.size[1])
+    error = box == Box{Coord{0, 0}, layout.shape()}
+                ? "potrf: the matrix must be square, got '" + layout.spec() + "'"
+                : "potrf: the submatrix must be square, got " + box.size.str() + " at " + box.lo.str() + " of '" +
+                      layout.spec() + "'";
   if (error.empty()) error = detail::check_options("potrf", options, ranks);
-  detail::agree(comm, error, {&layout}, options);
+  detail::agree(comm, error, {&layout}, {box}, options);
 
   Report r;
-  const index_t n = layout.shape()[0];
+  const index_t n = box.size[0];
   const Layout work = work_layout(n, n, ranks, options);
   r.work = work.spec();
   // dpotrf 'L' reads and writes only the tiles on and below the diagonal: only they
   // travel (half the bytes), and the caller's strict upper triangle is never touched.
-  detail::WorkMatrix a(layout, data, work, comm, options, true, 0, r.to_seconds, detail::Part::lower);
+  detail::WorkMatrix a(layout, data, box, work, comm, options, true, 0, r.to_seconds, detail::Part::lower);
   r.moved = a.moved();
   constexpr std::int64_t kDefinite = std::numeric_limits<std::int64_t>::max();
   std::atomic<std::int64_t> not_definite{kDefinite};

@@ -125,6 +125,29 @@ std::string check_matrix(const char* what, const Layout& layout, const void* dat
   return os.str();
 }
 
+std::string resolve(const char* what, const Layout& layout, const Submatrix& sub, Box& box) {
+  const Coord shape = layout.shape();
+  const Coord at = sub.at.ndim() ? sub.at : Coord{0, 0};
+  std::ostringstream os;
+  if (at.ndim() != 2 || (sub.size.ndim() != 0 && sub.size.ndim() != 2)) {
+    os << what << ": the submatrix's at and size must have 2 dimensions (or none), got at "
+       << (sub.at.ndim() ? sub.at.str() : "(none)") << " and size " << (sub.size.ndim() ? sub.size.str() : "(none)");
+    return os.str();
+  }
+  Coord size = sub.size;
+  if (size.ndim() == 0) size = Coord{shape[0] - at[0], shape[1] - at[1]};
+  for (int d = 0; d < 2; ++d) {
+    index_t end = 0;
+    if (at[d] < 0 || size[d] < 0 || !fits_add(at[d], size[d], end) || end > shape[d]) {
+      os << what << ": the submatrix " << size.str() << " at " << at.str() << " must lie in the matrix "
+         << shape.str() << " (at >= 0, size >= 0, at + size <= the matrix's extent in each dimension)";
+      return os.str();
+    }
+  }
+  box = Box{at, size};
+  return {};
+}
+
 std::string check_options(const char* call, const Options& o, int ranks) {
   std::ostringstream os;
   if (o.tile < 0) os << call << ": options.tile must be >= 0 (0: the model's choice), got " << o.tile;
@@ -154,10 +177,11 @@ std::string same_text(const Layout& l) {
 }  // namespace
 
 void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layout*>& layouts,
-           const Options& options, const std::vector<double>& scalars) {
+           const std::vector<Box>& boxes, const Options& options, const std::vector<double>& scalars) {
   redist::detail::agree(comm, error);
   std::vector<redist::detail::Same> items;
   for (const Layout* l : layouts) items.push_back({"layout differs", same_text(*l)});
+  for (const Box& b : boxes) items.push_back({"submatrix differs", b.size.str() + " at " + b.lo.str()});
   std::ostringstream o;  // each field named, as the message shows both ranks' texts
   o << "tile=" << options.tile << " inner=" << options.inner << " threads=" << options.threads
     << " strategy=" << options.strategy << " grid=" << (options.grid.ndim() ? options.grid.str() : std::string("auto"))
@@ -300,9 +324,14 @@ bool thread_multiple() {
 }
 }  // namespace
 
-WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
-                       bool load, int slot, double& seconds, Part part)
-    : user_(user), work_(work), data_(data), comm_(comm) {
+WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Layout& work, MPI_Comm comm,
+                       const Options& options, bool load, int slot, double& seconds, Part part)
+    : user_(user),
+      work_(work),
+      at_(sub.lo),
+      moved_(!(user == work) || !(sub == Box{Coord{0, 0}, user.shape()})),
+      data_(data),
+      comm_(comm) {
   exec_.strategy = options.strategy;
   const double t0 = MPI_Wtime();
   const std::size_t bytes = static_cast<std::size_t>(local_elements(work, rank_of(comm))) * sizeof(double);
@@ -317,7 +346,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
   // its plan's own communicator); every rank sees the same level and threads.
   const int parts = std::max(1, options.threads);
   const bool parallel = parts > 1 && thread_multiple();
-  groups_ = split(part == Part::lower ? lower_regions(work) : std::vector<Region>{Region::whole(user.shape())}, work,
+  groups_ = split(part == Part::lower ? lower_regions(work) : std::vector<Region>{Region::whole(work.shape())}, work,
                   parallel ? parts : 1);
   bool fresh = true;
   std::byte* storage = nullptr;
@@ -372,16 +401,23 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_C
                                  (g.back().dst_offset[1] + g.back().size[1] - 1) / t));
   }
   collection_.emplace(work, comm, storage, bytes);
-  if (load) move(user_, data_, work_, collection_->storage(), pages);
+  if (load) move(true, pages);
   seconds += MPI_Wtime() - t0;
 }
 
 void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
 
-void WorkMatrix::move(const Layout& from, const void* src, const Layout& to, void* dst,
-                      const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages) {
+void WorkMatrix::move(bool in, const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages) {
+  const void* src = in ? data_ : collection_->storage();
+  void* dst = in ? collection_->storage() : data_;
   std::vector<Plan> plans;
-  for (const std::vector<Region>& g : groups_) plans.push_back(make_plan(from, to, g, comm_, exec_));
+  for (std::vector<Region> g : groups_) {
+    for (Region& r : g) {  // the caller's side lies at at_ in its matrix
+      Coord& user_side = in ? r.src_offset : r.dst_offset;
+      for (int d = 0; d < 2; ++d) user_side[d] += at_[d];
+    }
+    plans.push_back(in ? make_plan(user_, work_, g, comm_, exec_) : make_plan(work_, user_, g, comm_, exec_));
+  }
   if (plans.size() == 1) {
     plans[0].execute(src, dst);
     return;
@@ -412,7 +448,7 @@ void WorkMatrix::move(const Layout& from, const void* src, const Layout& to, voi
 void WorkMatrix::store_back(double& seconds) {
   if (!moved()) return;
   const double t0 = MPI_Wtime();
-  move(work_, collection_->storage(), user_, data_, {});
+  move(false, {});
   seconds += MPI_Wtime() - t0;
 }
 

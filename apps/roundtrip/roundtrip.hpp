@@ -21,13 +21,18 @@ namespace redist::apps::detail {
 // `data` is not null where this rank stores elements; else a message that names
 // `what` ("potrf: the matrix") and the problem. Local (agree on it).
 std::string check_matrix(const char* what, const Layout& layout, const void* data, int rank, int ranks);
+// Empty when `sub` lies in `layout`'s matrix (a valid 2-D layout), and then `box`
+// is it (an empty Submatrix::size: the rest of the matrix from `at`); else a message
+// that names `what` and the problem. Local (agree on it).
+std::string resolve(const char* what, const Layout& layout, const Submatrix& sub, Box& box);
 // Empty when the options are valid for `ranks` ranks; else the message.
 std::string check_options(const char* call, const Options& options, int ranks);
 // Throws (collectively) the first non-empty message of any rank; also checks that
 // every rank passed the same layouts (ld= of local_array storage may differ),
-// options and `scalars` (gemm's alpha and beta: a branch depends on them).
+// submatrices `boxes`, options and `scalars` (gemm's alpha and beta: a branch
+// depends on them).
 void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layout*>& layouts,
-           const Options& options, const std::vector<double>& scalars = {});
+           const std::vector<Box>& boxes, const Options& options, const std::vector<double>& scalars = {});
 
 runtime::Options runtime_options(const Options& options);
 
@@ -38,9 +43,11 @@ enum class Part {
           // never moved in nor back, nor faulted in: their memory stays as it was
 };
 
-// The caller's matrix on the working layout: the caller's own storage when the
-// layouts are the same, else a copy moved there by a plan (timed into `seconds`),
-// in options.workspace's buffer `slot` when there is one, else in fresh memory.
+// The caller's matrix, or its submatrix of the working layout's shape at `at`, on
+// the working layout: the caller's own storage when the layouts are the same (and
+// `at` 0, the whole matrix), else a copy moved there by a plan (timed into
+// `seconds`), in options.workspace's buffer `slot` when there is one, else in fresh
+// memory.
 class WorkMatrix {
  public:
   // Collective. With `load` false nothing is moved into the working copy and its
@@ -49,25 +56,28 @@ class WorkMatrix {
   // (Part::lower needs a square matrix). With options.threads > 1 (and
   // MPI_THREAD_MULTIPLE) both moves run as options.threads plans over consecutive
   // tile columns of about equal volume, one per thread, at once.
-  WorkMatrix(const Layout& user, void* data, const Layout& work, MPI_Comm comm, const Options& options,
-             bool load, int slot, double& seconds, Part part = Part::whole);
+  WorkMatrix(const Layout& user, void* data, const Box& sub, const Layout& work, MPI_Comm comm,
+             const Options& options, bool load, int slot, double& seconds, Part part = Part::whole);
   runtime::LayoutCollection& collection() { return *collection_; }
-  bool moved() const { return user_ != work_; }
+  bool moved() const { return moved_; }
   // Collective: moves the working copy back into the caller's storage (nothing
   // when it is the caller's storage), timed into `seconds`.
   void store_back(double& seconds);
 
  private:
   Layout user_, work_;
+  Coord at_;  // where the working layout's matrix lies in the caller's
+  bool moved_;
   void* data_;
   MPI_Comm comm_;
   redist::Options exec_;
-  std::vector<std::vector<Region>> groups_;  // what travels, in both directions: one plan (thread) each
-  // Moves groups_ from `src` (layout `from`) to `dst` (layout `to`): one plan per
-  // group, made here in order (collective), executed at once from one thread each;
-  // thread i first faults the byte ranges pages[i] of `dst` (none: pages empty).
-  void move(const Layout& from, const void* src, const Layout& to, void* dst,
-            const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages);
+  // What travels, in both directions, in the working layout's coordinates: one plan
+  // (thread) each.
+  std::vector<std::vector<Region>> groups_;
+  // Moves groups_ in (`in`: the caller's storage to the working copy, whose byte
+  // ranges pages[i] thread i first faults; none: pages empty) or back: one plan per
+  // group, made here in order (collective), executed at once from one thread each.
+  void move(bool in, const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages);
   struct Free {
     void operator()(std::byte* p) const;
   };

@@ -92,6 +92,16 @@ struct Options {
   Workspace* workspace = nullptr;
 };
 
+// A submatrix of the caller's matrix, the part a call works on (ScaLAPACK's IA, JA
+// and sizes): rows [at[0], at[0] + size[0]) and columns [at[1], at[1] + size[1]) of
+// the layout's matrix, 0-based (ScaLAPACK's IA = at[0] + 1, JA = at[1] + 1). Empty
+// `at`: 0, 0; empty `size`: the rest of the matrix from `at`. The default is the
+// whole matrix. The elements outside it are neither read nor written.
+struct Submatrix {
+  Coord at{};
+  Coord size{};
+};
+
 // What a call did, on this rank. Times are this rank's wall clock; the time of a
 // distributed run is the slowest rank's (reduce with MPI_MAX).
 struct Report {
@@ -153,6 +163,11 @@ class NotPositiveDefinite : public Error {
 // LAPACK's dpotrf leaves it). Below
 // MPI_THREAD_MULTIPLE, a comm_mode that needs it runs funneled (Options::comm_mode).
 Report potrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
+// The same on the n x n submatrix `sub` of the caller's matrix (pdpotrf's A(IA, JA)):
+// the working layout is that of an n x n matrix, and the caller's elements outside
+// `sub` (and its strict upper triangle) are neither read nor written. `sub` must lie
+// in the matrix, be square, and be the same on every rank.
+Report potrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm comm, const Options& options = {});
 
 // The factors of a tile QR that the overwritten matrix does not hold: the
 // triangular T of every elementary block reflector (PLASMA's tile QR), one
@@ -173,6 +188,9 @@ struct QrFactors {
 // define Q). Collective; bit for bit the same whatever the caller's layout, for
 // the same working layout. Errors as potrf (not a matrix of doubles, ...).
 QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& options = {});
+// The same on the m x n submatrix `sub` of the caller's matrix (pdgeqrf's A(IA,
+// JA)); the elements outside it are neither read nor written.
+QrFactors geqrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm comm, const Options& options = {});
 
 // C = alpha A B + beta C for A m x k, B k x n, C m x n, each in its own layout
 // (any layouts; doubles): A and B are moved to the working layouts (A m x k, B
@@ -187,5 +205,13 @@ QrFactors geqrf(const Layout& layout, void* data, MPI_Comm comm, const Options& 
 // errors as potrf (shapes that do not match, ...).
 Report gemm(double alpha, const Layout& a_layout, const void* a, const Layout& b_layout, const void* b,
             double beta, const Layout& c_layout, void* c, MPI_Comm comm, const Options& options = {});
+// The same on submatrices (pdgemm's A(IA, JA), B(IB, JB), C(IC, JC)): A is the m x k
+// submatrix `a_sub` of the caller's A, and so on; the elements outside them are
+// neither read nor written. A and B may be submatrices of C's own storage (the same
+// pointer and layout) when neither overlaps C's submatrix; other storage C shares with
+// A or B is refused, as above.
+Report gemm(double alpha, const Layout& a_layout, const void* a, const Submatrix& a_sub, const Layout& b_layout,
+            const void* b, const Submatrix& b_sub, double beta, const Layout& c_layout, void* c,
+            const Submatrix& c_sub, MPI_Comm comm, const Options& options = {});
 
 }  // namespace redist::apps

@@ -129,6 +129,96 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
   }
 }
 
+// A, B and C as disjoint submatrices of one caller's matrix (pdgemm's A(IA, JA),
+// B(IB, JB), C(IC, JC) on one descriptor): A at (0, 0), C beside it at (0, 37), B
+// below both at (45, 0) of an 82 x 66 matrix, in ScaLAPACK storage whose tiles are
+// multiples of the working tile (A and B packed by READ tasks), whose tiles are not
+// (moved in), and with random owners. C's submatrix comes out bit for bit as the
+// tiled GEMM run directly on the working layouts, and every other element of the
+// matrix (A, B, the rest) is left as it was. With alpha = 0 only C's submatrix is
+// scaled; a C that overlaps A in the same matrix is refused.
+TEST_P(Gemm, SubmatricesOfOneMatrix) {
+  apps::Options o;
+  o.tile = 8;
+  o.threads = GetParam();
+  const int P = world_size();
+  const std::string p = std::to_string(P);
+  const redist::Layout wa = apps::work_layout(kM, kK, P, o), wb = apps::work_layout(kK, kN, P, o),
+                       wc = apps::work_layout(kM, kN, P, o);
+  rt::LayoutCollection A(wa, MPI_COMM_WORLD), B(wb, MPI_COMM_WORLD), C(wc, MPI_COMM_WORLD);
+  fill(A, ea), fill(B, eb), fill(C, ec);
+  rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C);
+  rt::Options ro;
+  ro.threads = o.threads;
+  rt::run(g, MPI_COMM_WORLD, ro);
+  const std::vector<double> ref = gather_on_root<double>(C);
+
+  const redist::Coord at_a{0, 0}, at_b{kM, 0}, at_c{0, kK};
+  constexpr int kRows = kM + kK, kCols = kK + kN;
+  const auto in = [](const redist::Coord& at, int m, int n, redist::index_t i, redist::index_t j) {
+    return i >= at[0] && i < at[0] + m && j >= at[1] && j < at[1] + n;
+  };
+  const auto element = [&](redist::index_t i, redist::index_t j) {
+    if (in(at_a, kM, kK, i, j)) return ea(i - at_a[0], j - at_a[1]);
+    if (in(at_b, kK, kN, i, j)) return eb(i - at_b[0], j - at_b[1]);
+    if (in(at_c, kM, kN, i, j)) return ec(i - at_c[0], j - at_c[1]);
+    return -1.0 - static_cast<double>(i + 1000 * j);
+  };
+  const std::string shape = std::to_string(kRows) + "x" + std::to_string(kCols);
+  for (const std::string& tail : {" tile=16x16 block_cyclic grid=1x" + p + " storage=local_array",
+                                 " tile=10x10 block_cyclic grid=1x" + p + " storage=local_array",
+                                 " tile=6x7 random seed=4 ranks=" + p}) {
+    const redist::Layout user = redist::Layout::parse(shape + tail);
+    SCOPED_TRACE(user.spec());
+    std::vector<double> m = make_local(user, element);
+    const apps::Report r = apps::gemm(1.5, user, m.data(), {at_a, {kM, kK}}, user, m.data(), {at_b, {kK, kN}}, -0.5,
+                                      user, m.data(), {at_c, {kM, kN}}, MPI_COMM_WORLD, o);
+    EXPECT_TRUE(r.moved);
+    if (user.partition(0).tile() == 16) {
+      EXPECT_TRUE(r.packed);  // every working tile of A and B on one rank of the caller's
+    }
+    const std::vector<double> got = gather_root(user, m.data());
+    bool same = true;
+    if (world_rank() == 0)
+      for (redist::index_t j = 0; j < kCols; ++j)
+        for (redist::index_t i = 0; i < kRows; ++i) {
+          const double want = in(at_c, kM, kN, i, j)
+                                  ? ref[static_cast<std::size_t>(i - at_c[0] + (j - at_c[1]) * kM)]
+                                  : element(i, j);
+          same = same && std::memcmp(&got[static_cast<std::size_t>(i + j * kRows)], &want, sizeof(double)) == 0;
+        }
+    EXPECT_TRUE(same) << "C's submatrix differs from the tiled GEMM, or an element outside it changed";
+    ASSERT_TRUE(all_ranks(same));
+    // alpha = 0: C(sub) := -0.5 C(sub), nothing else touched.
+    std::vector<double> z = make_local(user, element);
+    apps::gemm(0.0, user, z.data(), {at_a, {kM, kK}}, user, z.data(), {at_b, {kK, kN}}, -0.5, user, z.data(),
+               {at_c, {kM, kN}}, MPI_COMM_WORLD, o);
+    const std::vector<double> scaled = gather_root(user, z.data());
+    same = true;
+    if (world_rank() == 0)
+      for (redist::index_t j = 0; j < kCols; ++j)
+        for (redist::index_t i = 0; i < kRows; ++i)
+          same = same && scaled[static_cast<std::size_t>(i + j * kRows)] ==
+                             (in(at_c, kM, kN, i, j) ? -0.5 * element(i, j) : element(i, j));
+    EXPECT_TRUE(same) << "alpha = 0 must scale C's submatrix alone";
+    ASSERT_TRUE(all_ranks(same));
+  }
+  const redist::Layout user = redist::Layout::parse(shape + " tile=10x10 block_cyclic grid=1x" + p);
+  std::vector<double> m = make_local(user, element);
+  expect_collective_error(
+      [&] {
+        apps::gemm(1.0, user, m.data(), {at_a, {kM, kK}}, user, m.data(), {at_b, {kK, kN}}, 0.0, user, m.data(),
+                   {{0, kK - 1}, {kM, kN}}, MPI_COMM_WORLD, o);
+      },
+      "gemm: C's submatrix 45x29 at 0x36 overlaps A's 45x37 at 0x0 in the same matrix");
+  expect_collective_error(
+      [&] {
+        apps::gemm(1.0, user, m.data(), {at_a, {kM, kK}}, user, m.data(), {at_b, {kK, kN + 1}}, 0.0, user, m.data(),
+                   {at_c, {kM, kN}}, MPI_COMM_WORLD, o);
+      },
+      "gemm: the shapes must be A m x k, B k x n, C m x n; got A 45x37 at 0x0 of '");
+}
+
 TEST_P(Gemm, BetaZeroIgnoresCAndBadShapesAreRejected) {
   apps::Options o;
   o.tile = 8;

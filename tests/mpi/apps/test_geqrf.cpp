@@ -177,6 +177,50 @@ TEST_P(Geqrf, RoundTripBitIdenticalAndMatchesLapack) {
   }
 }
 
+// A submatrix (pdgeqrf's A(IA, JA)) of a larger matrix, in ScaLAPACK storage across
+// tile boundaries and with random owners: A and T bit for bit those of the tile QR
+// of the same matrix run directly on the working layout, and every element outside
+// the submatrix left as it was.
+TEST_P(Geqrf, SubmatrixBitIdenticalAndTheRestUntouched) {
+  const apps::Options o = options(GetParam());
+  const std::string p = std::to_string(world_size());
+  const Case cs = kCases[0];
+  const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+  const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
+  const auto outside = [](redist::index_t i, redist::index_t j) { return -1.0 - static_cast<double>(i + 1000 * j); };
+  const std::vector<std::pair<redist::Layout, redist::Coord>> cases = {
+      {redist::Layout::parse("90x75 tile=10x10 block_cyclic grid=1x" + p + " storage=local_array"), {11, 20}},
+      {redist::Layout::parse("77x53 tile=7x9 random seed=11 ranks=" + p), {7, 3}}};
+  for (const auto& [user, at] : cases) {
+    SCOPED_TRACE(user.spec() + " at " + at.str());
+    const auto inside = [&, at = at](redist::index_t i, redist::index_t j) {
+      return i >= at[0] && i < at[0] + cs.m && j >= at[1] && j < at[1] + cs.n;
+    };
+    std::vector<double> a = make_local(user, [&, at = at](auto i, auto j) {
+      return inside(i, j) ? element(i - at[0], j - at[1]) : outside(i, j);
+    });
+    const apps::QrFactors f = apps::geqrf(user, a.data(), apps::Submatrix{at, {cs.m, cs.n}}, MPI_COMM_WORLD, o);
+    EXPECT_TRUE(f.report.moved);
+    EXPECT_EQ(f.report.work, work.spec());
+    const std::vector<double> got = gather_root(user, a.data());
+    const std::vector<double> got_t = gather_on_root<double>(*f.t);
+    bool same = true;
+    if (world_rank() == 0) {
+      const redist::index_t rows = user.shape()[0];
+      for (redist::index_t j = 0; j < user.shape()[1]; ++j)
+        for (redist::index_t i = 0; i < rows; ++i) {
+          const double want =
+              inside(i, j) ? ref[static_cast<std::size_t>(i - at[0] + (j - at[1]) * cs.m)] : outside(i, j);
+          same = same && std::memcmp(&got[static_cast<std::size_t>(i + j * rows)], &want, sizeof(double)) == 0;
+        }
+      same = same && std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0;
+      EXPECT_TRUE(same) << "the submatrix's QR differs from the tile QR on " << work.spec()
+                        << ", or an element outside it changed";
+    }
+    ASSERT_TRUE(all_ranks(same));
+  }
+}
+
 // The caller's matrix already in the working layout and in shared windows (tiles of
 // 48 x 48 doubles, above the eager limit), on the default grid and on Px1 (where
 // tile rows travel down their column), nodes whole, of 1 and of 2 ranks: the same

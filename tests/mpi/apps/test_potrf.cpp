@@ -133,6 +133,65 @@ TEST_P(Potrf, BitIdenticalToDirectAndMatchesLapack) {
   }
 }
 
+// A submatrix (pdpotrf's A(IA, JA)) of a larger matrix: its lower triangle comes out
+// bit for bit as the tiled Cholesky of the same matrix run directly on the working
+// layout, and every other element of the caller's matrix (the sub's strict upper
+// triangle, everything around it) is left as it was. ScaLAPACK storage with the sub
+// across tile boundaries, random owners with it on them, the working layout's own
+// tiles inside a larger matrix, and the whole matrix as a Submatrix at 0 (the
+// working layout itself: no copy). An empty sub is LAPACK's quick return.
+TEST_P(Potrf, SubmatrixBitIdenticalAndTheRestUntouched) {
+  const apps::Options o = options(GetParam());
+  const redist::Layout work = apps::work_layout(kN, kN, world_size(), o);
+  const std::vector<double> ref = direct(work, o.threads);
+  const std::string p = std::to_string(world_size());
+  struct Case {
+    redist::Layout user;
+    redist::Coord at;
+  };
+  const std::vector<Case> cases = {
+      {redist::Layout::parse("100x95 tile=10x10 block_cyclic grid=1x" + p + " storage=local_array"), {13, 9}},
+      {redist::Layout::parse("91x84 tile=7x7 random seed=3 ranks=" + p), {14, 7}},
+      {apps::work_layout(kN + 16, kN + 32, world_size(), o), {16, 32}},  // the working tiles, shifted
+      {work, {0, 0}},
+  };
+  const auto outside = [](redist::index_t i, redist::index_t j) { return 1000.0 + static_cast<double>(i + 1000 * j); };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.user.spec() + " at " + c.at.str());
+    const redist::index_t r0 = c.at[0], c0 = c.at[1];
+    const auto inside = [&](redist::index_t i, redist::index_t j) {
+      return i >= r0 && i < r0 + kN && j >= c0 && j < c0 + kN;
+    };
+    std::vector<double> a = make_local(c.user, [&](auto i, auto j) {
+      return inside(i, j) && i - r0 >= j - c0 ? spd_element(i - r0, j - c0, kN) : outside(i, j);
+    });
+    const apps::Report r = apps::potrf(c.user, a.data(), apps::Submatrix{c.at, {kN, kN}}, MPI_COMM_WORLD, o);
+    EXPECT_EQ(r.work, work.spec());
+    EXPECT_EQ(r.moved, !(c.user == work));
+    const std::vector<double> got = gather_root(c.user, a.data());
+    bool same = true;
+    if (world_rank() == 0) {
+      const redist::index_t rows = c.user.shape()[0];
+      for (redist::index_t j = 0; j < c.user.shape()[1]; ++j)
+        for (redist::index_t i = 0; i < rows; ++i) {
+          const double g = got[static_cast<std::size_t>(i + j * rows)];
+          const bool lower = inside(i, j) && i - r0 >= j - c0;
+          const double want = lower ? ref[static_cast<std::size_t>(i - r0 + (j - c0) * kN)] : outside(i, j);
+          same = same && std::memcmp(&g, &want, sizeof(double)) == 0;
+        }
+      EXPECT_TRUE(same) << "the submatrix's L differs from the tiled Cholesky on " << work.spec()
+                        << ", or an element outside its lower triangle changed";
+    }
+    ASSERT_TRUE(all_ranks(same));
+  }
+  // An empty submatrix: nothing read or written (LAPACK's N = 0).
+  const redist::Layout user = cases[0].user;
+  std::vector<double> a = make_local(user, outside);
+  const std::vector<double> before = a;
+  apps::potrf(user, a.data(), apps::Submatrix{{5, 5}, {0, 0}}, MPI_COMM_WORLD, o);
+  EXPECT_TRUE(a == before);
+}
+
 // The model's tile (Options::tile = 0) on the default grid, from ScaLAPACK storage.
 TEST_P(Potrf, ModelTileMatchesLapack) {
   const int n = 301;
@@ -279,6 +338,20 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
     } catch (const redist::Error& e) {
       EXPECT_NE(std::string(e.what()).find("comm is MPI_COMM_NULL"), std::string::npos) << e.what();
     }
+  // Submatrices that do not lie in the matrix, are not square, or differ by rank.
+  const std::string l40 = "40x40 tile=8x8 block_cyclic grid=1x" + p;
+  auto sub = [&](const redist::Coord& at, const redist::Coord& size) {
+    return [=, &buf] {
+      apps::potrf(redist::Layout::parse(l40), buf.data(), apps::Submatrix{at, size}, MPI_COMM_WORLD, o);
+    };
+  };
+  expect_collective_error(sub({5, 5}, {36, 36}),
+                          "potrf: the matrix: the submatrix 36x36 at 5x5 must lie in the matrix 40x40");
+  expect_collective_error(sub({-1, 0}, {}), "the submatrix 41x40 at -1x0 must lie in the matrix 40x40");
+  expect_collective_error(sub({0, 0}, {4, 4, 4}), "the submatrix's at and size must have 2 dimensions");
+  expect_collective_error(sub({2, 0}, {}), "potrf: the submatrix must be square, got 38x40 at 2x0");
+  if (world_size() > 1)
+    expect_collective_error(sub({world_rank() == 0 ? 1 : 2, 3}, {30, 30}), "submatrix differs between ranks");
   // Null data on rank 0 only: every rank gets the error, none hangs.
   expect_collective_error(call("40x40 tile=8x8 block_cyclic grid=1x" + p, world_rank() == 0 ? nullptr : buf.data(), o),
                           "passed null data");
