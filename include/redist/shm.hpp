@@ -34,7 +34,10 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size = 0);
 // Collective over the ranks that allocated `p` together (the window's node).
 // Null is allowed on every rank (nothing is freed then: call it the same number
 // of times everywhere). Throws redist::Error when `p` did not come from
-// shared_allocate.
+// shared_allocate, on the ranks that passed such a pointer: a rank cannot tell
+// which window the others free, so where only some ranks pass a foreign pointer
+// the others wait in the window's collective free, as with mismatched MPI
+// collectives (no agreement is possible without the window's ranks).
 void shared_free(void* p);
 
 // Collective over `comm`: where each rank's range [p, p + bytes) (its own

@@ -63,9 +63,10 @@ struct NodeMap {
   //    counts, c(a,b) = c(b,a) >= 1. So a node's lanes are at most its ranks
   //    when P_a <= K_a, and a pair carrying more bytes has more of them.
   //  - Which ranks: the lanes of a node, heaviest first (V(a,b) / c(a,b) each),
-  //    each to the member with the fewest bytes so far (its own bytes with other
-  //    nodes to start with, then the lanes it got), a member at most once while
-  //    the lanes are at most the members.
+  //    each to the member that exchanges the most bytes with that other node
+  //    itself, then to the one with the fewest bytes so far (its own bytes with
+  //    other nodes to start with, then the lanes it got), a member at most once
+  //    while the lanes are at most the members.
   //  - Which lane a rank's bytes take: the flows of a node pair (rank -> other
   //    node, both ways), largest first, each to the lane with the fewest bytes
   //    so far; a lane j of a and lane j of b carry the same flows.

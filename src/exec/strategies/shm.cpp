@@ -46,7 +46,7 @@
 // decide the same path; describe() names each peer's path and why.
 // No two senders write one target element (the plan gives each exactly one
 // source), so writes need no locks. Options::arithmetic (beta reads the target)
-// is applied by whoever copies; push then goes segment by segment.
+// is applied by whoever copies into the target (push is not taken with it).
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -1130,7 +1130,9 @@ StrategyEntry shm_strategy() {
   e.suits = suits;
   e.model_condition = "arrays in shared windows (redist::shared_allocate)";
   e.predict_heap = predict_heap;
-  e.heap_model = "rings in shared memory: packed and unpacked, as p2p without its messages";
+  e.heap_model =
+      "rings in shared memory: packed and unpacked, as p2p without its messages; cross-memory attach where "
+      "REDIST_SHM_FIFO=0 turns the rings off";
   e.predict_nodes = model;
   e.extra_nodes = extra_nodes;
   return e;
