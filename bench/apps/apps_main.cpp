@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -47,6 +48,8 @@ const char* kUsage =
     "  --n a,b,..       matrix sizes (default 2000,4000,6000)\n"
     "  --alg a,b        potrf, geqrf, gemm (default potrf,geqrf,gemm)\n"
     "  --src-tile T     the source's tile size (default 1280); its grid is 1xP, ScaLAPACK storage\n"
+    "  --at R           the source is (N+R)x(N+R) and the calls work on its N x N submatrix at\n"
+    "                   row and column R (ScaLAPACK's IA = JA = R+1; apps::Submatrix; default 0)\n"
     "  --tile T         the working tile (default: redist::apps::model_tile)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
@@ -101,23 +104,25 @@ double flops_of(const std::string& alg, double n) {
   return 2 * n * n * n;
 }
 
-// One ScaLAPACK call on the source layout (a local array, grid 1xP); seconds.
-double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank, int ranks, int threads) {
+// One ScaLAPACK call on the n x n submatrix at (at, at) of the source layout (a
+// local array, grid 1xP); seconds.
+double run_pd(const std::string& alg, const Layout& src, int n, int at, int nb, int rank, int ranks, int threads) {
   int ctx = 0, pr = 0, pc = 0, myr = 0, myc = 0, zero = 0, info = 0, desc[9];
   Cblacs_get(-1, 0, &ctx);
   Cblacs_gridinit(&ctx, "Row", 1, ranks);
   Cblacs_gridinfo(ctx, &pr, &pc, &myr, &myc);
   const redist::LocalIndex local(src, rank);
-  // Grid 1xP: every rank holds all n rows (a rank without columns too: ScaLAPACK
+  // Grid 1xP: every rank holds all the rows (a rank without columns too: ScaLAPACK
   // wants lld >= its local rows even then, else DESCINIT warns).
-  const int lld = static_cast<int>(std::max<index_t>({1, local.ld(), n}));
-  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
+  const int rows = n + at, lld = static_cast<int>(std::max<index_t>({1, local.ld(), rows}));
+  descinit_(desc, &rows, &rows, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
   if (info != 0) throw redist::Error("DESCINIT failed: info " + std::to_string(info));
-  std::vector<double> a = make_local(src, rank, n, alg == "potrf" ? 0 : 7), b, c, tau, work;
-  if (alg == "gemm") b = make_local(src, rank, n, 11), c = make_local(src, rank, n, 13);
+  std::vector<double> a = make_local(src, rank, rows, alg == "potrf" ? 0 : 7), b, c, tau, work;
+  if (alg == "gemm") b = make_local(src, rank, rows, 11), c = make_local(src, rank, rows, 13);
+  const int one = at + 1;  // IA = JA (= IB = ... = JC)
   if (alg == "geqrf") {
-    tau.resize(static_cast<std::size_t>(n));
-    int lwork = -1, one = 1;
+    tau.resize(static_cast<std::size_t>(rows));
+    int lwork = -1;
     double q = 0;
     pdgeqrf_(&n, &n, a.data(), &one, &one, desc, tau.data(), &q, &lwork, &info);
     work.resize(static_cast<std::size_t>(q) + 1);
@@ -125,7 +130,6 @@ double run_pd(const std::string& alg, const Layout& src, int n, int nb, int rank
   openblas_set_num_threads(threads);
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
-  const int one = 1;
   if (alg == "potrf") {
     pdpotrf_("L", &n, a.data(), &one, &one, desc, &info);
   } else if (alg == "geqrf") {
@@ -165,21 +169,26 @@ class UserMatrix {
 // One redist::apps call from `user` with `o`; the report's times reduced over ranks.
 // busy (if given): the least and the most busy rank's busy_seconds / (compute
 // seconds x threads), in %.
-redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t n, int rank,
+// `at`: the call works on the submatrix at (at, at) of the rest of `user`'s matrix
+// (SPD for potrf: a principal submatrix of an SPD matrix).
+redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t at, int rank,
                              const redist::apps::Options& o, bool shared, std::pair<double, double>* busy = nullptr,
                              double* lent_share = nullptr) {
-  UserMatrix a(user, rank, make_local(user, rank, n, alg == "potrf" ? 0 : 7), shared);
+  const index_t rows = user.shape()[0];
+  UserMatrix a(user, rank, make_local(user, rank, rows, alg == "potrf" ? 0 : 7), shared);
   std::optional<UserMatrix> b, c;
   if (alg == "gemm")
-    b.emplace(user, rank, make_local(user, rank, n, 11), shared), c.emplace(user, rank, make_local(user, rank, n, 13), shared);
+    b.emplace(user, rank, make_local(user, rank, rows, 11), shared),
+        c.emplace(user, rank, make_local(user, rank, rows, 13), shared);
+  const redist::apps::Submatrix sub{{at, at}, {}};
   MPI_Barrier(MPI_COMM_WORLD);
   redist::apps::Report r;
   if (alg == "potrf")
-    r = redist::apps::potrf(user, a.data(), MPI_COMM_WORLD, o);
+    r = redist::apps::potrf(user, a.data(), sub, MPI_COMM_WORLD, o);
   else if (alg == "geqrf")
-    r = redist::apps::geqrf(user, a.data(), MPI_COMM_WORLD, o).report;
+    r = redist::apps::geqrf(user, a.data(), sub, MPI_COMM_WORLD, o).report;
   else
-    r = redist::apps::gemm(1.0, user, a.data(), user, b->data(), 1.0, user, c->data(), MPI_COMM_WORLD, o);
+    r = redist::apps::gemm(1.0, user, a.data(), sub, user, b->data(), sub, 1.0, user, c->data(), sub, MPI_COMM_WORLD, o);
   if (busy) {
     const double mine = r.compute_seconds > 0 ? 100 * r.busy_seconds / (r.compute_seconds * std::max(o.threads, 1)) : 0;
     busy->first = -rb::max_over_ranks(-mine);
@@ -212,6 +221,7 @@ int main(int argc, char** argv) {
     const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
     const int reps = static_cast<int>(args.get("--reps", 1, 1));
     const index_t src_tile = args.get("--src-tile", 1280, 1);
+    const index_t at = args.get("--at", 0, 0);
     const std::vector<std::int64_t> sizes = args.list("--n", {2000, 4000, 6000}, 1);
     const index_t tile = args.get("--tile", 0, 0);
     const std::int64_t push = args.get("--push", 1, 0);
@@ -253,9 +263,10 @@ int main(int argc, char** argv) {
     char settings_line[320];
     std::snprintf(settings_line, sizeof settings_line,
                   "# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d strategy=%s "
-                  "reps=%d source: tile=%lld grid=1x%d storage=local_array\n",
+                  "reps=%d source: tile=%lld grid=1x%d storage=local_array%s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
-                  static_cast<int>(lend), strategy.c_str(), reps, static_cast<long long>(src_tile), ranks);
+                  static_cast<int>(lend), strategy.c_str(), reps, static_cast<long long>(src_tile), ranks,
+                  at > 0 ? (" submatrix at " + std::to_string(at) + "x" + std::to_string(at)).c_str() : "");
     const std::string settings = settings_line;
     // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything
     // runs. A new (empty) file starts with a comment line naming the columns.
@@ -279,8 +290,8 @@ int main(int argc, char** argv) {
                   "rep_GF", "rep_to_s", "busy%");
     for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
-        const std::string shape = std::to_string(n) + "x" + std::to_string(n);
-        const std::string st = std::to_string(std::min<index_t>(src_tile, n));
+        const std::string shape = std::to_string(n + at) + "x" + std::to_string(n + at);
+        const std::string st = std::to_string(std::min<index_t>(src_tile, n + at));
         const Layout src = Layout::parse(shape + " tile=" + st + "x" + st + " block_cyclic grid=1x" +
                                          std::to_string(ranks) + " storage=local_array");
         redist::apps::Options good;
@@ -298,24 +309,32 @@ int main(int argc, char** argv) {
         poor.tile = std::min<index_t>(src_tile, n);
         poor.grid = redist::Coord{1, ranks};
         const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
+        // pdpotrf refuses a submatrix whose first row is not on a block boundary
+        // ((IA - 1) mod MB_A = 0: its info -4); the round trip takes any offset.
+        const bool pd_runs = alg != "potrf" || at % std::min<index_t>(src_tile, n + at) == 0;
+        if (!pd_runs && rank == 0)
+          std::printf("#   pdpotrf not run at N = %lld: ScaLAPACK needs (IA - 1) mod MB_A = 0, here %lld mod %lld\n",
+                      static_cast<long long>(n), static_cast<long long>(at),
+                      static_cast<long long>(std::min<index_t>(src_tile, n + at)));
         std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0}, busy_lo, busy_hi, lent_pct;
         if (repeat) rep_t.clear(), rep_to.clear();
         for (int r = 0; r < reps; ++r) {
-          pd.push_back(run_pd(alg, src, static_cast<int>(n), static_cast<int>(std::min<index_t>(src_tile, n)), rank,
-                              ranks, threads * 1));
-          poor_t.push_back(run_app(alg, poor_layout, n, rank, poor, shared).compute_seconds);
+          pd.push_back(pd_runs ? run_pd(alg, src, static_cast<int>(n), static_cast<int>(at),
+                                        static_cast<int>(std::min<index_t>(src_tile, n + at)), rank, ranks, threads)
+                               : std::nan(""));
+          poor_t.push_back(run_app(alg, poor_layout, 0, rank, poor, shared).compute_seconds);
           std::pair<double, double> busy;
           double lent = 0;
-          good_t.push_back(run_app(alg, work, n, rank, good, shared, &busy, &lent).compute_seconds);
+          good_t.push_back(run_app(alg, work, 0, rank, good, shared, &busy, &lent).compute_seconds);
           busy_lo.push_back(busy.first), busy_hi.push_back(busy.second), lent_pct.push_back(lent);
           redist::apps::Workspace workspace;  // empty: the first call allocates as without one
           redist::apps::Options first = good;
           if (repeat) first.workspace = &workspace;
-          const redist::apps::Report rt = run_app(alg, src, n, rank, first, shared);
+          const redist::apps::Report rt = run_app(alg, src, at, rank, first, shared);
           rt_t.push_back(rt.seconds()), to.push_back(rt.to_seconds), comp.push_back(rt.compute_seconds),
               back.push_back(rt.back_seconds);
           if (repeat) {
-            const redist::apps::Report again = run_app(alg, src, n, rank, first, shared);
+            const redist::apps::Report again = run_app(alg, src, at, rank, first, shared);
             rep_t.push_back(again.seconds()), rep_to.push_back(again.to_seconds);
           }
         }

@@ -204,6 +204,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--n", "1000x"], "--n needs an integer, got '1000x'"),
                         (["--n", "-5"], "--n must be at least 1"),
                         (["--reps", "0"], "--reps must be at least 1"),
+                        (["--at", "-1"], "--at must be at least 0"),
                         (["--push", "2"], "--push must be 0 or 1"),
                         (["--in-place", "2"], "--in-place must be 0 or 1"),
                         (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
@@ -261,6 +262,25 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "| potrf | 200 | 2 |" in r.stdout, r.stdout  # both launches pooled
     assert (tmp_path / "apps_potrf.png").stat().st_size > 0
+
+
+def test_apps_submatrix_at_an_offset():
+    """redist-apps --at R: the calls work on the N x N submatrix at (R, R) of an
+    (N+R)^2 ScaLAPACK matrix (apps::Submatrix; its results are checked bit for bit by
+    ctest's apps_*). pdpotrf refuses a submatrix whose first row is not on a block
+    boundary: not run, said once, its columns nan; pdgemm takes any offset."""
+    apps = BUILD / "bench" / "apps" / "redist-apps"
+    for at, pd_runs in [(40, False), (64, True)]:
+        r = subprocess.run([str(MPIRUN), "-np", "2", str(apps), "--alg", "potrf,gemm", "--n", "200", "--at", str(at),
+                            "--src-tile", "64", "--tile", "48"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"submatrix at {at}x{at}" in r.stdout.splitlines()[1], r.stdout
+        rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.split()[:1] in (["potrf"], ["gemm"])}
+        assert set(rows) == {"potrf", "gemm"}, r.stdout
+        assert (rows["potrf"][3] == "nan") != pd_runs, r.stdout
+        assert ("pdpotrf not run" in r.stdout) != pd_runs, r.stdout
+        assert rows["gemm"][3] != "nan" and float(rows["gemm"][6]) > 0, r.stdout  # pdgemm ran; the round trip too
+        assert "illegal value" not in r.stdout + r.stderr
 
 
 def test_bench_compare_suite(tmp_path):
