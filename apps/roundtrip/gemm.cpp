@@ -165,6 +165,11 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Submatrix
   detail::agree(comm, error, {&a_layout, &b_layout, &c_layout}, {ab, bb, cb}, options, {alpha, beta});
 
   const index_t m = cb.size[0], n = cb.size[1], k = ab.size[1];
+  if (m == 0 || n == 0) {  // BLAS's quick return: C is empty, nothing to read or write
+    Report r;
+    r.work = c_layout.spec();
+    return r;
+  }
   if (k == 0 || alpha == 0.0) {  // no product: C := beta C where it lies (A and B not read)
     Report r;
     r.work = c_layout.spec();

@@ -199,7 +199,8 @@ QrFactors geqrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm
 // back. On one rank, where A and B both need moving, they are not copied whole:
 // READ tasks pack each tile from the caller's storage when its step comes (the
 // packing counts in compute_seconds; Report::to_seconds is C's move alone). With
-// beta = 0 C is not moved in (nor zeroed). A and B are not changed. With k = 0
+// beta = 0 C is not moved in (nor zeroed). A and B are not changed. With m = 0 or
+// n = 0 nothing is done (C is empty). With k = 0
 // or alpha = 0 there is no product: C := beta C in the caller's storage (BLAS's
 // quick return: C written, not read, when beta = 0), nothing moved. Collective;
 // errors as potrf (shapes that do not match, ...).

@@ -205,6 +205,13 @@ TEST_P(Gemm, SubmatricesOfOneMatrix) {
   }
   const redist::Layout user = redist::Layout::parse(shape + " tile=10x10 block_cyclic grid=1x" + p);
   std::vector<double> m = make_local(user, element);
+  // m = 0 or n = 0: an empty C, nothing read or written (BLAS's quick return).
+  for (const auto& [am, bn] : {std::pair{0, kN}, std::pair{kM, 0}}) {
+    const std::vector<double> before = m;
+    apps::gemm(1.5, user, m.data(), {at_a, {am, kK}}, user, m.data(), {at_b, {kK, bn}}, -0.5, user, m.data(),
+               {at_c, {am, bn}}, MPI_COMM_WORLD, o);
+    EXPECT_TRUE(m == before) << am << "x" << bn;
+  }
   expect_collective_error(
       [&] {
         apps::gemm(1.0, user, m.data(), {at_a, {kM, kK}}, user, m.data(), {at_b, {kK, kN}}, 0.0, user, m.data(),

@@ -219,6 +219,14 @@ TEST_P(Geqrf, SubmatrixBitIdenticalAndTheRestUntouched) {
     }
     ASSERT_TRUE(all_ranks(same));
   }
+  // Empty submatrices (no rows, no columns): nothing read or written.
+  for (const redist::Coord& size : {redist::Coord{0, 5}, redist::Coord{5, 0}}) {
+    const redist::Layout& user = cases[0].first;
+    std::vector<double> a = make_local(user, outside);
+    const std::vector<double> before = a;
+    apps::geqrf(user, a.data(), apps::Submatrix{{3, 4}, size}, MPI_COMM_WORLD, o);
+    EXPECT_TRUE(a == before) << size.str();
+  }
 }
 
 // The caller's matrix already in the working layout and in shared windows (tiles of
