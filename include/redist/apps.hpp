@@ -196,8 +196,10 @@ QrFactors geqrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm
 // (any layouts; doubles): A and B are moved to the working layouts (A m x k, B
 // k x n, C m x n: one tile size and grid), the tiled product runs on the task
 // runtime (one DGEMM task per C tile and k tile, in k order), and C is moved
-// back. On one rank, where A and B both need moving, they are not copied whole:
-// READ tasks pack each tile from the caller's storage when its step comes (the
+// back. Where A and B both need moving and every working tile of each lies on one
+// rank of the caller's layout (always on one rank; on several, e.g., ScaLAPACK
+// tiles a multiple of the working tile), they are not copied whole: READ tasks on
+// those ranks pack each tile from the caller's storage when its step comes (the
 // packing counts in compute_seconds; Report::to_seconds is C's move alone). With
 // beta = 0 C is not moved in (nor zeroed). A and B are not changed. With m = 0 or
 // n = 0 nothing is done (C is empty). With k = 0
