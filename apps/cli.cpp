@@ -88,6 +88,27 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
   return a;
 }
 
+namespace {
+// A library message in the command line's words: the Options fields it names are
+// the options a command-line user typed (`options.max_buffer_bytes = 10` is
+// `--memory 10`).
+std::string in_cli_words(std::string msg) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"max_buffer_bytes", "--memory"},   {"max_message_bytes", "--max-message"}, {"node_size", "--node-size"},
+      {"copy_threads", "--copy-threads"}, {"auto_trials", "--auto-trials"}};
+  for (const auto& [field, option] : kNames)
+    for (const std::string prefix : {"options.", "Options::"}) {
+      const std::string api = prefix + field;
+      for (std::size_t at; (at = msg.find(api)) != std::string::npos;) {
+        std::size_t end = at + api.size();
+        if (msg.compare(end, 3, " = ") == 0) end += 2;  // `--memory 10`, not `--memory = 10`
+        msg.replace(at, end - at, option);
+      }
+    }
+  return msg;
+}
+}  // namespace
+
 std::string storage_option(const Args& a, const std::string& dflt) {
   const std::string s = a.get("--storage", dflt);
   if (s != dflt && s != "heap" && s != "shared") detail::fail("--storage ", s, ": expected heap or shared");
@@ -106,6 +127,15 @@ Problem parse_problem(const Args& a, const char* usage) {
   // An empty REGION (a script's unset variable, quoted) is no REGION: the whole source.
   const bool region = a.positional.size() == 3 && a.positional[2].find_first_not_of(" \t\n") != std::string::npos;
   p.region = region ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
+  // The default region named as what it is: the user typed none.
+  if (!region && p.src.ndim() == p.dst.ndim())
+    if (const std::string e = p.region.check(p.src.shape(), p.dst.shape()); !e.empty()) {
+      Coord fits = p.src.shape();
+      for (int d = 0; d < fits.ndim(); ++d) fits[d] = std::min(fits[d], p.dst.shape()[d]);
+      detail::fail("no REGION given: the default moves the whole source ", p.src.shape().str(),
+                   " to offset 0 of the target ", p.dst.shape().str(), ", which does not fit (", e,
+                   "); give a REGION, such as ", fits.str(), " (docs/spec.md)");
+    }
   return p;
 }
 
@@ -162,7 +192,8 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
     // Agreed on collectively: the same message on every rank, printed once
     // (REDIST_SHOW_ERRORS=1: by every rank, to see that they agree).
     // The library's "redist: " is dropped after this line's own "redist run: error: ".
-    std::string_view msg = e.what();
+    const std::string words = in_cli_words(e.what());
+    std::string_view msg = words;
     if (msg.rfind("redist: ", 0) == 0) msg.remove_prefix(8);
     if (rank == 0 || std::getenv("REDIST_SHOW_ERRORS"))
       std::fprintf(stderr, "redist %s: error: %.*s\n", command, static_cast<int>(msg.size()), msg.data());

@@ -31,7 +31,8 @@ is not replaced without --force. Needs 2 or more ranks; takes a few seconds.
 
 options:
   --out FILE       where to save (default $REDIST_CALIBRATION, else
-                   ~/.cache/redist/calibration.json)
+                   ~/.cache/redist/calibration.json); its folder is made
+                   when missing, as for the default
   --force          measure again even when FILE exists
   --max-size B     largest ping-pong message in bytes, 4096 to 1073741824
                    (default 67108864; the bandwidth is read at 1 MiB or the largest)

@@ -172,6 +172,7 @@ struct Pair {
 
 int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  bool one_rank = false;  // --rank given: the out-of-memory advice leaves it out
   try {
     const Args a = parse_args(argc, argv, 2,
                               {"--ranks", "--rank", "--top", "--calibration", "--memory", "--dot", "--tg-batch",
@@ -245,6 +246,7 @@ int cmd_plan(int argc, char** argv) {
     }
     const int top = static_cast<int>(a.get_int("--top", 10, 0, INT_MAX));
     const int only = static_cast<int>(a.get_int("--rank", -1, 0, INT_MAX));
+    one_rank = only >= 0;
     if (only >= P) detail::fail("--rank ", only, " must be < --ranks ", P);
     const bool predict_times = a.has("--predict") || a.has("--calibration");
     Machine machine;
@@ -497,8 +499,9 @@ int cmd_plan(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
-                 "redist plan: error: out of memory: this case's plans or layouts do not fit in this process (plan "
-                 "one rank with --rank R, fewer --ranks, or fewer tiles)\n");
+                 "redist plan: error: out of memory: this case's plans or layouts do not fit in this process (%s)\n",
+                 one_rank ? "fewer --ranks, or fewer tiles"
+                          : "plan one rank with --rank R, fewer --ranks, or fewer tiles");
     return 2;
   }
   return 0;

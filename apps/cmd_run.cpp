@@ -90,7 +90,7 @@ options:
                    warm-up, so the timed runs are all the kept strategy's
   --node-size K    ranks per node for shm: nodes of K consecutive ranks (to
                    try the on-node and off-node paths on one machine; also
-                   $REDIST_NODE_SIZE; default: the shared-memory node); the
+                   $REDIST_NODE_SIZE; default and 0: the shared-memory node); the
                    header's `nodes` line says which nodes it makes
   --copy-threads T threads per rank for its copies (local pieces, packing,
                    unpacking, shm's push into shared windows), each phase cut
@@ -163,7 +163,11 @@ std::vector<std::string> parse_strategies(const std::string& s) {
       for (const std::string& n : strategy_names()) add(n);
       add(std::string(kAuto));
     } else {
-      check_strategy(one);
+      try {
+        check_strategy(one);
+      } catch (const Error& e) {  // the library's list, and `all`, which only this command knows
+        detail::fail(e.what(), ", or all (every strategy, then auto)");
+      }
       add(one);
     }
     pos = comma + 1;
@@ -238,7 +242,7 @@ int cmd_run(int argc, char** argv) {
     const std::string storage = storage_option(a, "");
     if (!storage.empty()) setenv("REDIST_STORAGE", storage.c_str(), 1);
     if (a.has("--node-size"))
-      setenv("REDIST_NODE_SIZE", std::to_string(a.get_int("--node-size", 0, 1, INT_MAX)).c_str(), 1);
+      setenv("REDIST_NODE_SIZE", std::to_string(a.get_int("--node-size", 0, 0, INT_MAX)).c_str(), 1);
     if (a.has("--copy-threads"))  // read by every plan the run makes, as $REDIST_COPY_THREADS
       setenv("REDIST_COPY_THREADS", std::to_string(a.get_int("--copy-threads", 1, 1, 1024)).c_str(), 1);
     std::vector<std::string> names = parse_strategies(a.get("--strategy", "all"));

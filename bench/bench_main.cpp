@@ -118,7 +118,7 @@ Layout as_local_array(const Layout& l) {
 // `compare SRC DST [REGION]`: one case of the user's, pdgemr2d beside redist.
 Case compare_case(const std::vector<std::string>& pos) {
   if (pos.size() < 2 || pos.size() > 3) fail("compare takes SRC DST [REGION] (see --help)");
-  Case c{"compare", "compare", "compare", 0, "", "", "", "", false};
+  Case c{"compare", "compare", "your layouts, pdgemr2d beside redist", 0, "", "", "", "", false};
   try {
     const Layout src = as_local_array(Layout::parse(pos[0])), dst = as_local_array(Layout::parse(pos[1]));
     for (const Layout* l : {&src, &dst})

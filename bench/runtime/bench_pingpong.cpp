@@ -15,7 +15,7 @@ namespace {
 
 const char* kUsage =
     "redist-bench-pingpong: PING/PONG task chain vs raw MPI ping-pong (paper 004, Fig. 6)\n"
-    "  run on 2 ranks: scripts/mpirun.sh -np 2 redist-bench-pingpong\n"
+    "  run on 2 ranks: scripts/mpirun.sh -np 2 redist bench pingpong\n"
     "  --min B, --max B   message sizes, powers of 4 from min to max (default 8 .. 16 MiB)\n"
     "  --iters NT         round trips per measure for small sizes (default 4000)\n"
     "  --reps R           interleaved repetitions, medians reported (default 7)\n"

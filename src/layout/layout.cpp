@@ -92,6 +92,24 @@ std::string Layout::check(int comm_size) const {
   std::string e = ownership_.check(n, ntiles());
   if (e.empty() && ownership_.kind() == Ownership::Kind::placement) e = detail::check_placement(*this);
   if (!e.empty()) return e;
+  // random, band and function owners are decided tile by tile: every rank's storage
+  // map and plan visit every tile (about 1 us and 100-300 bytes per tile of its
+  // own here), so a layout of billions of tiles would plan for hours or exhaust
+  // memory. Refused as block_cyclic grids and placements are, at 2^30.
+  const Ownership::Kind kind = ownership_.kind();
+  if (kind == Ownership::Kind::random || kind == Ownership::Kind::band || kind == Ownership::Kind::function) {
+    constexpr index_t kMaxVisited = index_t{1} << 30;
+    const Coord counts = ntiles();
+    index_t tiles = 1;
+    bool fits = true;
+    for (int d = 0; d < n; ++d) tiles = counts[d] == 0 ? 0 : tiles;  // no tile at all: nothing to visit
+    for (int d = 0; d < n && fits && tiles > 0; ++d) fits = fits_mul(tiles, counts[d], tiles) && tiles <= kMaxVisited;
+    if (!fits)
+      return cat(kind == Ownership::Kind::random ? "random" : kind == Ownership::Kind::band ? "band" : "function",
+                 " ownership decides each tile's owner apart, and planning visits every tile: at most 2^30 (",
+                 kMaxVisited, ") tiles, this layout has ", counts.str(),
+                 " tiles; use bigger tiles or a block_cyclic ownership (planned in closed form)");
+  }
   if (ownership_.per_dimension())  // the planner steps through whole cycles of the grid
     for (int d = 0; d < n; ++d) {
       const auto& p = ownership_.bc();

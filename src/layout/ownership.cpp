@@ -180,7 +180,8 @@ std::string Ownership::check(int ndim, const Coord& ntiles) const {
         if (p.super.ndim() && p.super[d] <= 0)
           return cat("block_cyclic super=", p.super.str(), ": every entry must be >= 1");
         if (!fits_mul(prod, p.grid[d], prod) || prod > (1 << 30))
-          return cat("block_cyclic grid=", p.grid.str(), " is too large");
+          return cat("block_cyclic grid=", p.grid.str(), " is too large: at most 2^30 (", index_t{1} << 30,
+                     ") grid coordinates in all");
       }
       if (p.first_rank < 0) return cat("block_cyclic first=", p.first_rank, " must be >= 0");
       if (p.map) {
