@@ -134,6 +134,12 @@ std::string resolve(const char* what, const Layout& layout, const Submatrix& sub
        << (sub.at.ndim() ? sub.at.str() : "(none)") << " and size " << (sub.size.ndim() ? sub.size.str() : "(none)");
     return os.str();
   }
+  for (int d = 0; d < 2; ++d)
+    if (at[d] < 0 || at[d] > shape[d]) {  // before the rest is computed from it (no overflow)
+      os << what << ": the submatrix at " << at.str() << " must start in the matrix " << shape.str()
+         << " (0 <= at <= the matrix's extent in each dimension)";
+      return os.str();
+    }
   Coord size = sub.size;
   if (size.ndim() == 0) size = Coord{shape[0] - at[0], shape[1] - at[1]};
   for (int d = 0; d < 2; ++d) {

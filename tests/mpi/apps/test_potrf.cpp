@@ -7,6 +7,7 @@
 #include <lapacke.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "apps_util.hpp"
@@ -347,7 +348,11 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
   };
   expect_collective_error(sub({5, 5}, {36, 36}),
                           "potrf: the matrix: the submatrix 36x36 at 5x5 must lie in the matrix 40x40");
-  expect_collective_error(sub({-1, 0}, {}), "the submatrix 41x40 at -1x0 must lie in the matrix 40x40");
+  expect_collective_error(sub({-1, 0}, {}), "the submatrix at -1x0 must start in the matrix 40x40");
+  // at + size computed only once `at` is known to lie in the matrix (it overflowed).
+  expect_collective_error(sub({INT64_MIN, INT64_MIN}, {}),
+                          "the submatrix at -9223372036854775808x-9223372036854775808 must start in the matrix");
+  expect_collective_error(sub({0, 0}, {INT64_MAX, INT64_MAX}), "must lie in the matrix 40x40");
   expect_collective_error(sub({0, 0}, {4, 4, 4}), "the submatrix's at and size must have 2 dimensions");
   expect_collective_error(sub({2, 0}, {}), "potrf: the submatrix must be square, got 38x40 at 2x0");
   if (world_size() > 1)
