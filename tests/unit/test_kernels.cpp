@@ -98,6 +98,33 @@ TEST(Kernels, RowsAdjacentInTheTargetStreamAsAChain) {
   }
 }
 
+// gather_stream8 and gather_stream4 (through copy_rows streamed): single 8- and
+// 4-byte elements at gaps in the source gathered into 16-byte streaming stores,
+// targets at every element skew (first elements alone to reach a 16-byte
+// boundary), odd counts, columns whose next one starts off the boundary, and odd
+// skews (not a multiple of the element: the fallbacks): every target byte, nothing
+// beside written.
+TEST(Kernels, EightByteElementsGatherTwoByTwo) {
+  std::mt19937_64 rng(29);
+  for (int c = 0; c < 800; ++c) {
+    const index_t es = c < 400 ? 8 : 4;  // gather_stream4 (floats) from c = 400 on
+    const index_t n0 = 64 + static_cast<index_t>(rng() % 90), n1 = 1 + static_cast<index_t>(rng() % 4);
+    const index_t fs0 = es * (1 + static_cast<index_t>(rng() % 4)), fs1 = n0 * fs0 + es * static_cast<index_t>(rng() % 3);
+    const index_t ts1 = n0 * es + es * static_cast<index_t>(rng() % 3);
+    const size_t skew = c % 7 == 6 ? 1 + rng() % 3 : static_cast<size_t>(es) * (rng() % 8), guard = 64;
+    std::vector<std::byte> from(static_cast<size_t>(n1 * fs1 + 64));
+    for (std::byte& b : from) b = static_cast<std::byte>(rng());
+    std::vector<std::byte> got(static_cast<size_t>(n1 * ts1) + 2 * guard + 64, std::byte{0x5a}), want = got;
+    for (index_t j = 0; j < n1; ++j)
+      for (index_t i = 0; i < n0; ++i)
+        for (index_t b = 0; b < es; ++b)
+          want[guard + skew + static_cast<size_t>(j * ts1 + i * es + b)] = from[static_cast<size_t>(j * fs1 + i * fs0 + b)];
+    detail::copy_rows(got.data() + guard + skew, es, ts1, from.data(), fs0, fs1, n0, n1, es, true);
+    detail::stream_fence();
+    ASSERT_EQ(got, want) << "es " << es << " n0 " << n0 << " n1 " << n1 << " fs0 " << fs0 << " skew " << skew;
+  }
+}
+
 // copy_rows, not streamed, rows of every size from 1 to 300 bytes at gaps on both
 // sides: the fixed sizes (copy_small_rows) and copy_row for the others. Every
 // target byte, nothing beside the rows written.
