@@ -31,6 +31,22 @@ double beta_zero_nan(std::int64_t i, std::int64_t j) {
 }
 
 template <class F>
+void fill(const rt::LayoutCollection& x, F f);
+
+// C = 1.5 A B - 0.5 C by the tiled GEMM run directly on the working layouts, C
+// gathered on rank 0 (the reference of the round trips).
+std::vector<double> direct_product(const redist::Layout& wa, const redist::Layout& wb, const redist::Layout& wc,
+                                   int threads) {
+  rt::LayoutCollection A(wa, MPI_COMM_WORLD), B(wb, MPI_COMM_WORLD), C(wc, MPI_COMM_WORLD);
+  fill(A, ea), fill(B, eb), fill(C, ec);
+  rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C);
+  rt::Options ro;
+  ro.threads = threads;
+  rt::run(g, MPI_COMM_WORLD, ro);
+  return gather_on_root<double>(C);
+}
+
+template <class F>
 void fill(const rt::LayoutCollection& x, F f) {
   for (redist::index_t o = 0; o < x.local().ntiles(); ++o) {
     const redist::Coord c = x.local().tile(o);
@@ -50,13 +66,7 @@ TEST_P(Gemm, RoundTripBitIdenticalAndMatchesBlas) {
   const std::string p = std::to_string(P);
   const redist::Layout wa = apps::work_layout(kM, kK, P, o), wb = apps::work_layout(kK, kN, P, o),
                        wc = apps::work_layout(kM, kN, P, o);
-  rt::LayoutCollection A(wa, MPI_COMM_WORLD), B(wb, MPI_COMM_WORLD), C(wc, MPI_COMM_WORLD);
-  fill(A, ea), fill(B, eb), fill(C, ec);
-  rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C);
-  rt::Options ro;
-  ro.threads = o.threads;
-  rt::run(g, MPI_COMM_WORLD, ro);
-  const std::vector<double> ref = gather_on_root<double>(C);
+  const std::vector<double> ref = direct_product(wa, wb, wc, o.threads);
 
   auto sl = [&](int r, int c, const char* tile) {
     return redist::Layout::parse(std::to_string(r) + "x" + std::to_string(c) + " tile=" + tile +
@@ -145,13 +155,7 @@ TEST_P(Gemm, SubmatricesOfOneMatrix) {
   const std::string p = std::to_string(P);
   const redist::Layout wa = apps::work_layout(kM, kK, P, o), wb = apps::work_layout(kK, kN, P, o),
                        wc = apps::work_layout(kM, kN, P, o);
-  rt::LayoutCollection A(wa, MPI_COMM_WORLD), B(wb, MPI_COMM_WORLD), C(wc, MPI_COMM_WORLD);
-  fill(A, ea), fill(B, eb), fill(C, ec);
-  rt::TaskGraph g = redist::gemm::task_graph(1.5, A, B, -0.5, C);
-  rt::Options ro;
-  ro.threads = o.threads;
-  rt::run(g, MPI_COMM_WORLD, ro);
-  const std::vector<double> ref = gather_on_root<double>(C);
+  const std::vector<double> ref = direct_product(wa, wb, wc, o.threads);
 
   const redist::Coord at_a{0, 0}, at_b{kM, 0}, at_c{0, kK};
   constexpr int kRows = kM + kK, kCols = kK + kN;
