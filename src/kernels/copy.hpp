@@ -93,9 +93,9 @@ inline void copy_row_chained(std::byte* to, const std::byte* from, size_t n) {
 }
 
 // Copies n elements of 8 bytes, `fs` bytes apart in `from`, one after the other
-// to `to`, two at a time in one 16-byte streaming store: a cyclic column
-// gathered (1x1 tiles of doubles), where copy_row_chained's store per element
-// left issue 14-style 8-byte rows 25-30% slower (docs/strategies.md). False (and
+// to `to`, two at a time in one 16-byte streaming store: a transposed copy, or a
+// cyclic column gathered (1x1 tiles of doubles), where copy_row_chained's store
+// per element ran 4000^2 transposes 1.6x slower (docs/transforms.md). False (and
 // nothing written) where `to` is not a multiple of 8, which the stores need.
 inline bool gather_stream8(std::byte* to, const std::byte* from, index_t fs, index_t n) {
 #if defined(__SSE2__) && defined(__x86_64__)
