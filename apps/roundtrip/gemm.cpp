@@ -128,9 +128,8 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Submatrix
   if (error.empty()) error = detail::resolve("gemm: C", c_layout, c_sub, cb);
   if (error.empty() && (ab.size[0] != cb.size[0] || bb.size[1] != cb.size[1] || ab.size[1] != bb.size[0])) {
     const auto what = [](const Layout& l, const Box& b) {
-      return b == Box{Coord{0, 0}, l.shape()} ? redist::detail::cat("'", l.spec(), "'")
-                                              : redist::detail::cat(b.size.str(), " at ", b.lo.str(), " of '",
-                                                                    l.spec(), "'");
+      return detail::whole(l, b) ? redist::detail::cat("'", l.spec(), "'")
+                                 : redist::detail::cat(b.size.str(), " at ", b.lo.str(), " of '", l.spec(), "'");
     };
     error = "gemm: the shapes must be A m x k, B k x n, C m x n; got A " + what(a_layout, ab) + ", B " +
             what(b_layout, bb) + ", C " + what(c_layout, cb);
@@ -192,8 +191,7 @@ Report gemm(double alpha, const Layout& a_layout, const void* a, const Submatrix
   // the first call's move in took 0.79 s, a repeated one 0.22 s; the packing is
   // then part of compute_seconds). Else A and B move in first. The layouts are
   // agreed, so every rank decides alike.
-  const auto whole = [](const Layout& l, const Box& b) { return b == Box{Coord{0, 0}, l.shape()}; };
-  const bool packable = !(a_layout == wa && whole(a_layout, ab)) && !(b_layout == wb && whole(b_layout, bb)) &&
+  const bool packable = !detail::in_place(a_layout, ab, wa) && !detail::in_place(b_layout, bb, wb) &&
                         a_layout.storage().kind != StorageKind::tile_pointers &&
                         b_layout.storage().kind != StorageKind::tile_pointers;
   std::optional<std::vector<int>> on_a, on_b;

@@ -22,7 +22,7 @@ Report potrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm co
   Box box;
   if (error.empty()) error = detail::resolve("potrf: the matrix", layout, sub, box);
   if (error.empty() && box.size[0] != box.size[1])
-    error = box == Box{Coord{0, 0}, layout.shape()}
+    error = detail::whole(layout, box)
                 ? "potrf: the matrix must be square, got '" + layout.spec() + "'"
                 : "potrf: the submatrix must be square, got " + box.size.str() + " at " + box.lo.str() + " of '" +
                       layout.spec() + "'";

@@ -154,6 +154,10 @@ std::string resolve(const char* what, const Layout& layout, const Submatrix& sub
   return {};
 }
 
+bool whole(const Layout& layout, const Box& box) { return box == Box{Coord{0, 0}, layout.shape()}; }
+
+bool in_place(const Layout& user, const Box& box, const Layout& work) { return user == work && whole(user, box); }
+
 std::string check_options(const char* call, const Options& o, int ranks) {
   std::ostringstream os;
   if (o.tile < 0) os << call << ": options.tile must be >= 0 (0: the model's choice), got " << o.tile;
@@ -335,7 +339,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
     : user_(user),
       work_(work),
       at_(sub.lo),
-      moved_(!(user == work) || !(sub == Box{Coord{0, 0}, user.shape()})),
+      moved_(!in_place(user, sub, work)),
       data_(data),
       comm_(comm) {
   exec_.strategy = options.strategy;

@@ -25,6 +25,11 @@ std::string check_matrix(const char* what, const Layout& layout, const void* dat
 // is it (an empty Submatrix::size: the rest of the matrix from `at`); else a message
 // that names `what` and the problem. Local (agree on it).
 std::string resolve(const char* what, const Layout& layout, const Submatrix& sub, Box& box);
+// Is `box` the whole of `layout`'s matrix?
+bool whole(const Layout& layout, const Box& box);
+// Is the submatrix `box` of `user` the working layout `work` itself (the call then
+// runs in the caller's storage, nothing copied)?
+bool in_place(const Layout& user, const Box& box, const Layout& work);
 // Empty when the options are valid for `ranks` ranks; else the message.
 std::string check_options(const char* call, const Options& options, int ranks);
 // Throws (collectively) the first non-empty message of any rank; also checks that

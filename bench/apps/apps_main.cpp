@@ -291,7 +291,8 @@ int main(int argc, char** argv) {
     for (std::int64_t n : sizes)
       for (const std::string& alg : algs) {
         const std::string shape = std::to_string(n + at) + "x" + std::to_string(n + at);
-        const std::string st = std::to_string(std::min<index_t>(src_tile, n + at));
+        const index_t nb = std::min<index_t>(src_tile, n + at);  // the source's tile (ScaLAPACK's MB = NB)
+        const std::string st = std::to_string(nb);
         const Layout src = Layout::parse(shape + " tile=" + st + "x" + st + " block_cyclic grid=1x" +
                                          std::to_string(ranks) + " storage=local_array");
         redist::apps::Options good;
@@ -311,16 +312,15 @@ int main(int argc, char** argv) {
         const Layout poor_layout = redist::apps::work_layout(n, n, ranks, poor);
         // pdpotrf refuses a submatrix whose first row is not on a block boundary
         // ((IA - 1) mod MB_A = 0: its info -4); the round trip takes any offset.
-        const bool pd_runs = alg != "potrf" || at % std::min<index_t>(src_tile, n + at) == 0;
+        const bool pd_runs = alg != "potrf" || at % nb == 0;
         if (!pd_runs && rank == 0)
           std::printf("#   pdpotrf not run at N = %lld: ScaLAPACK needs (IA - 1) mod MB_A = 0, here %lld mod %lld\n",
-                      static_cast<long long>(n), static_cast<long long>(at),
-                      static_cast<long long>(std::min<index_t>(src_tile, n + at)));
+                      static_cast<long long>(n), static_cast<long long>(at), static_cast<long long>(nb));
         std::vector<double> pd, poor_t, good_t, rt_t, to, comp, back, rep_t{0}, rep_to{0}, busy_lo, busy_hi, lent_pct;
         if (repeat) rep_t.clear(), rep_to.clear();
         for (int r = 0; r < reps; ++r) {
-          pd.push_back(pd_runs ? run_pd(alg, src, static_cast<int>(n), static_cast<int>(at),
-                                        static_cast<int>(std::min<index_t>(src_tile, n + at)), rank, ranks, threads)
+          pd.push_back(pd_runs ? run_pd(alg, src, static_cast<int>(n), static_cast<int>(at), static_cast<int>(nb), rank,
+                                        ranks, threads)
                                : std::nan(""));
           poor_t.push_back(run_app(alg, poor_layout, 0, rank, poor, shared).compute_seconds);
           std::pair<double, double> busy;
