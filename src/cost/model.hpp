@@ -91,6 +91,29 @@ index_t segment_count(const std::vector<PeerPlan>& peers);
 // `datatype` curve has beyond a contiguous exchange, at the side's own rows
 // (alltoallw, phased_dt).
 double datatype_engine_time(const std::vector<PeerPlan>& peers, index_t es, const Rates& rt, const Machine& m);
+// A box of one storage that a copy reads or writes (a segment, one side of a
+// local copy), for the models of copies that walk a storage in its order.
+struct StoragePiece {
+  Coord shape;
+  index_t run = 0;  // elements contiguous in storage (Segment::run)
+  Address at;
+};
+// The pieces of a run of segments (Segment::count, ::step), one per repetition.
+void add_pieces(const Coord& shape, index_t run, const Address& at, const std::array<index_t, 2>& count,
+                const std::array<index_t, 2>& step, std::vector<StoragePiece>& out);
+// The rows a walk of `pieces` in storage order reads or writes without a gap:
+// sorted by place, a piece that begins where the one before it ended (one
+// block, as many rows at the same strides) lengthens their rows, and a stretch
+// whose rows are as long as their stride is one row along that dimension (the
+// columns of a ScaLAPACK local array that the walk takes whole). row[i]: the
+// elements of piece i's merged row; rows: the merged rows in all. Cost
+// O(n log n) for n pieces.
+struct Stretches {
+  std::vector<index_t> row;
+  index_t rows = 0;
+};
+Stretches merge_stretches(const std::vector<StoragePiece>& pieces);
+
 // Seconds per message in a stream with `in_flight` messages in flight each way.
 double stream_cost(const Machine& m, index_t in_flight);
 

@@ -58,19 +58,6 @@ std::uint64_t signature(const std::vector<Segment>& segs) {
   return h | 1;
 }
 
-// Does column order write whole columns into this receiver's target? Some run
-// splits, and every run that does holds its repetitions one below the other
-// (step[0] = the box's height, columns contiguous).
-bool columns_help(const std::vector<Segment>& segs) {
-  bool any = false;
-  for (const Segment& g : segs) {
-    if (!splits(g)) continue;
-    if (g.step[0] != g.shape[0] || g.at.strides[0] != 1) return false;
-    any = true;
-  }
-  return any;
-}
-
 // A run of a 2-D box of R x C repeated I x J times, as J runs of one column:
 // box R x 1 repeated I times down (step[0]) and C times across (the storage's
 // column stride), so that the message holds column c of every repetition down
@@ -512,6 +499,16 @@ void Fifos::finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst
   while (idle_work && (idle_work = idle())) {
   }
   if (stream_) stream_fence();
+}
+
+bool columns_help(const std::vector<Segment>& segs) {
+  bool any = false;
+  for (const Segment& g : segs) {
+    if (!splits(g)) continue;
+    if (g.step[0] != g.shape[0] || g.at.strides[0] != 1) return false;
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace redist::detail

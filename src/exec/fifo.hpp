@@ -41,6 +41,12 @@ inline constexpr index_t kFifoSlotBytes = index_t{64} << 10;
 inline constexpr index_t kWalkRowMin = 256, kWalkRowMax = index_t{64} << 10;
 inline constexpr index_t kSourceOrderRows = index_t{1} << 20;
 
+// Does column order write whole columns into this receiver's target (its
+// receive segments from one sender)? Some run is a 2-D box repeated down
+// (count[0] > 1) over several columns, and every such run holds its repetitions
+// one below the other (step[0] = the box's height, columns contiguous).
+bool columns_help(const std::vector<Segment>& segs);
+
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.
 bool fifo_disabled();

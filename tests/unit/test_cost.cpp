@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cost/model.hpp"  // storage_run
+#include "cost/model.hpp"  // storage_run, merge_stretches
+#include "exec/fifo.hpp"   // columns_help
 #include "redist/cost.hpp"
 #include "redist/exec.hpp"  // predict(rank plan, strategy name, machine)
 
@@ -313,6 +314,92 @@ TEST(Cost, ShmChargesPeersOnOtherNodesAsMessages) {
   const RankPlan rp = plan_rank(cases[0].first, cases[0].second, Region::whole({1000, 1000}), 3, 4);
   EXPECT_DOUBLE_EQ(predict(rp, "p2p", m, false, nodes).total(), predict(rp, "p2p", m).total());
   EXPECT_THROW(predict(rp, "shm", m, false, std::vector<int>{0, 0}), Error);
+}
+
+// The walk's rows (merge_stretches): boxes of a 1000-row ScaLAPACK local array,
+// 200 rows x 600 columns each, one below the other.
+TEST(Cost, MergeStretchesJoinsRowsThatFollowInStorage) {
+  using detail::StoragePiece;
+  const auto box = [](index_t at, index_t rows, index_t cols, index_t ld, index_t block = 0) {
+    return StoragePiece{Coord{rows, cols}, rows, Address{block, at, Coord{1, ld}}};
+  };
+  const auto rows_of = [](const detail::Stretches& s) { return std::vector<index_t>(s.row.begin(), s.row.end()); };
+  // The whole column height, given out of order: the columns follow one another
+  // too (the stretch is as long as their stride): one row of all 600 columns.
+  std::vector<StoragePiece> whole = {box(400, 200, 600, 1000), box(0, 200, 600, 1000), box(800, 200, 600, 1000),
+                                     box(200, 200, 600, 1000), box(600, 200, 600, 1000)};
+  detail::Stretches s = detail::merge_stretches(whole);
+  EXPECT_EQ(rows_of(s), std::vector<index_t>(5, 600000));
+  EXPECT_EQ(s.rows, 1);
+  // A leading dimension of 1200: columns of 1000 with a gap below each.
+  for (StoragePiece& p : whole) p.at.strides = Coord{1, 1200};
+  s = detail::merge_stretches(whole);
+  EXPECT_EQ(rows_of(s), std::vector<index_t>(5, 1000));
+  EXPECT_EQ(s.rows, 600);
+  // A gap in the middle: two stretches of 400 rows.
+  s = detail::merge_stretches({box(0, 200, 600, 1000), box(200, 200, 600, 1000), box(600, 200, 600, 1000),
+                               box(800, 200, 600, 1000)});
+  EXPECT_EQ(rows_of(s), (std::vector<index_t>{400, 400, 400, 400}));
+  EXPECT_EQ(s.rows, 1200);
+  // Fewer columns below, another block, another stride: no merging.
+  for (const StoragePiece& other : {box(200, 200, 300, 1000), box(200, 200, 600, 1000, 1), box(200, 200, 600, 900)}) {
+    s = detail::merge_stretches({box(0, 200, 600, 1000), other});
+    EXPECT_EQ(rows_of(s), (std::vector<index_t>{200, 200}));
+  }
+  // A run of segments, five boxes 200 apart: the five pieces.
+  std::vector<StoragePiece> run;
+  detail::add_pieces(Coord{200, 600}, 200, Address{0, 0, Coord{1, 1000}}, {5, 1}, {200, 0}, run);
+  ASSERT_EQ(run.size(), 5u);
+  EXPECT_EQ(rows_of(detail::merge_stretches(run)), std::vector<index_t>(5, 600000));
+  // An empty piece is no row.
+  s = detail::merge_stretches({box(0, 0, 600, 1000)});
+  EXPECT_EQ(s.rows, 0);
+}
+
+// shm on the heap, rings: where every source column goes either to this rank's
+// target or to the other rank, rows of 100 and 200 elements, the sender's walk
+// reads each source local array whole (its columns one after another: rows of a
+// tile column) and the receiver writes whole target columns; charged at those
+// rows on a machine whose short rows are slow, not at the segments' own rows.
+// Tiles of 10 (80 B rows: no source order, no walk): packed along the segments'
+// rows, unpacked along whole target columns (column order).
+TEST(Cost, ShmRingsChargeTheWalkAndTheUnpackingAlongStorage) {
+  const Machine m = machine();
+  const index_t es = 8;
+  for (int r = 0; r < 2; ++r) {
+    const Layout src = block_cyclic_layout({1200, 1000}, {200, 200}, {1, 2}, es, StorageKind::local_array);
+    const Layout dst = block_cyclic_layout({1200, 1000}, {300, 300}, {2, 1}, es, StorageKind::local_array);
+    const RankPlan rp = plan_rank(src, dst, Region::whole(src.shape()), r, 2);
+    ASSERT_EQ(rp.receives.size(), 1u);
+    const auto b = [](index_t n) { return static_cast<double>(n); };
+    // Source: 1200 rows x 200 columns of a tile column; target: 600 local rows,
+    // every one of a column from one sender (or this rank), x 200 columns.
+    const double walk_row = 1200 * 200 * es, target_row = 600 * 200 * es;
+    const double want = b(rp.stats.bytes_local) * m.copy.at(std::min(walk_row, target_row)) +
+                        b(rp.stats.bytes_sent) * m.copy.at(walk_row) + b(rp.stats.bytes_received) * m.copy.at(target_row);
+    const Prediction got = predict(rp, "shm", m, true);
+    EXPECT_NEAR(got.memcpy, want, 1e-9 * want) << "rank " << r;
+    // Per segment (rows of 800 and 1600 B) it would be more.
+    double per_segment = 0;
+    for (const auto* side : {&rp.sends, &rp.receives})
+      for (const PeerPlan& pp : *side)
+        for (const Segment& g : pp.segments) per_segment += m.copy.at(detail::runs_of(g, es).row_bytes) * b(g.elements() * es);
+    for (const LocalCopy& c : rp.locals) per_segment += m.copy.at(detail::runs_of(c, es).row_bytes) * b(c.elements() * es);
+    EXPECT_GT(per_segment, 2 * got.memcpy) << "rank " << r;
+  }
+  for (int r = 0; r < 2; ++r) {
+    const Layout src = block_cyclic_layout({100, 100}, {10, 10}, {1, 2}, es, StorageKind::local_array);
+    const Layout dst = block_cyclic_layout({100, 100}, {10, 10}, {2, 1}, es, StorageKind::local_array);
+    const RankPlan rp = plan_rank(src, dst, Region::whole(src.shape()), r, 2);
+    ASSERT_EQ(rp.receives.size(), 1u);
+    ASSERT_TRUE(detail::columns_help(rp.receives[0].segments)) << "rank " << r;
+    // Target columns of 50 local rows, 10 columns of a tile column from one sender.
+    double want = static_cast<double>(rp.stats.bytes_received) * m.copy.at(50 * 10 * es);
+    const auto time = [&](detail::Runs u) { return u.rows * u.row_bytes * m.copy.at(u.row_bytes); };
+    for (const Segment& g : rp.sends[0].segments) want += time(detail::runs_of(g, es));
+    for (const LocalCopy& c : rp.locals) want += time(detail::runs_of(c, es));
+    EXPECT_NEAR(predict(rp, "shm", m, true).memcpy, want, 1e-9 * want) << "rank " << r;
+  }
 }
 
 }  // namespace

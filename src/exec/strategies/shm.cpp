@@ -1015,7 +1015,15 @@ std::string Shm::describe() const {
 //     into its target (push; pull is the same copy by the other side);
 //   a peer on the node, arrays on the heap: a ring (exec/fifo.hpp): each sent
 //     segment packed into it, each received one unpacked, at the row-copy curve
-//     as p2p's packing; with the rings off ($REDIST_SHM_FIFO=0) the
+//     as p2p's packing; a pair in source order (Fifos' rule: rows of 256 B to
+//     64 KB on average) at the rows that its side's storage order makes of its
+//     segments (merge_stretches: a ring in source order reads the source, and
+//     writes the target, along them), a received one in column order likewise
+//     (whole target columns); and a sent pair that the walk fills (its merged
+//     rows still 256 B to 64 KB) is no packing of its own: the walk reads the
+//     source once in storage order, writing the local copies and those rings,
+//     at the rows it reads without a gap (a local copy's: and writes without
+//     one); with the rings off ($REDIST_SHM_FIFO=0) the
 //     cross-memory attach of `direct`
 //     (exec/cma.hpp, cma_predict's terms): this rank reads each received segment
 //     at the calibrated process_vm_readv rate per row size; rows under
@@ -1036,6 +1044,116 @@ bool on_node(const RankPlan& rp, std::span<const int> node_of, int peer) {
   return node_of.empty() || node_of[static_cast<size_t>(peer)] == node_of[static_cast<size_t>(rp.rank)];
 }
 
+// The rings' part of the model above.
+constexpr index_t kModelPieces = index_t{1} << 18;  // more pieces: each segment at its own rows
+
+// Does a pair go in its sender's source order (Fifos' rule, fifo.cpp)?
+bool source_order(const PeerPlan& pp) {
+  index_t rows = 0;
+  for (const Segment& g : pp.segments) rows += run_rows(g.shape, g.run, g.count, g.step, g.step).rows;
+  return rows > 0 && rows <= kSourceOrderRows && pp.bytes / rows >= kWalkRowMin && pp.bytes / rows <= kWalkRowMax;
+}
+
+std::vector<StoragePiece> pieces_of(const PeerPlan& pp) {
+  std::vector<StoragePiece> out;
+  for (const Segment& g : pp.segments) add_pieces(g.shape, g.run, g.at, g.count, g.step, out);
+  return out;
+}
+
+index_t piece_count(const std::vector<PeerPlan>& peers, const std::vector<char>& on) {
+  index_t n = 0;
+  for (size_t i = 0; i < peers.size(); ++i)
+    if (on[i])
+      for (const Segment& g : peers[i].segments) n += g.segments();
+  return n;
+}
+
+// Seconds to copy a pair's segments, each along its own rows (pack_time's term).
+double per_segment(const PeerPlan& pp, index_t es, const Rates& rt) {
+  double t = 0;
+  for (const Segment& g : pp.segments) t += rt.copy.time(runs_of(g, es));
+  return t;
+}
+
+// Seconds to copy `pieces` along rows of row[i] elements (the curve per row).
+double along(const std::vector<StoragePiece>& pieces, const std::vector<index_t>& row, index_t es, const Rates& rt) {
+  double t = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const double bytes = static_cast<double>(pieces[i].shape.volume() * es);
+    t += bytes * rt.copy.at(static_cast<double>(row[i] * es));
+  }
+  return t;
+}
+
+// T_memcpy of the rings' pairs (send_on, recv_on: the pairs on the node) and
+// the local copies, on the heap.
+double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>& send_on,
+                   const std::vector<char>& recv_on) {
+  const index_t es = rp.elem_size;
+  index_t local_pieces = 0, walk_rows = 0, walk_bytes = 0;
+  for (const LocalCopy& c : rp.locals) {
+    local_pieces += c.segments();
+    walk_rows += run_rows(c.shape, c.run, c.count, c.from_step, c.to_step).rows, walk_bytes += c.elements() * es;
+  }
+  double t = 0;
+  if (local_pieces + piece_count(rp.sends, send_on) + piece_count(rp.receives, recv_on) > kModelPieces) {
+    for (size_t i = 0; i < rp.sends.size(); ++i)
+      if (send_on[i]) t += per_segment(rp.sends[i], es, rt);
+    for (size_t i = 0; i < rp.receives.size(); ++i)
+      if (recv_on[i]) t += per_segment(rp.receives[i], es, rt);
+    return t + local_copy_time(rp, rt);
+  }
+  // Sends: the walk's rings (source order, merged rows 256 B to 64 KB), the
+  // others packed along their rows (merged in source order).
+  std::vector<size_t> walked;
+  for (size_t i = 0; i < rp.sends.size(); ++i) {
+    const PeerPlan& pp = rp.sends[i];
+    if (!send_on[i]) continue;
+    if (!source_order(pp)) {
+      t += per_segment(pp, es, rt);
+      continue;
+    }
+    const std::vector<StoragePiece> ps = pieces_of(pp);
+    const Stretches st = merge_stretches(ps);
+    const index_t mean = st.rows > 0 ? pp.bytes / st.rows : 0;
+    if (mean >= kWalkRowMin && mean <= kWalkRowMax) {
+      walked.push_back(i);
+      for (const Segment& g : pp.segments) walk_rows += run_rows(g.shape, g.run, g.count, g.step, g.step).rows;
+      walk_bytes += pp.bytes;
+    } else {
+      t += along(ps, st.row, es, rt);
+    }
+  }
+  // Receives: unpacked along the target's rows in source order or column order
+  // (whole target columns), else per segment.
+  for (size_t i = 0; i < rp.receives.size(); ++i) {
+    if (!recv_on[i]) continue;
+    if (!source_order(rp.receives[i]) && !columns_help(rp.receives[i].segments)) {
+      t += per_segment(rp.receives[i], es, rt);
+      continue;
+    }
+    const std::vector<StoragePiece> ps = pieces_of(rp.receives[i]);
+    t += along(ps, merge_stretches(ps).row, es, rt);
+  }
+  // The walk (build_rows: none above kMaxRows rows, or under kSortRowsAbove bytes a row on average).
+  if (walked.empty() || walk_rows > kMaxRows || walk_bytes < walk_rows * kSortRowsAbove) {
+    for (const size_t i : walked) t += per_segment(rp.sends[i], es, rt);
+    return t + local_copy_time(rp, rt);
+  }
+  std::vector<StoragePiece> from, to;
+  for (const LocalCopy& c : rp.locals) {
+    add_pieces(c.shape, c.run, c.from, c.count, c.from_step, from);
+    add_pieces(c.shape, c.run, c.to, c.count, c.to_step, to);
+  }
+  const size_t locals = from.size();
+  for (const size_t i : walked)
+    for (const Segment& g : rp.sends[i].segments) add_pieces(g.shape, g.run, g.at, g.count, g.step, from);
+  std::vector<index_t> row = merge_stretches(from).row;
+  const std::vector<index_t> written = merge_stretches(to).row;
+  for (size_t k = 0; k < locals; ++k) row[k] = std::min(row[k], written[k]);
+  return t + along(from, row, es, rt);
+}
+
 // The model cannot know where execute's buffers will live; `suits` checks them
 // for auto, which takes the heap model where they are not in windows.
 Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<const int> node_of) {
@@ -1046,8 +1164,14 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
   const auto short_rows = [&](const PeerPlan& pp) {
     return std::any_of(pp.segments.begin(), pp.segments.end(), [&](const Segment& g) { return g.run * es < kCmaPackBelow; });
   };
-  double copies = local_copy_time(rp, rt), sent = 0, received = 0;
+  double copies = rings ? 0 : local_copy_time(rp, rt), sent = 0, received = 0;
   index_t on_sends = 0, on_receives = 0, packed_sends = 0, packed_receives = 0;
+  if (rings) {
+    std::vector<char> send_on(rp.sends.size()), recv_on(rp.receives.size());
+    for (size_t i = 0; i < send_on.size(); ++i) send_on[i] = on_node(rp, node_of, rp.sends[i].peer);
+    for (size_t i = 0; i < recv_on.size(); ++i) recv_on[i] = on_node(rp, node_of, rp.receives[i].peer);
+    copies = ring_copies(rp, rt, send_on, recv_on);
+  }
   for (const PeerPlan& pp : rp.sends) {
     if (!on_node(rp, node_of, pp.peer)) {  // a message: packed (not one run of storage: sent as it is)
       sent += m.exchange_time(static_cast<double>(pp.bytes));
@@ -1056,8 +1180,9 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
       continue;
     }
     ++on_sends;
+    if (rings) continue;  // ring_copies
     packed_sends += cma && short_rows(pp);
-    for (const Segment& g : pp.segments)  // windows: copied into the target; rings: packed; cma: short rows packed
+    for (const Segment& g : pp.segments)  // windows: copied into the target; cma: short rows packed
       if (!cma || g.run * es < kCmaPackBelow) copies += rt.copy.time(runs_of(g, es));
   }
   for (const PeerPlan& pp : rp.receives) {
@@ -1068,11 +1193,7 @@ Prediction model(const RankPlan& rp, const Machine& m, bool heap, std::span<cons
       continue;
     }
     ++on_receives;
-    if (!heap) continue;  // written by the sender (or pulled: the same copy)
-    if (rings) {  // unpacked from the ring
-      for (const Segment& g : pp.segments) copies += rt.copy.time(runs_of(g, es));
-      continue;
-    }
+    if (!heap || rings) continue;  // written by the sender (or pulled: the same copy); rings: ring_copies
     packed_receives += short_rows(pp);
     for (const Segment& g : pp.segments) copies += cma_read_time(g, es, rt);
   }
@@ -1131,7 +1252,8 @@ StrategyEntry shm_strategy() {
   e.model_condition = "arrays in shared windows (redist::shared_allocate)";
   e.predict_heap = predict_heap;
   e.heap_model =
-      "rings in shared memory: packed and unpacked, as p2p without its messages; cross-memory attach where "
+      "rings in shared memory: packed and unpacked along the rows their order walks, rings in source order filled "
+      "by one walk of the source with the local copies; cross-memory attach where "
       "REDIST_SHM_FIFO=0 turns the rings off";
   e.predict_nodes = model;
   e.extra_nodes = extra_nodes;
