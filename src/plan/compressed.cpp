@@ -560,13 +560,18 @@ TileCounts tile_counts(const Axis& S, const Axis& T, const LocalIndex& li, int d
 
 bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src_local, const LocalIndex& dst_local,
                      const Region& region, int rank, int nranks, RankPlan& plan, bool every_pair) {
-  // A permuting region (Region::axes) takes the segment list (not yet in closed form here).
-  if (!compressible(src) || !compressible(dst) || region.permutes()) return false;
+  if (!compressible(src) || !compressible(dst)) return false;
   const int n = src.ndim();
   const index_t es = src.elem_size();
+  // Everything is in the target's order of dimensions: target dimension d reads
+  // source dimension sd[d] (Region::axes; the identity without them), whose 1-D
+  // axis pairs with d's, and a source address's strides are permuted to that
+  // order (as plan_segment_list's).
+  std::vector<int> sd(n);
+  for (int d = 0; d < n; ++d) sd[d] = region.src_dim(d);
   std::vector<std::array<Axis, 2>> axes(n);
   for (int d = 0; d < n; ++d) {
-    axes[d][kSrc] = make_axis(src, d, region.src_offset[d]);
+    axes[d][kSrc] = make_axis(src, sd[d], region.src_offset[sd[d]]);
     axes[d][kDst] = make_axis(dst, d, region.dst_offset[d]);
   }
   // The run dimension rd: the most pieces; the second one r2 (-1 in 1-D): the
@@ -652,17 +657,24 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     }
   };
 
-  // Address of the run's first segment on side s, and its steps.
+  // Address of the run's first segment on side s, and its steps (the source
+  // side's tile and offset in its own order of dimensions, its strides in the
+  // target's).
   auto locate = [&](const LocalIndex& li, int s, const std::vector<Piece>& cur, const std::array<Level, 2>& lv,
                     Coord& shape, Address& at, std::array<index_t, 2>& step) {
     Coord lt(n), w(n);
     shape = Coord(n);
+    const auto dim = [&](int d) { return s == kSrc ? sd[d] : d; };
     for (int d = 0; d < n; ++d) {
-      lt[d] = cur[d].p.l[s];
-      w[d] = cur[d].p.w[s];
+      lt[dim(d)] = cur[d].p.l[s];
+      w[dim(d)] = cur[d].p.w[s];
       shape[d] = cur[d].size;
     }
     at = li.local_address(lt, w);
+    if (s == kSrc) {
+      const Coord own = at.strides;
+      for (int d = 0; d < n; ++d) at.strides[d] = own[sd[d]];
+    }
     for (int k = 0; k < 2; ++k) {
       step[k] = 0;
       if (lv[k].c == 1) continue;
@@ -674,8 +686,8 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
       const int d = lv[k].dim;
       const Pt next = point_at(axes[d].data(), cur[d].p.x + lv[k].step.x);
       Coord lt2 = lt, w2 = w;
-      lt2[d] = next.l[s];
-      w2[d] = next.w[s];
+      lt2[dim(d)] = next.l[s];
+      w2[dim(d)] = next.w[s];
       step[k] = li.local_address(lt2, w2).offset - at.offset;
     }
   };
@@ -711,12 +723,15 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
                ", outside the communicator of ", nranks, " ranks");
       } while (next(coords, idx));
     }
+    // Per target dimension d: the other side's coordinates along its own
+    // dimension (d on the target, sd[d] on the source).
+    const auto other_dim = [&](int d) { return send_side ? d : sd[d]; };
     std::vector<std::vector<std::vector<Entry>>> per_coord(n);
     for (int d = 0; d < n; ++d) {
       const int s = send_side ? kSrc : kDst;
-      const index_t me = send_side ? my_s[d] : my_t[d];
+      const index_t me = send_side ? my_s[sd[d]] : my_t[d];
       if (every_pair) {
-        coords[d].resize(static_cast<size_t>(grid[d]));
+        coords[d].resize(static_cast<size_t>(grid[other_dim(d)]));
         std::iota(coords[d].begin(), coords[d].end(), 0);
       } else {
         coords[d] = peer_coords(axes[d].data(), region.size[d], s, me);
@@ -729,7 +744,7 @@ bool plan_compressed(const Layout& src, const Layout& dst, const LocalIndex& src
     }
     std::vector<const std::vector<Entry>*> lists(n);
     do {
-      for (int d = 0; d < n; ++d) c[d] = coords[d][idx[d]], lists[d] = &per_coord[d][idx[d]];
+      for (int d = 0; d < n; ++d) c[other_dim(d)] = coords[d][idx[d]], lists[d] = &per_coord[d][idx[d]];
       f(own.rank_at(c), lists);
     } while (next(coords, idx));
   };
