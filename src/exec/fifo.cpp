@@ -330,7 +330,8 @@ void Fifos::setup(PlanCore& p, const std::vector<char>& recv_with, const std::ve
     if (o.source && source_order_suits(p.rp.sends[i].segments, nullptr, p.rp.ndim, p.rp.sends[i].bytes)) {
       mapped[i].order = kSourceOrder;
       srows_[i] = source_rows(p.rp.sends[i].segments, nullptr, p.rp.ndim, es);
-    } else if (o.columns != 0 && o.columns == signature(p.rp.sends[i].segments)) {
+    } else if (o.columns != 0 && o.columns == signature(p.rp.sends[i].segments) &&
+               columns_read_along(p.rp.sends[i].segments)) {
       mapped[i].order = kColumnOrder;
       ssegs_[i] = column_order(p.rp.sends[i].segments);
     }
@@ -499,6 +500,10 @@ void Fifos::finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst
   while (idle_work && (idle_work = idle())) {
   }
   if (stream_) stream_fence();
+}
+
+bool columns_read_along(const std::vector<Segment>& segs) {
+  return std::all_of(segs.begin(), segs.end(), [](const Segment& g) { return !splits(g) || g.at.strides[0] == 1; });
 }
 
 bool columns_help(const std::vector<Segment>& segs) {

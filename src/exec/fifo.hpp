@@ -46,6 +46,13 @@ inline constexpr index_t kSourceOrderRows = index_t{1} << 20;
 // (count[0] > 1) over several columns, and every such run holds its repetitions
 // one below the other (step[0] = the box's height, columns contiguous).
 bool columns_help(const std::vector<Segment>& segs);
+// Does a sender read its source along columns when it packs in column order
+// (its send segments to that receiver)? Not where a region permutes dimensions
+// (Region::axes: the source's dimension 0 at a stride): a target column is
+// then a source row, element by element across lines, where the plan's order
+// copies box by box (a 400-tile 8000^2 transpose on grid 2x1 ran 1.3-1.8x slower
+// in column order, 30 Nov); such a sender keeps the plan's order.
+bool columns_read_along(const std::vector<Segment>& segs);
 
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.

@@ -7,7 +7,8 @@
 namespace redist::detail {
 
 // Fills `plan` (sends, receives, locals and their statistics) and returns true
-// when both layouts are block-cyclic over regular partitions; returns false,
+// when both layouts are block-cyclic over regular partitions (any region,
+// permuted dimensions too: Region::axes); returns false,
 // leaving `plan` as it was, otherwise. Same preconditions as plan_rank.
 // `every_pair`: the walk before 2026-11-26, for the tests to compare with: the
 // 1-D lists of every coordinate of the other side's grid (not only those that

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "../common/mpi_util.hpp"
+#include "exec/fifo.hpp"  // columns_help
 #include "harness/pattern.hpp"
 #include "harness/storage.hpp"
 #include "redist/redist.hpp"
@@ -255,17 +256,19 @@ TEST(Shm, LongRunsBetweenBusyRanksGoByCrossMemoryAttach) {
 // repetitions one below the other (issue 14's case d in small: tiles 10 on 1xP ->
 // Px1, ScaLAPACK storage: every target column is whole repetitions), named so in
 // describe; $REDIST_FIFO_COLUMNS=0, or a tile-storage target (a repetition is the
-// next tile, not the rows below), keep the plan's order. The oracle's bytes in
-// all three (execute_twice).
+// next tile, not the rows below), keep the plan's order, and so does a transpose
+// (a target column is a source row: its sender refuses, columns_read_along). The
+// oracle's bytes in all four (execute_twice).
 TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
   const int p = world_size(), rank = world_rank();
-  for (int k = 0; k < 3; ++k) {
-    const bool off = k == 1, tiles = k == 2;
+  for (int k = 0; k < 4; ++k) {
+    const bool off = k == 1, tiles = k == 2, transposed = k == 3;
     if (off) setenv("REDIST_FIFO_COLUMNS", "0", 1);  // read when the plan sets its rings up
-    const Layout src = block_cyclic_layout({203, 61}, {10, 10}, {1, p}, 8, StorageKind::local_array);
+    const Layout src = transposed ? block_cyclic_layout({61, 203}, {10, 10}, {p, 1}, 8, StorageKind::local_array)
+                                  : block_cyclic_layout({203, 61}, {10, 10}, {1, p}, 8, StorageKind::local_array);
     const Layout dst = block_cyclic_layout({203, 61}, {10, 10}, {p, 1}, 8,
                                            tiles ? StorageKind::tile : StorageKind::local_array);
-    const Region r = Region::whole(src.shape());
+    const Region r = transposed ? Region::parse("203x61 transpose") : Region::whole(src.shape());
     harness::LocalStorage s(src, rank), d(dst, rank);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
     execute_twice(plan, src, dst, s, d, r, 13, label("column order case ", k));
@@ -277,6 +280,7 @@ TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
       const std::string& why = *reason;
       EXPECT_EQ(why.rfind("fifo", 0), 0u) << why;
       EXPECT_EQ(why.find("runs in column order") != std::string::npos, k == 0) << "case " << k << ": " << why;
+      if (transposed) EXPECT_TRUE(detail::columns_help(pp.segments)) << "the target stacks the runs here too";
     }
   }
 }

@@ -1125,10 +1125,15 @@ double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>&
     }
   }
   // Receives: unpacked along the target's rows in source order or column order
-  // (whole target columns), else per segment.
+  // (whole target columns; not where the region permutes dimensions, which this
+  // rank's own source side shows: its senders keep the plan's order), else per
+  // segment.
+  const bool permuted = std::any_of(rp.locals.begin(), rp.locals.end(), [](const LocalCopy& c) {
+    return c.shape[0] > 1 && c.from.strides[0] != 1;
+  }) || std::any_of(rp.sends.begin(), rp.sends.end(), [](const PeerPlan& pp) { return !columns_read_along(pp.segments); });
   for (size_t i = 0; i < rp.receives.size(); ++i) {
     if (!recv_on[i]) continue;
-    if (!source_order(rp.receives[i]) && !columns_help(rp.receives[i].segments)) {
+    if (!source_order(rp.receives[i]) && (permuted || !columns_help(rp.receives[i].segments))) {
       t += per_segment(rp.receives[i], es, rt);
       continue;
     }
