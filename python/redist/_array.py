@@ -165,8 +165,11 @@ class DistArray:
         self.local_array: Optional[np.ndarray] = None
         if layout.storage == "local_array":
             ext, ld = local.local_extent, local.ld
-            full = self.blocks[0][: ld * math.prod(ext[1:])].reshape((ld,) + tuple(ext[1:]), order="F")
-            self.local_array = full[: ext[0]]
+            if math.prod(ext) == 0:  # nothing stored here (ld 0): local rows but no columns, or none
+                self.local_array = self.blocks[0][:0].reshape(tuple(ext), order="F")
+            else:
+                full = self.blocks[0][: ld * math.prod(ext[1:])].reshape((ld,) + tuple(ext[1:]), order="F")
+                self.local_array = full[: ext[0]]
         else:
             for t, lo, sz, b, off in local.tiles():
                 self.tile_index.append(t)

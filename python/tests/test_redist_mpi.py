@@ -575,6 +575,17 @@ def test_distarray_bad_argument_on_one_rank_is_every_ranks_error():
     # each rank its own ld= (ScaLAPACK's LLD) is the same layout
     la = redist.zeros(f"8x8 tile=2x2 block_cyclic grid={P}x1 storage=local_array ld={8 + 2 * R}")
     assert la.local_array.shape[1] == 8
+    # a rank with local rows but no local columns (the last of 1xP holds none of
+    # 2(P - 1) columns in tiles of 2): its local_array is 7 x 0, as local_extent
+    # says, and fill / fromfunction work (they raised a broadcast error there)
+    n = max(1, 2 * (P - 1))
+    f = redist.fromfunction(lambda i, j: i + 10.0 * j, f"7x{n} tile=2x2 storage=local_array block_cyclic grid=1x{P}")
+    assert f.local_array.shape == tuple(f.local_index.local_extent), (f.local_array.shape, f.local_index.local_extent)
+    whole = f.gather()
+    if R == 0:
+        assert np.array_equal(whole, np.fromfunction(lambda i, j: i + 10.0 * j, (7, n)))
+    f3 = redist.zeros(f"7x6x{n} tile=2x5x2 storage=local_array block_cyclic grid=1x1x{P}")
+    assert f3.local_array.shape == tuple(f3.local_index.local_extent)
     if P > 1:  # named without ld= (and without the space it took)
         msg = agreed_error(lambda: redist.zeros(f"8x8 tile={4 if last else 2}x2 block_cyclic grid={P}x1 "
                                                 f"storage=local_array ld={8 + 2 * R}"))
