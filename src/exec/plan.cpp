@@ -127,9 +127,13 @@ void check_side(const char* side, size_t given, const LocalIndex& li, const Layo
     }
 }
 
-// Source and target memory must be disjoint (no in-place redistribution).
+// Source and target memory must be disjoint (no in-place redistribution), and
+// so must the target's blocks (tile_pointers: one tile's result would overwrite
+// another's); source blocks may share memory (they are only read).
 std::string overlap_check(const detail::PlanCore& p, std::span<const void* const> s, std::span<void* const> d) {
   const char* kOverlap = "source and target buffers overlap; redistribution is not in place: use separate buffers";
+  const char* kTargets =
+      "two of the target's local tile buffers overlap (storage=tile_pointers): each tile needs memory of its own";
   const index_t es = p.src.elem_size();
   if (s.size() == 1 && d.size() == 1) {  // one buffer per side: no sort, no allocation
     const auto sl = reinterpret_cast<std::uintptr_t>(s[0]), dl = reinterpret_cast<std::uintptr_t>(d[0]);
@@ -151,11 +155,14 @@ std::string overlap_check(const detail::PlanCore& p, std::span<const void* const
     }
   std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
   std::uintptr_t max_hi[2] = {0, 0};
+  const char* targets = nullptr;  // source-target overlap first: it names the bigger mistake
   for (const Range& x : r) {
-    if (x.hi > x.lo && x.lo < max_hi[1 - x.side]) return kOverlap;
+    if (x.hi <= x.lo) continue;
+    if (x.lo < max_hi[1 - x.side]) return kOverlap;
+    if (x.side == 1 && x.lo < max_hi[1]) targets = kTargets;
     max_hi[x.side] = std::max(max_hi[x.side], x.hi);
   }
-  return {};
+  return targets ? targets : std::string();
 }
 
 // A layout as ranks must agree on it: everything but `ld=`, which is each rank's

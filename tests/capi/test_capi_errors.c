@@ -156,6 +156,23 @@ static void bad_execute(void) {
   CHECK(redist_execute_buffers(plan, src, dst, NULL) == REDIST_SUCCESS, "after the errors: %s", redist_last_error());
   redist_plan_free(plan);
   free(src), free(dst);
+  /* Target tile pointers that share memory on rank 0 (tiles 0 and 1 at one
+     address, then tile 1 overlapping tile 0 by one element): refused on every
+     rank, the target untouched (this was REDIST_SUCCESS with tile 0's data lost). */
+  plan = plan_spec("4x4", "4x4 tile=2x2 storage=tile_pointers", NULL, NULL, &st);
+  CHECK(st == REDIST_SUCCESS, "%s", redist_last_error());
+  if (!plan) return;
+  double a[16], t[16];
+  for (int k = 0; k < 16; ++k) a[k] = k, t[k] = -1;
+  for (int shift = 0; shift < 4; shift += 3) {
+    const void* s1[1] = {test_rank == 0 ? (const void*)a : NULL};
+    void* tiles[4] = {t, t + shift, t + 8, t + 12};
+    st = redist_execute(plan, s1, 1, test_rank == 0 ? tiles : NULL, test_rank == 0 ? 4 : 0, NULL);
+    expect_agreed("target tile pointers that overlap on rank 0", st, REDIST_ERR_INVALID_ARGUMENT,
+                  "tile buffers overlap");
+    for (int k = 0; k < 16; ++k) CHECK(t[k] == -1, "target element %d changed by a refused execute", k);
+  }
+  redist_plan_free(plan);
 }
 
 /* An MPI error inside an execute is REDIST_ERR_MPI on the rank that saw it only,

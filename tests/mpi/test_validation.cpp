@@ -1016,6 +1016,30 @@ TEST(Validation, MissingBuffer) {
       t, tp,
       [&](const std::string& e) { plan_tp.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(ptrs), e); },
       {"rank " + S(last) + ":", "target buffer 1 is null", "stores 4 elements"});
+  // Two tile pointers at one address, and two overlapping by one element, on the
+  // last rank: one tile's result would overwrite another's (the C API accepted
+  // them; helper's trial). Tiles 0 and 1 hold 4 elements each there.
+  kind("target tile pointers that overlap each other", "Plan::execute, before anything moves");
+  for (const index_t shift : {index_t{0}, index_t{3}}) {
+    std::vector<void*> alias(t.blocks().begin(), t.blocks().end());
+    if (rank == last) alias[1] = static_cast<std::byte*>(alias[0]) + shift * tp.elem_size();
+    for (const std::string& e : strategy_names()) {
+      SCOPED_TRACE("strategy " + e + ", shift " + S(shift));
+      fill_pattern(tp, rank, t.blocks(), kDstId);
+      expect_same_error(
+          capture([&] { plan_tp.execute(std::span<const void* const>(s.const_blocks()), std::span<void* const>(alias), e); }),
+          {"rank " + S(last) + ":", "two of the target's local tile buffers overlap", "memory of its own"});
+      expect_untouched(tp, t, kDstId, "target");
+    }
+  }
+  // Source tiles may share memory (only read): tile 1 read from tile 0's memory.
+  const Layout stp = cols_layout(StorageKind::tile_pointers);
+  harness::LocalStorage u(stp, rank);
+  fill_pattern(stp, rank, u.blocks(), kSrcId);
+  Plan plan_stp = make_plan(stp, dst, Region::whole(stp.shape()), MPI_COMM_WORLD);
+  std::vector<const void*> shared_src(u.const_blocks().begin(), u.const_blocks().end());
+  if (shared_src.size() > 1) shared_src[1] = shared_src[0];
+  EXPECT_NO_THROW(plan_stp.execute(std::span<const void* const>(shared_src), std::span<void* const>(d.blocks())));
   EXPECT_TRUE(all_ok(check_pattern(src, rank, s.blocks(), kSrcId).ok())) << "source changed";
 }
 
