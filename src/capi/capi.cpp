@@ -270,9 +270,14 @@ redist_status redist_execute(redist_plan* plan, const void* const* src_blocks, i
   // this rank's error (returning at once would leave the other ranks waiting).
   const size_t ns = src_blocks && src_count > 0 ? static_cast<size_t>(src_count) : 0;
   const size_t nd = dst_blocks && dst_count > 0 ? static_cast<size_t>(dst_count) : 0;
-  const std::string err = src_count < 0   ? redist::detail::cat("redist_execute: src_count ", src_count, " is negative")
-                          : dst_count < 0 ? redist::detail::cat("redist_execute: dst_count ", dst_count, " is negative")
-                                          : std::string();
+  using redist::detail::cat;
+  const std::string err = src_count < 0   ? cat("redist_execute: src_count ", src_count, " is negative")
+                          : dst_count < 0 ? cat("redist_execute: dst_count ", dst_count, " is negative")
+                          : !src_blocks && src_count > 0
+                              ? cat("redist_execute: src_blocks is NULL but src_count is ", src_count)
+                          : !dst_blocks && dst_count > 0
+                              ? cat("redist_execute: dst_blocks is NULL but dst_count is ", dst_count)
+                              : std::string();
   return guard([&] {
     plan->plan.execute(std::span<const void* const>(src_blocks, ns), std::span<void* const>(dst_blocks, nd),
                        strategy ? strategy : "", err);

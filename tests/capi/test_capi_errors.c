@@ -133,6 +133,9 @@ static void bad_execute(void) {
   expect_agreed("two source pointers on rank 0", st, REDIST_ERR_INVALID_ARGUMENT, "expected one buffer, got 2");
   st = redist_execute(plan, NULL, 0, d1, 1, NULL);
   expect_agreed("no source pointers", st, REDIST_ERR_INVALID_ARGUMENT, "expected one buffer, got 0");
+  st = redist_execute(plan, test_rank == test_ranks - 1 ? NULL : (const void* const*)two, 1, d1, 1, NULL);
+  expect_agreed("a NULL source array with a count of 1 on the last rank", st, REDIST_ERR_INVALID_ARGUMENT,
+                "src_blocks is NULL but src_count is 1");
   st = redist_execute(plan, two, test_rank == test_ranks - 1 ? -1 : 1, d1, 1, NULL);
   expect_agreed("a negative count on the last rank", st, REDIST_ERR_INVALID_ARGUMENT, "src_count -1 is negative");
   st = redist_execute_buffers(plan, src, test_rank == 0 ? NULL : dst, NULL);
