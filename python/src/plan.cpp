@@ -498,11 +498,13 @@ void bind_plan(nb::module_& m) {
                         nb::handle max_message_bytes, nb::handle max_buffer_bytes, nb::handle calibration,
                         nb::handle machine, nb::handle element_type, nb::handle alpha, nb::handle beta,
                         nb::handle conjugate, nb::handle auto_trials, nb::handle copy_threads) {
-    MPI_Comm c = comm_of(comm);
     // Every argument is read here, not by nanobind before the call: a spec or
     // region string that does not parse on some rank is agreed on like any bad
     // argument, and so is an argument of the wrong type (a TypeError on its rank,
-    // redist.Error on the others, which would otherwise wait in make_plan).
+    // redist.Error on the others, which would otherwise wait in make_plan). A
+    // comm that is not a communicator is agreed on over COMM_WORLD, the default:
+    // where the others passed another communicator they still wait (docs/python.md).
+    MPI_Comm c = MPI_COMM_WORLD;
     Layout s, d;
     Region r;
     Options o;
@@ -510,6 +512,7 @@ void bind_plan(nb::module_& m) {
     bool type_error = false;
     std::optional<nb::python_error> raised;  // re-raised as it is on this rank, after the agreement
     try {
+      c = comm_of(comm);
       s = as_layout(src, "src");
       d = as_layout(dst, "dst");
       r = as_region(region, s.shape());

@@ -535,6 +535,14 @@ def test_type_error_on_one_rank_is_every_ranks_error():
     else:
         with pytest.raises(redist.Error, match="strategy must be a str, got NoneType"):
             redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
+    # a comm that is not a communicator on one rank, the others on the default
+    # COMM_WORLD (they waited in make_plan: helper's trial)
+    if R == P - 1:
+        with pytest.raises(TypeError, match="comm must be an mpi4py communicator"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", None, 5)
+    else:
+        with pytest.raises(redist.Error, match=f"rank {P - 1}: comm must be an mpi4py communicator"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
     big = 2 ** 64 if R == P - 1 else 1 << 30
     msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", max_message_bytes=big))
     assert "max_message_bytes 18446744073709551616 does not fit in 64 bits" in msg, msg

@@ -766,11 +766,11 @@ std::vector<double> Plan::predictions_for(std::string_view storage) const {
   return impl_->predictions({}, storage == "heap");
 }
 
-// How a plan gets its machine model, in words every front end's options match
-// (C++ and C: the fields strategy, machine, calibration; Python: the keywords).
+// How a plan gets its machine model, naming which front end has which option
+// (C: strategy and calibration; Python: also machine; C++: also model).
 constexpr const char* kMakeWithModel =
-    "make the plan with strategy \"auto\" or model = true (the default calibration file, else a quick "
-    "measurement), a machine model (machine) or a calibration file (calibration)";
+    "make the plan with strategy \"auto\" or a calibration file (calibration; C, C++, Python), a machine model "
+    "(machine; C++, Python), or model = true (C++: the default calibration file, else a quick measurement)";
 
 std::vector<double> PlanImpl::predictions(std::span<const void* const> src_blocks, bool heap) {
   std::string err;
