@@ -1154,7 +1154,7 @@ TEST(Validation, BadPlanUse) {
   Plan plan = make_plan(src, dst, Region::whole(src.shape()), MPI_COMM_WORLD);
   kind("strategy auto on a plan made without a machine model", "Plan::execute, before anything moves");
   expect_same_error(capture([&] { plan.execute(s.const_blocks()[0], d.blocks()[0], "auto"); }),
-                    {"strategy auto needs the machine model", "a calibration file (calibration)"});
+                    {"strategy auto needs the machine model", "a calibration file (calibration; C, C++, Python)", "model = true (C++"});
   expect_untouched(dst, d, kDstId, "target");
   kind("predictions on a plan made without a machine model", "Plan::predictions");
   expect_same_error(capture([&] { plan.predictions(); }), {"no machine model"});
