@@ -8,6 +8,9 @@
 #                               redist::apps and the tiled algorithms under it
 #                               (installed by apps/CMakeLists.txt into this export)
 #   P/lib/pkgconfig/            redist.pc (C++ and C API), redist_scalapack.pc
+# The build tree is a package too, without installing: CMAKE_PREFIX_PATH=build
+# (redistTargets.cmake exported there by the top CMakeLists.txt) and
+# PKG_CONFIG_PATH=build (redist-uninstalled.pc, redist_scalapack-uninstalled.pc).
 # Not for `pip install .` (the wheel holds the Python package only).
 if(SKBUILD)
   return()
@@ -79,6 +82,22 @@ Cflags: -I\${includedir} -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1
 Libs: -L\${libdir} -lredist_c${redist_libs} -lstdc++ -lm -pthread
 ")
 install(FILES ${CMAKE_BINARY_DIR}/redist.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# Without installing: pkg-config takes NAME-uninstalled.pc before NAME.pc from
+# PKG_CONFIG_PATH=build (the build tree's headers and libraries, in place).
+set(redist_dirs "")
+foreach(l redist_c ${redist_layers})
+  list(APPEND redist_dirs "$<TARGET_FILE_DIR:${l}>")
+endforeach()
+set(redist_libdirs " -L$<JOIN:$<REMOVE_DUPLICATES:${redist_dirs}>, -L>")
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/redist-uninstalled.pc CONTENT "includedir=${CMAKE_SOURCE_DIR}/include
+
+Name: redist
+Description: moves distributed arrays between data distributions (MPI), from its build tree
+Version: ${PROJECT_VERSION}
+Requires: ${redist_pc_requires}
+Cflags: -I\${includedir} -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1
+Libs:${redist_libdirs} -lredist_c${redist_libs} -lstdc++ -lm -pthread
+")
 if(TARGET redist_scalapack)
   # The drop-ins before ScaLAPACK (docs/scalapack.md, "Use"): the link order comes with them
   # (-L and -l: pkg-config users such as CMake's pkg_check_modules move full paths).
@@ -94,4 +113,13 @@ Cflags: -I\${includedir}
 Libs: -L\${libdir} -lredist_scalapack -L${redist_scalapack_dir} -l${redist_scalapack_name}
 ")
   install(FILES ${CMAKE_BINARY_DIR}/redist_scalapack.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/redist_scalapack-uninstalled.pc CONTENT "includedir=${CMAKE_SOURCE_DIR}/include
+
+Name: redist_scalapack
+Description: ScaLAPACK's p?gemr2d, p?trmr2d and p?tran on redist (link before ScaLAPACK), from its build tree
+Version: ${PROJECT_VERSION}
+Requires: ompi-c
+Cflags: -I\${includedir}
+Libs: -L$<TARGET_FILE_DIR:redist_scalapack> -lredist_scalapack -L${redist_scalapack_dir} -l${redist_scalapack_name}
+")
 endif()
