@@ -149,6 +149,9 @@ redist_status make_plan(std::optional<redist::Layout> src, std::optional<redist:
   if (redist_status s = agree_local(comm, local); s != REDIST_SUCCESS) return s;
   const int64_t esize = options ? options->elem_size : 0;
   return guard([&] {
+    // Before the layouts (which it changes): named as the option it is.
+    redist::detail::agree_same(comm, {{"options.elem_size differs", std::to_string(esize)}},
+                               "every rank must pass the same (0: the layouts' esize)");
     auto p = std::make_unique<redist_plan>(
         redist_plan{redist::make_plan(with_elem_size(*src, esize), with_elem_size(*dst, esize), r, comm, o)});
     *plan = p.release();

@@ -54,9 +54,14 @@ std::string Arithmetic::check(index_t elem_size) const {
                " needs arithmetic on the elements: name their type (f32, f64, c64 or c128); ",
                type == ElementType::bytes ? "opaque elements" : "integer elements",
                " move only as they are (alpha = 1, beta = 0)");
-  if (!is_complex(type) && (alpha.imag() != 0 || beta.imag() != 0))
-    return cat("complex alpha=", number(alpha), " or beta=", number(beta), " on real elements (",
-               element_type_name(type), ")");
+  if (!is_complex(type) && (alpha.imag() != 0 || beta.imag() != 0)) {
+    const bool a = alpha.imag() != 0, b = beta.imag() != 0;
+    return cat(a && b ? cat("alpha=", number(alpha), " and beta=", number(beta), " are")
+               : a    ? cat("alpha=", number(alpha), " is")
+                      : cat("beta=", number(beta), " is"),
+               " complex on real elements (", element_type_name(type),
+               "): give real values, or name complex elements (c64 or c128)");
+  }
   return {};
 }
 

@@ -75,6 +75,12 @@ static void bad_specs(void) {
   if (test_ranks > 1) {
     plan_spec(kGood, test_rank == 1 ? "13x11 tile=4x4 block_cyclic grid=1x1" : kGood, NULL, NULL, &st);
     expect_agreed("the target layout differs between ranks", st, REDIST_ERR_MISMATCH, "between ranks");
+    /* options.elem_size on one rank: named as the option (it was "source layout differs") */
+    o.elem_size = test_rank == 1 ? 4 : 0;
+    plan_spec(kGood, kGood, NULL, &o, &st);
+    expect_agreed("options.elem_size on one rank", st, REDIST_ERR_MISMATCH,
+                  "options.elem_size differs between ranks: rank 0 has '0', rank 1 has '4'");
+    o.elem_size = 0;
   }
 }
 

@@ -164,7 +164,12 @@ TEST(Validation, TransformErrors) {
   o.arithmetic.type = ElementType::f64;
   o.arithmetic.beta = std::complex<double>(0, 1);
   kind("a complex alpha or beta on real elements", "make_plan (options.arithmetic)");
-  expect_plan_error(a, a, Region::whole(a.shape()), {"complex alpha", "f64"}, o);
+  expect_plan_error(a, a, Region::whole(a.shape()), {"beta=(0,1) is complex on real elements (f64)", "c64 or c128"}, o);
+  o.arithmetic.alpha = std::complex<double>(2, -1), o.arithmetic.beta = 0;  // the one that is named
+  expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=(2,-1) is complex on real elements (f64)"}, o);
+  o.arithmetic.beta = std::complex<double>(0, 1);
+  expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=(2,-1) and beta=(0,1) are complex"}, o);
+  o.arithmetic.alpha = 2.0;
   o.arithmetic.beta = 0.5;
   o.strategy = "alltoallw";
   kind("alpha/beta with a strategy that does not unpack", "make_plan (options.strategy)");
