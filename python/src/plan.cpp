@@ -167,9 +167,10 @@ std::string buffer_problem(nb::handle obj, bool writable) {
   const bool ro = v.readonly;
   PyBuffer_Release(&v);
   if (writable && ro) return "the array is read-only";
-  return "the array is not contiguous (a DistArray's local_array view with ld= above its rows is not: pass the "
-         "DistArray or its blocks[0]; else np.ascontiguousarray, or np.asfortranarray for storage=local_array, makes "
-         "a contiguous copy, which as a target receives the result in place of your array)";
+  return "the array is not contiguous (a strided view such as a[::2] or a[:, 1:3] of a larger array; a DistArray's "
+         "local_array with ld= above its rows: pass the DistArray or its blocks[0]); np.ascontiguousarray, or "
+         "np.asfortranarray for storage=local_array, makes a contiguous copy, which as a target receives the result in "
+         "place of your array";
 }
 
 // Whether a DistArray made for `own` lies in storage as the plan's `layout`

@@ -1,6 +1,7 @@
 // Collective validation (ARCHITECTURE.md, "Validate collectively, fail cleanly").
 #include "mpi/agree.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdint>
@@ -45,6 +46,35 @@ void agree(MPI_Comm comm, const std::string& local_error, bool mismatch) {
   throw Error(msg);
 }
 
+namespace {
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  for (size_t i = 0; i < s.size();) {
+    const size_t j = std::min(s.find(' ', i), s.size());
+    if (j > i) w.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return w;
+}
+
+}  // namespace
+
+// Only the words that differ, so that the one setting that differs is not lost
+// among the rest (agree.hpp).
+std::pair<std::string, std::string> differing_words(const std::string& a, const std::string& b) {
+  const std::vector<std::string> wa = words(a), wb = words(b);
+  const auto key = [](const std::string& w) { return w.substr(0, w.find('=')); };
+  bool keyed = wa.size() == wb.size() && !wa.empty();
+  for (size_t i = 0; keyed && i < wa.size(); ++i)
+    keyed = wa[i].find('=') != std::string::npos && wb[i].find('=') != std::string::npos && key(wa[i]) == key(wb[i]);
+  if (!keyed) return {a, b};
+  std::string da, db;
+  for (size_t i = 0; i < wa.size(); ++i)
+    if (wa[i] != wb[i]) da += (da.empty() ? "" : " ") + wa[i], db += (db.empty() ? "" : " ") + wb[i];
+  return {da, db};
+}
+
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice) {
   int rank;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", comm);
@@ -65,9 +95,10 @@ void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advic
   ref.resize(static_cast<size_t>(len));
   check_mpi(MPI_Bcast(ref.data(), static_cast<int>(len), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   std::string err;
-  if (rank == who)
-    err = cat(items[item].what, " between ranks: rank 0 has '", ref, "', rank ", who, " has '", items[item].value,
-              "'; ", advice);
+  if (rank == who) {
+    const auto [mine, theirs] = differing_words(items[item].value, ref);
+    err = cat(items[item].what, " between ranks: rank 0 has '", theirs, "', rank ", who, " has '", mine, "'; ", advice);
+  }
   agree(comm, err, true);  // every rank gets here and throws `who`'s message
 }
 

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redist::detail {
@@ -29,6 +30,10 @@ struct Same {
 // differing item: "<what> between ranks: rank 0 has '...', rank R has '...'; <advice>"
 // (a redist::MismatchError).
 void agree_same(MPI_Comm comm, const std::vector<Same>& items, const char* advice);
+// What agree_same's message shows of two values: where both are lists of
+// key=value words with the same keys in order (options), only the words that
+// differ; else both whole.
+std::pair<std::string, std::string> differing_words(const std::string& a, const std::string& b);
 
 // MPI return codes (docs/strategies.md, "Faults"). The plan's communicator
 // returns errors (MPI_ERRORS_RETURN) instead of aborting; every call on it is

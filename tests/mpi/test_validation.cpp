@@ -363,7 +363,11 @@ TEST(Validation, LayoutsDifferBetweenRanks) {
   Options o;
   if (world_rank() == last) o.max_message_bytes = 7;
   kind("options that differ between ranks", "make_plan: compared across ranks");
-  expect_plan_error(a, bc({8, 8}, {2, 2}, {p, 1}), whole, {"options differ", "max_message_bytes=7"}, o);
+  // Only the settings that differ are named (not every internal one).
+  expect_plan_error(a, bc({8, 8}, {2, 2}, {p, 1}), whole,
+                    {"options differ between ranks: rank 0 has 'max_message_bytes=1073741824', rank " + S(last) +
+                     " has 'max_message_bytes=7'"},
+                    o);
 }
 
 TEST(Validation, ElementSizeMismatch) {
@@ -1197,7 +1201,8 @@ TEST(Validation, BadRepetitions) {
   mo.verify = world_rank() != last;
   kind("repetitions or verification that differ between ranks", "CaseRun::measure: compared across ranks");
   expect_same_error(capture([&] { run.measure(mo); }),
-                    {"rank " + S(last) + ":", "measure options differ", "reps=2", "reps=3 warmup=1 verify=0"});
+                    {"rank " + S(last) + ":", "measure options differ between ranks: rank 0 has 'reps=2 verify=1', rank " +
+                                                   S(last) + " has 'reps=3 verify=0'"});
 }
 
 // ------------------------------------------------------------------ valid edge cases
