@@ -2,6 +2,7 @@
 // strided places. Layer `kernels`: below cost and exec, above geometry only.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -275,11 +276,26 @@ inline void walk_run(const Coord& shape, index_t run, index_t es, const std::arr
   // ext[0] is the innermost loop, ext[1] the next (rows runs both); an odometer
   // over the others.
   if (m == 1) ext[1] = 1, fb[1] = tb[1] = 0, m = 2;
+  // A transpose: the two inner loops each contiguous on one side only (a
+  // permuted region's box). Walked whole, one side's rows span the box: a
+  // column of 8000 elements read across 8000 lines, none reused before they
+  // leave the caches (8000^2 on one rank, one box: 4.7x slower than in tiles of
+  // 32). So in blocks of b1 x b0 elements, the target's contiguous loop inside
+  // (its rows gathered into whole streamed stores, copy_rows), b0 rows of at
+  // least kStreamRowMin bytes on the target, b1 = 32 lines of the other side.
+  const bool cross = ext[0] > 1 && ext[1] > 1 &&
+                     ((tb[0] == row && fb[1] == row && absolute(fb[0]) != row) ||
+                      (fb[0] == row && tb[1] == row && absolute(tb[0]) != row));
+  if (cross && tb[1] == row) std::swap(ext[0], ext[1]), std::swap(fb[0], fb[1]), std::swap(tb[0], tb[1]);
+  const index_t b0 = cross ? std::max<index_t>(32, kStreamRowMin / row) : ext[0], b1 = cross ? 32 : ext[1];
   index_t idx[kMaxDims + 2] = {};
   while (true) {
     index_t fo = 0, to_ = 0;
     for (int e = 2; e < m; ++e) fo += idx[e] * fb[e], to_ += idx[e] * tb[e];
-    rows(to + to_, tb[0], tb[1], from + fo, fb[0], fb[1], ext[0], ext[1], row);
+    for (index_t j = 0; j < ext[1]; j += b1)
+      for (index_t i = 0; i < ext[0]; i += b0)
+        rows(to + to_ + i * tb[0] + j * tb[1], tb[0], tb[1], from + fo + i * fb[0] + j * fb[1], fb[0], fb[1],
+             std::min(b0, ext[0] - i), std::min(b1, ext[1] - j), row);
     int e = 2;
     for (; e < m; ++e) {
       if (++idx[e] < ext[e]) break;

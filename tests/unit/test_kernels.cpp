@@ -147,6 +147,44 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
   }
 }
 
+// A transposed box (a permuted region's segment: the source's dimension 0 at a
+// stride) copied by copy_run in blocks (walk_run's transposes): every element
+// where a plain loop puts it, for sizes below, at and across the blocks (32 x
+// 32 for 8-byte elements, 64 x 32 for 4-byte ones), both ways round (the target
+// or the source contiguous along the inner loop), with repetitions, streamed or
+// not, and nothing beside the box written.
+TEST(Kernels, TransposedBoxesCopyInBlocks) {
+  std::mt19937_64 rng(29);
+  for (const index_t es : {index_t{8}, index_t{4}, index_t{1}, index_t{12}})
+    for (const auto& [r, c] : {std::pair<index_t, index_t>{31, 33}, {32, 32}, {65, 7}, {100, 129}, {1, 70}, {70, 1}})
+      for (const bool source_permuted : {true, false})
+        for (const bool stream : {false, true}) {
+          // The box r x c in the target's order; the target column-major (ld r + 3),
+          // the source its transpose (ld c + 5); two repetitions across the target's columns.
+          const index_t tld = r + 3, sld = c + 5, reps = 2;
+          Coord shape{r, c}, ts{1, tld}, fs{sld, 1};
+          if (!source_permuted) std::swap(ts, fs);  // the source contiguous inside, the target at a stride
+          const auto span = [&](const Coord& st) { return 1 + (r - 1) * st[0] + (c - 1) * st[1]; };  // one repetition
+          const index_t tspan = span(ts), fspan = span(fs);
+          const std::array<index_t, 2> count{reps, 1}, tstep{tspan + 7, 0}, fstep{fspan + 2, 0};
+          const size_t guard = 64;
+          std::vector<std::byte> from(static_cast<size_t>((fstep[0] * reps + fspan) * es));
+          for (std::byte& b : from) b = static_cast<std::byte>(rng());
+          std::vector<std::byte> got(static_cast<size_t>((tstep[0] * reps + tspan) * es) + 2 * guard, std::byte{0x5a});
+          std::vector<std::byte> want = got;
+          for (index_t k = 0; k < reps; ++k)
+            for (index_t j = 0; j < c; ++j)
+              for (index_t i = 0; i < r; ++i)
+                for (index_t b = 0; b < es; ++b)
+                  want[guard + static_cast<size_t>((k * tstep[0] + i * ts[0] + j * ts[1]) * es + b)] =
+                      from[static_cast<size_t>((k * fstep[0] + i * fs[0] + j * fs[1]) * es + b)];
+          detail::copy_run(shape, 1, es, count, from.data(), fs, fstep, got.data() + guard, ts, tstep, stream);
+          if (stream) detail::stream_fence();
+          ASSERT_EQ(got, want) << "es " << es << " box " << r << "x" << c << (source_permuted ? " source" : " target")
+                               << " permuted" << (stream ? ", streamed" : "");
+        }
+}
+
 // populate_for_write (and its fallback, touch_pages) faults in exactly the pages
 // its range touches, from a range starting and ending inside a page, and keeps the
 // contents where the kernel's loop does it. mincore says which pages are resident.
