@@ -280,7 +280,9 @@ TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
       const std::string& why = *reason;
       EXPECT_EQ(why.rfind("fifo", 0), 0u) << why;
       EXPECT_EQ(why.find("runs in column order") != std::string::npos, k == 0) << "case " << k << ": " << why;
-      if (transposed) EXPECT_TRUE(detail::columns_help(pp.segments)) << "the target stacks the runs here too";
+      if (transposed) {
+        EXPECT_TRUE(detail::columns_help(pp.segments)) << "the target stacks the runs here too";
+      }
     }
   }
 }
