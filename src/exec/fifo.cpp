@@ -106,7 +106,8 @@ void pair_rows(const std::vector<Segment>& segs, const std::vector<std::int64_t>
   }
 }
 
-// Whether a pair's rows suit source order (fifo.hpp): their count and mean.
+}  // namespace
+
 bool source_order_suits(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where, int ndim,
                         index_t bytes) {
   const size_t per = record_size(ndim);
@@ -122,6 +123,8 @@ bool source_order_suits(const std::vector<Segment>& segs, const std::vector<std:
   }
   return rows > 0 && rows <= kSourceOrderRows && bytes / rows >= kWalkRowMin && bytes / rows <= kWalkRowMax;
 }
+
+namespace {
 
 // A pair's rows in source order, numbered in the message; each row's place on
 // this side: the target for a receiver (`where` given), the source for a sender.

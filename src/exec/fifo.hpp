@@ -40,6 +40,12 @@ inline constexpr index_t kFifoSlotBytes = index_t{64} << 10;
 // ring beside its local copies (shm.cpp; docs/shm.md "One walk for the rings").
 inline constexpr index_t kWalkRowMin = 256, kWalkRowMax = index_t{64} << 10;
 inline constexpr index_t kSourceOrderRows = index_t{1} << 20;
+// Whether a pair's rows suit source order: their count and mean, as above.
+// `where`: for a receiver, the sender's records of where each segment lies in
+// its source (exec/remote.hpp; rows contiguous on both sides); null: the
+// segments' own side (a sender, or shm's model of either side).
+bool source_order_suits(const std::vector<Segment>& segs, const std::vector<std::int64_t>* where, int ndim,
+                        index_t bytes);
 
 // Does column order write whole columns into this receiver's target (its
 // receive segments from one sender)? Some run is a 2-D box repeated down

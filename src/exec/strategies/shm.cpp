@@ -1047,13 +1047,6 @@ bool on_node(const RankPlan& rp, std::span<const int> node_of, int peer) {
 // The rings' part of the model above.
 constexpr index_t kModelPieces = index_t{1} << 18;  // more pieces: each segment at its own rows
 
-// Does a pair go in its sender's source order (Fifos' rule, fifo.cpp)?
-bool source_order(const PeerPlan& pp) {
-  index_t rows = 0;
-  for (const Segment& g : pp.segments) rows += run_rows(g.shape, g.run, g.count, g.step, g.step).rows;
-  return rows > 0 && rows <= kSourceOrderRows && pp.bytes / rows >= kWalkRowMin && pp.bytes / rows <= kWalkRowMax;
-}
-
 std::vector<StoragePiece> pieces_of(const PeerPlan& pp) {
   std::vector<StoragePiece> out;
   for (const Segment& g : pp.segments) add_pieces(g.shape, g.run, g.at, g.count, g.step, out);
@@ -1106,10 +1099,11 @@ double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>&
   // Sends: the walk's rings (source order, merged rows 256 B to 64 KB), the
   // others packed along their rows (merged in source order).
   std::vector<size_t> walked;
+  std::vector<StoragePiece> walked_pieces;  // theirs, in order
   for (size_t i = 0; i < rp.sends.size(); ++i) {
     const PeerPlan& pp = rp.sends[i];
     if (!send_on[i]) continue;
-    if (!source_order(pp)) {
+    if (!source_order_suits(pp.segments, nullptr, rp.ndim, pp.bytes)) {
       t += per_segment(pp, es, rt);
       continue;
     }
@@ -1118,6 +1112,7 @@ double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>&
     const index_t mean = st.rows > 0 ? pp.bytes / st.rows : 0;
     if (mean >= kWalkRowMin && mean <= kWalkRowMax) {
       walked.push_back(i);
+      walked_pieces.insert(walked_pieces.end(), ps.begin(), ps.end());
       for (const Segment& g : pp.segments) walk_rows += run_rows(g.shape, g.run, g.count, g.step, g.step).rows;
       walk_bytes += pp.bytes;
     } else {
@@ -1133,11 +1128,12 @@ double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>&
   }) || std::any_of(rp.sends.begin(), rp.sends.end(), [](const PeerPlan& pp) { return !columns_read_along(pp.segments); });
   for (size_t i = 0; i < rp.receives.size(); ++i) {
     if (!recv_on[i]) continue;
-    if (!source_order(rp.receives[i]) && (permuted || !columns_help(rp.receives[i].segments))) {
-      t += per_segment(rp.receives[i], es, rt);
+    const PeerPlan& pp = rp.receives[i];
+    if (!source_order_suits(pp.segments, nullptr, rp.ndim, pp.bytes) && (permuted || !columns_help(pp.segments))) {
+      t += per_segment(pp, es, rt);
       continue;
     }
-    const std::vector<StoragePiece> ps = pieces_of(rp.receives[i]);
+    const std::vector<StoragePiece> ps = pieces_of(pp);
     t += along(ps, merge_stretches(ps).row, es, rt);
   }
   // The walk (build_rows: none above kMaxRows rows, or under kSortRowsAbove bytes a row on average).
@@ -1151,8 +1147,7 @@ double ring_copies(const RankPlan& rp, const Rates& rt, const std::vector<char>&
     add_pieces(c.shape, c.run, c.to, c.count, c.to_step, to);
   }
   const size_t locals = from.size();
-  for (const size_t i : walked)
-    for (const Segment& g : rp.sends[i].segments) add_pieces(g.shape, g.run, g.at, g.count, g.step, from);
+  from.insert(from.end(), walked_pieces.begin(), walked_pieces.end());
   std::vector<index_t> row = merge_stretches(from).row;
   const std::vector<index_t> written = merge_stretches(to).row;
   for (size_t k = 0; k < locals; ++k) row[k] = std::min(row[k], written[k]);
