@@ -23,8 +23,9 @@ const char* kUsage = R"(usage: mpirun -np 2 redist calibrate [options]
 Measures, between ranks 0 and 1, what the cost model of `auto` needs (paper 000
 sec. 7, paper 002 Eq. 1): a NetPIPE-like ping-pong from 8 B to --max-size
 (median one-way time per size; the 8-byte time is the per-message startup),
-single-core memcpy bandwidth and strided row copies (8 B .. 1 MB rows), MPI
-derived-datatype transfers of such rows, and process_vm_readv per row. Saves
+single-core memcpy bandwidth, strided row copies (8 B .. 1 MB rows) and
+transposed copies (4, 8 and 16 B elements), MPI derived-datatype transfers of
+such rows and of transposes, and process_vm_readv per row. Saves
 them as JSON with the host name, core count, build and MPI library. An existing
 calibration file is reused unless --force; a file there that is no calibration
 is not replaced without --force. Needs 2 or more ranks; takes a few seconds.
@@ -70,6 +71,9 @@ void summary(const Machine& m, const std::string& path) {
   curve("row copy (pack/unpack)", m.copy);
   curve("datatype rows (alltoallw)", m.datatype);
   curve("process_vm_readv rows", m.vm_read);
+  // By element size (an older file has none).
+  curve("transposed copy, elements", m.transpose);
+  curve("transposed datatype, elem.", m.datatype_transpose);
 }
 
 // Empty when `path` can be written (its folder made if missing: `made` says

@@ -40,9 +40,18 @@ struct Machine {
   Curve copy{};      // row bytes -> seconds per byte, strided rows into a packed buffer
   Curve datatype{};  // row bytes -> seconds per byte, exchange of an hvector of rows
   Curve vm_read{};   // row bytes -> seconds per byte, process_vm_readv of rows (empty: unavailable)
+  // element bytes -> seconds per byte, a transposed copy (a permuted region's
+  // box: one side read along its rows, the other written along its own, in
+  // walk_run's blocks); empty in an older file (the copy curve at one element's
+  // row is used then).
+  Curve transpose{};
+  // element bytes -> seconds per byte, an exchange of a transposed box through
+  // MPI's datatype engine on both sides (alltoallw of a permuted region); empty
+  // in an older file (the datatype curve at one element's row).
+  Curve datatype_transpose{};
   // The row curves again, measured on a footprint that fits in the cache; the
   // model blends the two by the fraction of a plan's bytes that come from memory.
-  Curve copy_small{}, datatype_small{}, vm_read_small{};
+  Curve copy_small{}, datatype_small{}, vm_read_small{}, transpose_small{};
   double small_footprint = 0, large_footprint = 0;  // bytes touched per rank in each
   // Where the caches end: bytes touched per rank -> seconds per byte of 1.5 KB rows,
   // from the small footprint to the large one (both ranks at once: they share the

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -59,6 +60,16 @@ void copy_rows(std::vector<char>& src, std::vector<char>& dst, size_t row, size_
                     static_cast<index_t>(bytes / row), static_cast<index_t>(row), stream);
   if (stream) detail::stream_fence();
   src[row / 2] = dst[row / 3];  // keep the copies observable
+}
+
+// The side of a square box of about `bytes` in elements of `es` bytes for the
+// transposed copies: a multiple of 16 elements, 48 fewer than the largest, so
+// that its leading dimension is no power of two (2048 doubles, 16 KB, put the
+// 32 lines of a block into the same cache sets: 1.3 GB/s per rank where 2000
+// ran at 3 GB/s; arrays of applications seldom have such strides).
+index_t box_side(size_t bytes, index_t es) {
+  const auto n = static_cast<index_t>(std::sqrt(static_cast<double>(bytes) / static_cast<double>(es)));
+  return std::max<index_t>(16, n / 16 * 16 - 48);
 }
 
 std::string now() {
@@ -133,7 +144,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
   // 2. Single-core memcpy of large buffers (rank 0 alone: Bmemcpy of Eq. 5), then
   // strided rows gathered into a packed buffer on both ranks (pack and unpack).
   {
-    say("memcpy bandwidth (one core) and row copies (8 B .. 1 MB rows, both ranks)");
+    say("memcpy bandwidth (one core), row copies (8 B .. 1 MB rows) and transposed copies (both ranks)");
     const size_t big = static_cast<size_t>(o.quick ? 16 : 64) << 20;
     std::vector<char> a(active ? std::max(big, 3 * kLarge) : 0, 1), b(active ? std::max(big, kLarge) : 0, 2);
     // The faster of memcpy and the strategies' streaming copy (which skips reading
@@ -166,6 +177,26 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
         (f ? m.copy : m.copy_small).x.push_back(static_cast<double>(row));
         (f ? m.copy : m.copy_small).y.push_back(tr / static_cast<double>(bytes));
       }
+    // Transposed copies (a permuted region's boxes, walked in blocks by
+    // walk_run): an n x n box read along one side's rows and written along the
+    // other's, per element size (4, 8 and 16 B: the kernel has a path for each
+    // of the first two; quick: 8 B only), both footprints.
+    const std::vector<index_t> elems = o.quick ? std::vector<index_t>{8} : std::vector<index_t>{4, 8, 16};
+    for (int f = 0; f < 2; ++f)
+      for (index_t es : elems) {
+        const index_t n = box_side(f ? kLarge : kSmall, es);
+        const size_t moved = static_cast<size_t>(n * n * es);
+        const bool stream = detail::stream_for(static_cast<index_t>(moved));
+        const double tr = both(reps_large, [&] {
+          if (!active) return;
+          detail::copy_run(Coord{n, n}, 1, es, {1, 1}, reinterpret_cast<const std::byte*>(a.data()), Coord{n, 1},
+                           {0, 0}, reinterpret_cast<std::byte*>(b.data()), Coord{1, n}, {0, 0}, stream);
+          if (stream) detail::stream_fence();
+          a[5] = b[11];
+        });
+        (f ? m.transpose : m.transpose_small).x.push_back(static_cast<double>(es));
+        (f ? m.transpose : m.transpose_small).y.push_back(tr / static_cast<double>(moved));
+      }
     // Where the caches end, between the two footprints (2, 3, 4, 6, ... 32 MB moved).
     // The small ones get more repetitions: the first few after the 32 MB rows
     // above still miss (one warm-up left the 6 MB point at 2x the 9 MB one).
@@ -182,7 +213,7 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
     // 3. Exchanges: both ranks send and receive at once. Contiguous messages (p2p),
     // streams of many small messages (segment: the cost per message grows with the
     // number in flight), rows through MPI's datatype engine (alltoallw).
-    say("exchanges: messages, streams of small messages, derived-datatype rows");
+    say("exchanges: messages, streams of small messages, derived-datatype rows and transposes");
     const size_t xmax = static_cast<size_t>(std::min<index_t>(o.max_size, index_t{64} << 20));
     const size_t bufsize = std::max(2 * xmax, 3 * kLarge);
     std::vector<char> sb(pair ? bufsize : 0, 3), rb(pair ? bufsize : 0, 4);
@@ -223,6 +254,27 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       check_mpi(MPI_Type_free(&ty), "MPI_Type_free", comm);
       (f ? m.datatype : m.datatype_small).x.push_back(static_cast<double>(row));
       (f ? m.datatype : m.datatype_small).y.push_back(t / static_cast<double>(bytes));
+    }
+
+    // Transposed boxes through the datatype engine (alltoallw of a permuted
+    // region: box_type's elements at the source's stride) on both sides, per
+    // element size, from memory (each side gets half: datatype_engine_time).
+    // Quick: 8 B elements in a box of 16 MB (0.3-0.4 GB/s: 100 ms a repetition
+    // at 32 MB; a box of 8 MB stays in the last-level cache and ran at 0.55).
+    for (index_t es : o.quick ? std::vector<index_t>{8} : std::vector<index_t>{4, 8}) {
+      const index_t n = box_side(o.quick ? kLarge / 2 : kLarge, es);
+      MPI_Datatype col, ty;
+      check_mpi(MPI_Type_create_hvector(static_cast<int>(n), static_cast<int>(es), static_cast<MPI_Aint>(n * es),
+                                        MPI_BYTE, &col),
+                "MPI_Type_create_hvector", comm);
+      check_mpi(MPI_Type_create_hvector(static_cast<int>(n), 1, static_cast<MPI_Aint>(es), col, &ty),
+                "MPI_Type_create_hvector", comm);
+      check_mpi(MPI_Type_commit(&ty), "MPI_Type_commit", comm);
+      const double t = both(reps_large, [&] { exchange(ty, 1); });
+      check_mpi(MPI_Type_free(&ty), "MPI_Type_free", comm);
+      check_mpi(MPI_Type_free(&col), "MPI_Type_free", comm);
+      m.datatype_transpose.x.push_back(static_cast<double>(es));
+      m.datatype_transpose.y.push_back(t / static_cast<double>(n * n * es));
     }
 
     // 4. process_vm_readv of rows, both ranks reading the other's memory at once,

@@ -47,19 +47,28 @@ double Machine::net_bandwidth(double bytes) const {
 namespace detail {
 
 Runs runs_of(const Segment& s, index_t es) {
-  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, packed_steps(s.shape, s.count));
-  return {static_cast<double>(r.row * es), static_cast<double>(r.rows)};
+  const std::array<index_t, 2> packed = packed_steps(s.shape, s.count);
+  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, packed);
+  const bool cross = loops_of(s.shape, s.run, es, s.count, s.at.strides, s.step, packed_strides(s.shape), packed).cross;
+  return {static_cast<double>(r.row * es), static_cast<double>(r.rows), cross, static_cast<double>(es)};
 }
 
 Runs runs_of(const LocalCopy& c, index_t es) {
   const RunRows r = run_rows(c.shape, c.run, c.count, c.from_step, c.to_step);
-  return {static_cast<double>(r.row * es), static_cast<double>(r.rows)};
+  const bool cross = loops_of(c.shape, c.run, es, c.count, c.from.strides, c.from_step, c.to.strides, c.to_step).cross;
+  return {static_cast<double>(r.row * es), static_cast<double>(r.rows), cross, static_cast<double>(es)};
 }
 
 double Rate::at(double row) const {
   if (large->empty()) return fallback;
   if (small->empty()) return large->at(row);
   return w * large->at(row) + (1 - w) * small->at(row);
+}
+
+double Rate::across(double elem_bytes) const {
+  if (!cross_large || cross_large->empty()) return at(elem_bytes);
+  if (!cross_small || cross_small->empty()) return cross_large->at(elem_bytes);
+  return w * cross_large->at(elem_bytes) + (1 - w) * cross_small->at(elem_bytes);
 }
 
 // The footprint f: bytes read from the source plus bytes written to the target;
@@ -89,8 +98,8 @@ Rates rates(const RankPlan& rp, const Machine& m, bool packs) {
   // from-memory curve at every footprint: blending in the in-cache curve as for the
   // other strategies predicted it 15-30% fast at 8-40 MB footprints and made auto pick
   // it wrongly in the blocksize suite (docs/strategies.md, "How auto decides").
-  return {{&m.copy, &m.copy_small, w, inv_mem},
-          {&m.datatype, &m.datatype_small, w, inv_net + 2 * inv_mem},
+  return {{&m.copy, &m.copy_small, w, inv_mem, &m.transpose, &m.transpose_small},
+          {&m.datatype, &m.datatype_small, w, inv_net + 2 * inv_mem, &m.datatype_transpose, nullptr},
           {&m.vm_read, &m.vm_read_small, 1, inv_mem}};
 }
 

@@ -139,7 +139,10 @@ auto curves(M& m) -> std::vector<Named<std::remove_reference_t<decltype((m.copy)
           {"copy_small_row_bytes", "copy_small_s_per_byte", &m.copy_small},
           {"datatype_small_row_bytes", "datatype_small_s_per_byte", &m.datatype_small},
           {"vm_read_small_row_bytes", "vm_read_small_s_per_byte", &m.vm_read_small},
-          {"footprint_bytes", "footprint_s_per_byte", &m.footprint}};
+          {"footprint_bytes", "footprint_s_per_byte", &m.footprint},
+          {"transpose_elem_bytes", "transpose_s_per_byte", &m.transpose},
+          {"datatype_transpose_elem_bytes", "datatype_transpose_s_per_byte", &m.datatype_transpose},
+          {"transpose_small_elem_bytes", "transpose_small_s_per_byte", &m.transpose_small}};
 }
 
 }  // namespace

@@ -10,9 +10,13 @@
 
 namespace redist::detail {
 
-// A copy of `rows` rows of `row_bytes` contiguous bytes.
+// A copy of `rows` rows of `row_bytes` contiguous bytes; `cross`: a transpose
+// the kernel walks in blocks (loops_of), elements of `elem_bytes` each read
+// along one side's rows and written along the other's.
 struct Runs {
   double row_bytes, rows;
+  bool cross = false;
+  double elem_bytes = 0;
 };
 // The rows a copy kernel moves for a run (kernels/copy.hpp, run_rows): a
 // segment's longest contiguous run is one row, and repetitions adjacent on both
@@ -28,8 +32,15 @@ struct Rate {
   const Curve* small;
   double w;  // 1: all from memory
   double fallback;
+  // Transposed copies (Runs::cross), by element bytes; null or empty: at()
+  // at one element's row.
+  const Curve* cross_large = nullptr;
+  const Curve* cross_small = nullptr;
   double at(double row) const;
-  double time(Runs r) const { return r.rows * r.row_bytes * at(r.row_bytes); }
+  double across(double elem_bytes) const;  // seconds per byte of a transposed copy
+  double time(Runs r) const {
+    return r.rows * r.row_bytes * (r.cross ? across(r.elem_bytes) : at(r.row_bytes));
+  }
 };
 
 struct Rates {

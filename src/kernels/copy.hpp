@@ -150,6 +150,60 @@ inline bool gather_stream4(std::byte* to, const std::byte* from, index_t fs, ind
 #endif
 }
 
+// A transposed block of 8-byte elements: n1 target rows `ts1` bytes apart, row j
+// the n0 elements at from + j * 8 + i * fs bytes (i < n0), so that source
+// element (i, j + 1) follows (i, j). Two target rows at a time: one 16-byte
+// load of (i, j) and (i, j + 1) for each i, four of them unpacked into two
+// 16-byte stores in each row, and the next source line of the block's rows
+// fetched ahead every 8 rows (the hardware does not follow lines 8 KB apart).
+// Gathering one element per load (gather_stream8) ran 8000^2 doubles at 1.2-1.5
+// GB/s per rank, this at 2.2-2.7 (both ranks at once, docs/transforms.md).
+// With `stream`, streaming stores: false (nothing written) where `to` or `ts1`
+// is not a multiple of 8, or the rows start on different 16-byte boundaries.
+template <bool Stream>
+inline bool transpose8(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1) {
+#if defined(__SSE2__) && defined(__x86_64__)
+  const auto at = reinterpret_cast<std::uintptr_t>(to);
+  if (Stream && ((at & 7) || (ts1 & 15))) return false;
+  auto put = [](std::byte* t, __m128d v) {
+    if constexpr (Stream) _mm_stream_pd(reinterpret_cast<double*>(t), v);
+    else _mm_storeu_pd(reinterpret_cast<double*>(t), v);
+  };
+  auto one = [](std::byte* t, const std::byte* f) {
+    long long v;
+    std::memcpy(&v, f, 8);
+    if constexpr (Stream) _mm_stream_si64(reinterpret_cast<long long*>(t), v);
+    else std::memcpy(t, &v, 8);
+  };
+  const index_t head = Stream && (at & 8) ? std::min<index_t>(1, n0) : 0;  // to a 16-byte boundary first
+  index_t j = 0;
+  for (; j + 2 <= n1; j += 2) {
+    std::byte* t0 = to + j * ts1;
+    std::byte* t1 = t0 + ts1;
+    const std::byte* f = from + j * 8;
+    if ((j & 7) == 0)
+      for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+    for (index_t i = 0; i < head; ++i) one(t0 + i * 8, f + i * fs), one(t1 + i * 8, f + i * fs + 8);
+    index_t i = head;
+    for (; i + 4 <= n0; i += 4) {
+      const __m128d a = _mm_loadu_pd(reinterpret_cast<const double*>(f + i * fs));
+      const __m128d b = _mm_loadu_pd(reinterpret_cast<const double*>(f + (i + 1) * fs));
+      const __m128d c = _mm_loadu_pd(reinterpret_cast<const double*>(f + (i + 2) * fs));
+      const __m128d d = _mm_loadu_pd(reinterpret_cast<const double*>(f + (i + 3) * fs));
+      put(t0 + i * 8, _mm_unpacklo_pd(a, b)), put(t0 + i * 8 + 16, _mm_unpacklo_pd(c, d));
+      put(t1 + i * 8, _mm_unpackhi_pd(a, b)), put(t1 + i * 8 + 16, _mm_unpackhi_pd(c, d));
+    }
+    for (; i < n0; ++i) one(t0 + i * 8, f + i * fs), one(t1 + i * 8, f + i * fs + 8);
+  }
+  for (; j < n1; ++j)
+    for (index_t i = 0; i < n0; ++i) one(to + j * ts1 + i * 8, from + j * 8 + i * fs);
+  return true;
+#else
+  (void)to, (void)ts1, (void)from, (void)fs, (void)n0, (void)n1;
+  return false;
+#endif
+}
+
 // The first dimension of a box of `shape` outside its leading contiguous run of
 // `run` elements (a product of leading extents): the rows of the box are walked
 // over the dimensions from there on.
@@ -205,6 +259,11 @@ inline void copy_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* 
   // 8 KB columns) stream as one chain (copy_row_chained): whole lines leave the
   // core without being read first; single elements of 8 bytes two at a time
   // (gather_stream8).
+  // A transposed block of doubles (walk_run's cross blocks): two rows at a time.
+  if (row == 8 && ts0 == 8 && fs1 == 8 && n0 > 1 && n1 > 1 &&
+      (stream && n0 * row >= kStreamRowMin ? transpose8<true>(to, ts1, from, fs0, n0, n1)
+                                           : !stream && transpose8<false>(to, ts1, from, fs0, n0, n1)))
+    return;
   if (stream && ts0 == row && row < kStreamRowMin && row % 8 == 0 && n0 * row >= kStreamRowMin) {
     for (index_t j = 0; j < n1; ++j) {
       if (row == 8 && gather_stream8(to + j * ts1, from + j * fs1, fs0, n0)) continue;
@@ -251,21 +310,32 @@ inline index_t absolute(index_t v) { return v < 0 ? -v : v; }
 // over the box's dimensions outside the contiguous row and the repetition levels
 // not merged into it, ordered by step; the two innermost loops go to
 // rows(to, ts0, ts1, from, fs0, fs1, n0, n1, row_bytes) (copy_rows' arguments).
-template <class Rows>
-inline void walk_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
-                     const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
-                     const Coord& ts, const std::array<index_t, 2>& tstep, Rows&& rows) {
-  const RunRows rr = run_rows(shape, run, count, fstep, tstep);
-  const index_t row = rr.row * es;
+// How walk_run walks a run: m loops, ext[0] the innermost and ext[1] the next
+// (the rows callback runs both, in blocks of b1 x b0 where `cross`), byte steps
+// fb (source) and tb (target); `row` bytes contiguous on both sides.
+struct Loops {
   index_t ext[kMaxDims + 2], fb[kMaxDims + 2], tb[kMaxDims + 2];
   int m = 0;
+  index_t row = 0, b0 = 0, b1 = 0;
+  bool cross = false;  // a transpose's pair of loops, walked in blocks
+};
+inline Loops loops_of(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+                      const Coord& fs, const std::array<index_t, 2>& fstep, const Coord& ts,
+                      const std::array<index_t, 2>& tstep) {
+  const RunRows rr = run_rows(shape, run, count, fstep, tstep);
+  Loops l;
+  l.row = rr.row * es;
+  index_t* ext = l.ext;
+  index_t* fb = l.fb;
+  index_t* tb = l.tb;
+  int& m = l.m;
   auto add = [&](index_t e, index_t f, index_t t) {
     if (e > 1) ext[m] = e, fb[m] = f * es, tb[m] = t * es, ++m;
   };
   if (rr.merged == 0)
     for (int d = first_dim_outside(shape, rr.row); d < shape.ndim(); ++d) add(shape[d], fs[d], ts[d]);
   for (int k = rr.merged; k < 2; ++k) add(count[k], fstep[k], tstep[k]);
-  if (m == 0) return rows(to, 0, 0, from, 0, 0, 1, 1, row);
+  if (m == 0) return l;
   // The level with the smallest byte steps (both sides together) runs innermost,
   // the others outward by step: a cyclic piece repeated every few elements down a
   // column is walked down the column, not across columns 8 KB apart, and a box of
@@ -283,11 +353,34 @@ inline void walk_run(const Coord& shape, index_t run, index_t es, const std::arr
   // 32). So in blocks of b1 x b0 elements, the target's contiguous loop inside
   // (its rows gathered into whole streamed stores, copy_rows), b0 rows of at
   // least kStreamRowMin bytes on the target, b1 = 32 lines of the other side.
-  const bool cross = ext[0] > 1 && ext[1] > 1 &&
-                     ((tb[0] == row && fb[1] == row && absolute(fb[0]) != row) ||
-                      (fb[0] == row && tb[1] == row && absolute(tb[0]) != row));
-  if (cross && tb[1] == row) std::swap(ext[0], ext[1]), std::swap(fb[0], fb[1]), std::swap(tb[0], tb[1]);
-  const index_t b0 = cross ? std::max<index_t>(32, kStreamRowMin / row) : ext[0], b1 = cross ? 32 : ext[1];
+  const index_t row = l.row;
+  l.cross = ext[0] > 1 && ext[1] > 1 &&
+            ((tb[0] == row && fb[1] == row && absolute(fb[0]) != row) ||
+             (fb[0] == row && tb[1] == row && absolute(tb[0]) != row));
+  if (l.cross && tb[1] == row) std::swap(ext[0], ext[1]), std::swap(fb[0], fb[1]), std::swap(tb[0], tb[1]);
+  l.b0 = l.cross ? std::max<index_t>(32, kStreamRowMin / row) : ext[0];
+  l.b1 = l.cross ? 32 : ext[1];
+  return l;
+}
+
+// Walks a run (see RunRows) of elements of `es` bytes. Strides and steps are in
+// elements (dimension 0 contiguous unless a permuted side gives it a stride).
+// `run`: the elements of one box's leading run contiguous on both sides
+// (Segment::run / LocalCopy::run, computed by the planner), one row, so a whole
+// tile-sized segment is one row. The rows are walked as one strided loop nest
+// over the box's dimensions outside the contiguous row and the repetition levels
+// not merged into it (loops_of); the two innermost loops go to
+// rows(to, ts0, ts1, from, fs0, fs1, n0, n1, row_bytes) (copy_rows' arguments).
+template <class Rows>
+inline void walk_run(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
+                     const std::byte* from, const Coord& fs, const std::array<index_t, 2>& fstep, std::byte* to,
+                     const Coord& ts, const std::array<index_t, 2>& tstep, Rows&& rows) {
+  const Loops l = loops_of(shape, run, es, count, fs, fstep, ts, tstep);
+  const index_t row = l.row;
+  if (l.m == 0) return rows(to, 0, 0, from, 0, 0, 1, 1, row);
+  const int m = l.m;
+  const index_t *ext = l.ext, *fb = l.fb, *tb = l.tb;
+  const index_t b0 = l.b0, b1 = l.b1;
   index_t idx[kMaxDims + 2] = {};
   while (true) {
     index_t fo = 0, to_ = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include "cost/model.hpp"  // storage_run, merge_stretches
 #include "exec/fifo.hpp"   // columns_help
@@ -26,6 +27,9 @@ Machine machine() {
   m.copy = {{80, 1e6}, {1 / 4e9, 1 / 20e9}};
   m.datatype = {{80, 1e6}, {1 / 2e9, 1 / 8e9}};
   m.vm_read = {{80, 1e6}, {1 / 0.5e9, 1 / 10e9}};
+  m.transpose = {{4, 8, 16}, {1 / 1e9, 1 / 2e9, 1 / 2.5e9}};
+  m.transpose_small = {{4, 8, 16}, {1 / 3e9, 1 / 4e9, 1 / 5e9}};
+  m.datatype_transpose = {{4, 8}, {1 / 0.2e9, 1 / 0.3e9}};
   m.hostname = "host \"x\"", m.build = "test", m.mpi_library = "lib", m.created = "now";
   m.cores = 2, m.ranks = 2;
   return m;
@@ -79,7 +83,10 @@ TEST(Cost, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(r.bnet, m.bnet);
   EXPECT_DOUBLE_EQ(r.startup, m.startup);
   for (auto [a, b] : {std::pair{&m.pingpong, &r.pingpong}, {&m.exchange, &r.exchange}, {&m.stream, &r.stream},
-                      {&m.copy, &r.copy}, {&m.datatype, &r.datatype}, {&m.vm_read, &r.vm_read}}) {
+                      {&m.copy, &r.copy}, {&m.datatype, &r.datatype}, {&m.vm_read, &r.vm_read},
+                      {&m.transpose, &r.transpose}, {&m.transpose_small, &r.transpose_small},
+                      {&m.datatype_transpose, &r.datatype_transpose}}) {
+    ASSERT_FALSE(a->empty());
     ASSERT_EQ(a->x.size(), b->x.size());
     for (size_t i = 0; i < a->x.size(); ++i) {
       EXPECT_NEAR(b->x[i], a->x[i], 1e-8 * a->x[i]);
@@ -94,6 +101,16 @@ TEST(Cost, JsonRoundTrip) {
   EXPECT_EQ(f.source, path);
   EXPECT_EQ(to_json(f), to_json(m));
   EXPECT_FALSE(load_machine(path + ".missing", f));
+  // A file from before the transposed curves: read, those curves empty.
+  std::string older;
+  std::istringstream lines(to_json(m));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("transpose") == std::string::npos) older += line + "\n";
+  if (const size_t comma = older.rfind(','); older.find_first_not_of(" \n", comma + 1) == older.rfind('}'))
+    older.erase(comma, 1);  // the last curve went: no comma before the brace
+  const Machine o = machine_from_json(older);
+  EXPECT_TRUE(o.transpose.empty() && o.transpose_small.empty() && o.datatype_transpose.empty());
+  EXPECT_EQ(o.copy.y, r.copy.y);
 }
 
 TEST(Cost, BadJsonIsAClearError) {
@@ -433,6 +450,60 @@ TEST(Cost, P2pSendsAndReceivesStorageRunsInPlace) {
   EXPECT_NEAR(predict(r0, "p2p", m).memcpy, static_cast<double>(r0.stats.bytes_sent + r0.stats.bytes_local) * f.copy,
               1e-12);
   EXPECT_NEAR(predict(r1, "p2p", m).memcpy, static_cast<double>(r1.stats.bytes_received) * f.copy, 1e-12);
+}
+
+}  // namespace
+
+namespace {
+
+// A transpose (a permuted region) is packed and copied across, in walk_run's
+// blocks (loops_of: cross), at the measured transposed rate for its element
+// size; its unpacking (target rows) at the row curve; alltoallw's engine reads
+// the transposed rows at the datatype transposes' rate. By hand on the flat
+// machine with the two transposed curves, and the older model (one element's
+// row on the row curves) where a calibration file has none.
+TEST(Cost, TransposesAreChargedAtTheTransposedRates) {
+  const Flat f;
+  Machine m = f.machine();
+  const double across = 1 / 2e9, engine = 1 / 0.5e9;
+  m.transpose = {{4, 8, 16}, {1 / 1e9, across, 1 / 3e9}};
+  m.datatype_transpose = {{4, 8}, {1 / 0.2e9, engine}};
+  const Machine old = f.machine();
+  const Layout src = Layout::parse("400x300 tile=50x50 block_cyclic grid=1x2 storage=local_array");
+  const Layout dst = Layout::parse("300x400 tile=50x50 block_cyclic grid=1x2 storage=local_array");
+  const Region tr = Region::parse("300x400 transpose");
+  for (int rank : {0, 1}) {
+    const RankPlan rp = plan_rank(src, dst, tr, rank, 2);
+    ASSERT_GT(rp.stats.bytes_sent, 0);
+    ASSERT_GT(rp.stats.bytes_local, 0);
+    // The source side of every piece is read across, the target's is not.
+    for (const PeerPlan& pp : rp.sends)
+      for (const Segment& g : pp.segments) ASSERT_TRUE(detail::runs_of(g, 8).cross);
+    for (const PeerPlan& pp : rp.receives)
+      for (const Segment& g : pp.segments) ASSERT_FALSE(detail::runs_of(g, 8).cross);
+    for (const LocalCopy& c : rp.locals) ASSERT_TRUE(detail::runs_of(c, 8).cross);
+    const auto b = [](index_t n) { return static_cast<double>(n); };
+    const double sent = b(rp.stats.bytes_sent), received = b(rp.stats.bytes_received), local = b(rp.stats.bytes_local);
+    // p2p: sends packed and local pieces copied across, receives unpacked along rows.
+    EXPECT_NEAR(predict(rp, "p2p", m).memcpy, (sent + local) * across + received * f.copy, 1e-12) << "rank " << rank;
+    EXPECT_NEAR(predict(rp, "p2p", old).memcpy, (sent + local + received) * f.copy, 1e-12) << "rank " << rank;
+    // shm on the heap: a transpose's rings are packed and its pieces copied
+    // segment by segment (never in the walk's source order), across the same.
+    EXPECT_NEAR(predict(rp, "shm", m, true).memcpy - predict(rp, "shm", old, true).memcpy,
+                (sent + local) * (across - f.copy), 1e-12)
+        << "rank " << rank;
+    // alltoallw: half of what the engine's transposed rows take beyond the wire on
+    // the way out (the received rows cost the flat machine nothing beyond it), and
+    // the local pieces copied across.
+    double out = 0;
+    for (const PeerPlan& pp : rp.sends) {
+      const double wire = f.exchange(pp.bytes) / b(pp.bytes);
+      out += b(pp.bytes) * std::max(0.0, engine - wire) / 2;
+    }
+    const Prediction w = predict(rp, "alltoallw", m);
+    EXPECT_NEAR(w.memcpy, local * across, 1e-12) << "rank " << rank;
+    EXPECT_NEAR(w.comm - predict(rp, "alltoallw", old).comm, out, 1e-9) << "rank " << rank;
+  }
 }
 
 }  // namespace

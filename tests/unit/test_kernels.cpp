@@ -152,13 +152,16 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
 // where a plain loop puts it, for sizes below, at and across the blocks (32 x
 // 32 for 8-byte elements, 64 x 32 for 4-byte ones), both ways round (the target
 // or the source contiguous along the inner loop), with repetitions, streamed or
-// not, and nothing beside the box written.
+// not, the target on or one element off a 16-byte boundary and leading
+// dimensions odd and even (transpose8's paths for doubles), and nothing beside
+// the box written.
 TEST(Kernels, TransposedBoxesCopyInBlocks) {
   std::mt19937_64 rng(29);
   for (const index_t es : {index_t{8}, index_t{4}, index_t{1}, index_t{12}})
     for (const auto& [r, c] : {std::pair<index_t, index_t>{31, 33}, {32, 32}, {65, 7}, {100, 129}, {1, 70}, {70, 1}})
       for (const bool source_permuted : {true, false})
-        for (const bool stream : {false, true}) {
+        for (const bool stream : {false, true})
+          for (const index_t shift : {0, 1}) {  // the target one element off a 16-byte boundary
           // The box r x c in the target's order; the target column-major (ld r + 3),
           // the source its transpose (ld c + 5); two repetitions across the target's columns.
           const index_t tld = r + 3, sld = c + 5, reps = 2;
@@ -178,10 +181,13 @@ TEST(Kernels, TransposedBoxesCopyInBlocks) {
                 for (index_t b = 0; b < es; ++b)
                   want[guard + static_cast<size_t>((k * tstep[0] + i * ts[0] + j * ts[1]) * es + b)] =
                       from[static_cast<size_t>((k * fstep[0] + i * fs[0] + j * fs[1]) * es + b)];
-          detail::copy_run(shape, 1, es, count, from.data(), fs, fstep, got.data() + guard, ts, tstep, stream);
+          std::vector<std::byte> out(got.size() + 16, std::byte{0x5a}), expect = out;
+          const size_t off = static_cast<size_t>(shift * es);
+          std::copy(want.begin(), want.end(), expect.begin() + static_cast<std::ptrdiff_t>(off));
+          detail::copy_run(shape, 1, es, count, from.data(), fs, fstep, out.data() + guard + off, ts, tstep, stream);
           if (stream) detail::stream_fence();
-          ASSERT_EQ(got, want) << "es " << es << " box " << r << "x" << c << (source_permuted ? " source" : " target")
-                               << " permuted" << (stream ? ", streamed" : "");
+          ASSERT_EQ(out, expect) << "es " << es << " box " << r << "x" << c << (source_permuted ? " source" : " target")
+                                 << " permuted" << (stream ? ", streamed" : "") << ", shifted " << shift;
         }
 }
 
