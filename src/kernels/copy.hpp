@@ -204,6 +204,57 @@ inline bool transpose8(std::byte* to, index_t ts1, const std::byte* from, index_
 #endif
 }
 
+// The same for 4-byte elements, four target rows at a time: a 16-byte load of
+// (i, j .. j + 3) for each of four i, transposed in registers into four 16-byte
+// stores, one per row (8000^2 floats: 1.1-1.3 GB/s per rank gathered by
+// gather_stream4, 3.3-3.5 with this; docs/transforms.md). With `stream`: false
+// (nothing written) where `to` is not a multiple of 4 or `ts1` of 16.
+template <bool Stream>
+inline bool transpose4(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1) {
+#if defined(__SSE2__) && defined(__x86_64__)
+  const auto at = reinterpret_cast<std::uintptr_t>(to);
+  if (Stream && ((at & 3) || (ts1 & 15))) return false;
+  auto one = [](std::byte* t, const std::byte* f) {
+    int v;
+    std::memcpy(&v, f, 4);
+    if constexpr (Stream) _mm_stream_si32(reinterpret_cast<int*>(t), v);
+    else std::memcpy(t, &v, 4);
+  };
+  const index_t head = Stream ? std::min<index_t>(static_cast<index_t>((16 - (at & 15)) & 15) / 4, n0) : 0;
+  index_t j = 0;
+  for (; j + 4 <= n1; j += 4) {
+    std::byte* t0 = to + j * ts1;
+    const std::byte* f = from + j * 4;
+    if ((j & 15) == 0)
+      for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+    for (index_t i = 0; i < head; ++i)
+      for (index_t r = 0; r < 4; ++r) one(t0 + r * ts1 + i * 4, f + i * fs + r * 4);
+    index_t i = head;
+    for (; i + 4 <= n0; i += 4) {
+      __m128 a = _mm_loadu_ps(reinterpret_cast<const float*>(f + i * fs));
+      __m128 b = _mm_loadu_ps(reinterpret_cast<const float*>(f + (i + 1) * fs));
+      __m128 c = _mm_loadu_ps(reinterpret_cast<const float*>(f + (i + 2) * fs));
+      __m128 d = _mm_loadu_ps(reinterpret_cast<const float*>(f + (i + 3) * fs));
+      _MM_TRANSPOSE4_PS(a, b, c, d);
+      const __m128 rows[4] = {a, b, c, d};
+      for (index_t r = 0; r < 4; ++r) {
+        auto* t = reinterpret_cast<float*>(t0 + r * ts1 + i * 4);
+        if constexpr (Stream) _mm_stream_ps(t, rows[r]);
+        else _mm_storeu_ps(t, rows[r]);
+      }
+    }
+    for (; i < n0; ++i)
+      for (index_t r = 0; r < 4; ++r) one(t0 + r * ts1 + i * 4, f + i * fs + r * 4);
+  }
+  for (; j < n1; ++j)
+    for (index_t i = 0; i < n0; ++i) one(to + j * ts1 + i * 4, from + j * 4 + i * fs);
+  return true;
+#else
+  (void)to, (void)ts1, (void)from, (void)fs, (void)n0, (void)n1;
+  return false;
+#endif
+}
+
 // The first dimension of a box of `shape` outside its leading contiguous run of
 // `run` elements (a product of leading extents): the rows of the box are walked
 // over the dimensions from there on.
@@ -259,10 +310,15 @@ inline void copy_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* 
   // 8 KB columns) stream as one chain (copy_row_chained): whole lines leave the
   // core without being read first; single elements of 8 bytes two at a time
   // (gather_stream8).
-  // A transposed block of doubles (walk_run's cross blocks): two rows at a time.
+  // A transposed block of doubles or floats (walk_run's cross blocks): two or
+  // four rows at a time.
   if (row == 8 && ts0 == 8 && fs1 == 8 && n0 > 1 && n1 > 1 &&
       (stream && n0 * row >= kStreamRowMin ? transpose8<true>(to, ts1, from, fs0, n0, n1)
                                            : !stream && transpose8<false>(to, ts1, from, fs0, n0, n1)))
+    return;
+  if (row == 4 && ts0 == 4 && fs1 == 4 && n0 > 3 && n1 > 3 &&
+      (stream && n0 * row >= kStreamRowMin ? transpose4<true>(to, ts1, from, fs0, n0, n1)
+                                           : !stream && transpose4<false>(to, ts1, from, fs0, n0, n1)))
     return;
   if (stream && ts0 == row && row < kStreamRowMin && row % 8 == 0 && n0 * row >= kStreamRowMin) {
     for (index_t j = 0; j < n1; ++j) {

@@ -153,7 +153,7 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
 // 32 for 8-byte elements, 64 x 32 for 4-byte ones), both ways round (the target
 // or the source contiguous along the inner loop), with repetitions, streamed or
 // not, the target on or one element off a 16-byte boundary and leading
-// dimensions odd and even (transpose8's paths for doubles), and nothing beside
+// dimensions odd and even (transpose8's and transpose4's paths), and nothing beside
 // the box written.
 TEST(Kernels, TransposedBoxesCopyInBlocks) {
   std::mt19937_64 rng(29);
