@@ -153,11 +153,11 @@ TEST(Kernels, RowsOfEverySizeAtGaps) {
 // 32 for 8-byte elements, 64 x 32 for 4-byte ones), both ways round (the target
 // or the source contiguous along the inner loop), with repetitions, streamed or
 // not, the target on or one element off a 16-byte boundary and leading
-// dimensions odd and even (transpose8's and transpose4's paths), and nothing beside
-// the box written.
+// dimensions odd and even (transpose8's, transpose4's and transpose16's
+// paths), and nothing beside the box written.
 TEST(Kernels, TransposedBoxesCopyInBlocks) {
   std::mt19937_64 rng(29);
-  for (const index_t es : {index_t{8}, index_t{4}, index_t{1}, index_t{12}})
+  for (const index_t es : {index_t{8}, index_t{4}, index_t{16}, index_t{1}, index_t{12}})
     for (const auto& [r, c] : {std::pair<index_t, index_t>{31, 33}, {32, 32}, {65, 7}, {100, 129}, {1, 70}, {70, 1}})
       for (const bool source_permuted : {true, false})
         for (const bool stream : {false, true})
@@ -182,7 +182,8 @@ TEST(Kernels, TransposedBoxesCopyInBlocks) {
                   want[guard + static_cast<size_t>((k * tstep[0] + i * ts[0] + j * ts[1]) * es + b)] =
                       from[static_cast<size_t>((k * fstep[0] + i * fs[0] + j * fs[1]) * es + b)];
           std::vector<std::byte> out(got.size() + 16, std::byte{0x5a}), expect = out;
-          const size_t off = static_cast<size_t>(shift * es);
+          // (16-byte elements 8 bytes off, as a complex double may lie)
+          const size_t off = static_cast<size_t>(shift * (es == 16 ? 8 : es));
           std::copy(want.begin(), want.end(), expect.begin() + static_cast<std::ptrdiff_t>(off));
           detail::copy_run(shape, 1, es, count, from.data(), fs, fstep, out.data() + guard + off, ts, tstep, stream);
           if (stream) detail::stream_fence();
