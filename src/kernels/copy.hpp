@@ -150,39 +150,55 @@ inline bool gather_stream4(std::byte* to, const std::byte* from, index_t fs, ind
 #endif
 }
 
-// A transposed block of 8-byte elements: n1 target rows `ts1` bytes apart, row j
-// the n0 elements at from + j * 8 + i * fs bytes (i < n0), so that source
-// element (i, j + 1) follows (i, j). Two target rows at a time: one 16-byte
-// load of (i, j) and (i, j + 1) for each i, four of them unpacked into two
-// 16-byte stores in each row, and the next source line of the block's rows
-// fetched ahead every 8 rows (the hardware does not follow lines 8 KB apart).
-// Gathering one element per load (gather_stream8) ran 8000^2 doubles at 1.2-1.5
-// GB/s per rank, this at 2.2-2.7 (both ranks at once, docs/transforms.md).
-// With `stream`, streaming stores: false (nothing written) where `to` or `ts1`
-// is not a multiple of 8, or the rows start on different 16-byte boundaries.
+// Transposed blocks (walk_run's cross blocks, through copy_rows): n1 target
+// rows `ts1` bytes apart, row j the n0 elements of E bytes at from + j * E + i
+// * fs (i < n0), so that source element (i, j + 1) follows (i, j). Element by
+// element, one load each, they ran 1.2-1.5 GB/s per rank for doubles and
+// floats, 1.5-2.2 for complex doubles (both ranks at once; docs/transforms.md);
+// the kernels below load 16 bytes of a source row at once and fetch the next
+// line of the block's rows ahead, which the hardware does not follow across
+// lines kilobytes apart. With `Stream`, streaming stores, and false (nothing
+// written) where the alignment they need is not there.
+#if defined(__SSE2__) && defined(__x86_64__)
+inline void fetch_next_lines(const std::byte* f, index_t fs, index_t n0) {
+  for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+}
+
+// One element of E = 4 or 8 bytes.
+template <bool Stream, size_t E>
+inline void put_one(std::byte* t, const std::byte* f) {
+  if constexpr (!Stream) {
+    std::memcpy(t, f, E);
+  } else if constexpr (E == 8) {
+    long long v;
+    std::memcpy(&v, f, 8);
+    _mm_stream_si64(reinterpret_cast<long long*>(t), v);
+  } else {
+    int v;
+    std::memcpy(&v, f, 4);
+    _mm_stream_si32(reinterpret_cast<int*>(t), v);
+  }
+}
+
+// Doubles, two target rows at a time: one 16-byte load holds (i, j) and (i, j +
+// 1); four loads unpack into two 16-byte stores in each row (2.2-2.7 GB/s).
+// Streamed: `to` and `ts1` multiples of 8 and 16.
 template <bool Stream>
 inline bool transpose8(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1) {
-#if defined(__SSE2__) && defined(__x86_64__)
   const auto at = reinterpret_cast<std::uintptr_t>(to);
   if (Stream && ((at & 7) || (ts1 & 15))) return false;
   auto put = [](std::byte* t, __m128d v) {
     if constexpr (Stream) _mm_stream_pd(reinterpret_cast<double*>(t), v);
     else _mm_storeu_pd(reinterpret_cast<double*>(t), v);
   };
-  auto one = [](std::byte* t, const std::byte* f) {
-    long long v;
-    std::memcpy(&v, f, 8);
-    if constexpr (Stream) _mm_stream_si64(reinterpret_cast<long long*>(t), v);
-    else std::memcpy(t, &v, 8);
-  };
+  const auto one = put_one<Stream, 8>;
   const index_t head = Stream && (at & 8) ? std::min<index_t>(1, n0) : 0;  // to a 16-byte boundary first
   index_t j = 0;
   for (; j + 2 <= n1; j += 2) {
     std::byte* t0 = to + j * ts1;
     std::byte* t1 = t0 + ts1;
     const std::byte* f = from + j * 8;
-    if ((j & 7) == 0)
-      for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+    if ((j & 7) == 0) fetch_next_lines(f, fs, n0);
     for (index_t i = 0; i < head; ++i) one(t0 + i * 8, f + i * fs), one(t1 + i * 8, f + i * fs + 8);
     index_t i = head;
     for (; i + 4 <= n0; i += 4) {
@@ -198,35 +214,23 @@ inline bool transpose8(std::byte* to, index_t ts1, const std::byte* from, index_
   for (; j < n1; ++j)
     for (index_t i = 0; i < n0; ++i) one(to + j * ts1 + i * 8, from + j * 8 + i * fs);
   return true;
-#else
-  (void)to, (void)ts1, (void)from, (void)fs, (void)n0, (void)n1;
-  return false;
-#endif
 }
 
-// The same for 4-byte elements, four target rows at a time: a 16-byte load of
-// (i, j .. j + 3) for each of four i, transposed in registers into four 16-byte
-// stores, one per row (8000^2 floats: 1.1-1.3 GB/s per rank gathered by
-// gather_stream4, 3.3-3.5 with this; docs/transforms.md). With `stream`: false
-// (nothing written) where `to` is not a multiple of 4 or `ts1` of 16.
+// Floats, four target rows at a time: a 16-byte load of (i, j .. j + 3) for
+// each of four i, transposed in registers into four 16-byte stores, one per row
+// (8000^2 on one rank 1.18x faster; 3.3-3.5 GB/s in a box of 2848^2 where one
+// load per element ran 1.1-1.3). Streamed: `to` and `ts1` multiples of 4 and 16.
 template <bool Stream>
 inline bool transpose4(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1) {
-#if defined(__SSE2__) && defined(__x86_64__)
   const auto at = reinterpret_cast<std::uintptr_t>(to);
   if (Stream && ((at & 3) || (ts1 & 15))) return false;
-  auto one = [](std::byte* t, const std::byte* f) {
-    int v;
-    std::memcpy(&v, f, 4);
-    if constexpr (Stream) _mm_stream_si32(reinterpret_cast<int*>(t), v);
-    else std::memcpy(t, &v, 4);
-  };
+  const auto one = put_one<Stream, 4>;
   const index_t head = Stream ? std::min<index_t>(static_cast<index_t>((16 - (at & 15)) & 15) / 4, n0) : 0;
   index_t j = 0;
   for (; j + 4 <= n1; j += 4) {
     std::byte* t0 = to + j * ts1;
     const std::byte* f = from + j * 4;
-    if ((j & 15) == 0)
-      for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+    if ((j & 15) == 0) fetch_next_lines(f, fs, n0);
     for (index_t i = 0; i < head; ++i)
       for (index_t r = 0; r < 4; ++r) one(t0 + r * ts1 + i * 4, f + i * fs + r * 4);
     index_t i = head;
@@ -249,26 +253,18 @@ inline bool transpose4(std::byte* to, index_t ts1, const std::byte* from, index_
   for (; j < n1; ++j)
     for (index_t i = 0; i < n0; ++i) one(to + j * ts1 + i * 4, from + j * 4 + i * fs);
   return true;
-#else
-  (void)to, (void)ts1, (void)from, (void)fs, (void)n0, (void)n1;
-  return false;
-#endif
 }
 
-// The same for 16-byte elements (complex doubles): one 16-byte load and store
-// each, a row at a time, the next source line of the block's rows fetched ahead
-// every 4 rows (1400^2 box: 1.5-2.2 GB/s per rank element by element through
-// copy_row_chained, 3.9-4.4 with this, both ranks at once). With `stream`:
-// false (nothing written) where `to` or `ts1` is not a multiple of 16.
+// Complex doubles, a row at a time, one 16-byte load and store each (3.9-4.4
+// GB/s in a box of 1400^2; copy_row_chained per element ran 1.5-2.2).
+// Streamed: `to` and `ts1` multiples of 16.
 template <bool Stream>
 inline bool transpose16(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1) {
-#if defined(__SSE2__) && defined(__x86_64__)
   if (Stream && ((reinterpret_cast<std::uintptr_t>(to) & 15) || (ts1 & 15))) return false;
   for (index_t j = 0; j < n1; ++j) {
     std::byte* t = to + j * ts1;
     const std::byte* f = from + j * 16;
-    if ((j & 3) == 0)
-      for (index_t i = 0; i < n0; ++i) _mm_prefetch(reinterpret_cast<const char*>(f + 64 + i * fs), _MM_HINT_T0);
+    if ((j & 3) == 0) fetch_next_lines(f, fs, n0);
     for (index_t i = 0; i < n0; ++i) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + i * fs));
       if constexpr (Stream) _mm_stream_si128(reinterpret_cast<__m128i*>(t + i * 16), v);
@@ -276,11 +272,15 @@ inline bool transpose16(std::byte* to, index_t ts1, const std::byte* from, index
     }
   }
   return true;
-#else
-  (void)to, (void)ts1, (void)from, (void)fs, (void)n0, (void)n1;
-  return false;
-#endif
 }
+#else
+template <bool Stream>
+inline bool transpose8(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
+template <bool Stream>
+inline bool transpose4(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
+template <bool Stream>
+inline bool transpose16(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
+#endif
 
 // The first dimension of a box of `shape` outside its leading contiguous run of
 // `run` elements (a product of leading extents): the rows of the box are walked
