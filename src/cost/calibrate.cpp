@@ -65,8 +65,8 @@ void copy_rows(std::vector<char>& src, std::vector<char>& dst, size_t row, size_
 // The side of a square box of about `bytes` in elements of `es` bytes for the
 // transposed copies: a multiple of 16 elements, 48 fewer than the largest, so
 // that its leading dimension is no power of two (2048 doubles, 16 KB, put the
-// 32 lines of a block into the same cache sets: 1.3 GB/s per rank where 2000
-// ran at 3 GB/s; arrays of applications seldom have such strides).
+// 32 lines of a block into the same cache sets: 2.1-2.2 GB/s per rank where
+// 2000 ran at 2.8-3.1; arrays of applications seldom have such strides).
 index_t box_side(size_t bytes, index_t es) {
   const auto n = static_cast<index_t>(std::sqrt(static_cast<double>(bytes) / static_cast<double>(es)));
   return std::max<index_t>(16, n / 16 * 16 - 48);
@@ -179,8 +179,8 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& o, const std::function<
       }
     // Transposed copies (a permuted region's boxes, walked in blocks by
     // walk_run): an n x n box read along one side's rows and written along the
-    // other's, per element size (4, 8 and 16 B: the kernel has a path for each
-    // of the first two; quick: 8 B only), both footprints.
+    // other's, per element size (4, 8 and 16 B: floats, doubles and complex
+    // doubles, each its own kernel; quick: 8 B only), both footprints.
     const std::vector<index_t> elems = o.quick ? std::vector<index_t>{8} : std::vector<index_t>{4, 8, 16};
     for (int f = 0; f < 2; ++f)
       for (index_t es : elems) {
