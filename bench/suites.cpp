@@ -132,7 +132,7 @@ std::vector<Case> tran(int p, double scale) {
     for (const std::string& grid : grids) {
       out.push_back({"tran", "grid " + grid, "transpose tile=" + s(t) + " grid=" + grid, double(t), "tile",
                      bc2(n, t, t, grid), bc2(n, t, t, grid), square(n) + " transpose", false,
-                     {"p2p", "alltoallv", "segment", "direct", "auto"}});
+                     {"p2p", "alltoallv", "segment", "direct", "shm", "auto"}});
     }
   return out;
 }

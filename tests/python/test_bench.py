@@ -469,3 +469,26 @@ def test_threads_suite_times_each_strategy_on_one_and_on_t_copy_threads(tmp_path
     r = run_bench(["threads", "--smoke", "--copy-threads", "1", "--no-plots", "--out", str(tmp_path / "x")])
     assert r.returncode == 2 and "--copy-threads needs a whole number from 2 to 1024, got '1'" in r.stderr, r.stdout + r.stderr
     assert "[1/" not in r.stdout
+
+
+def test_tran_suite_is_measured_against_pdtran(tmp_path):
+    """`tran`: the transposes beside ScaLAPACK's pdtran (shm among the strategies,
+    the fastest there); its speedups, summaries and plot say pdtran, not pdgemr2d."""
+    res = run_bench(["tran", "--smoke", "--out", str(tmp_path)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "geomean vs pdtran" in res.stdout and "geomean vs pdgemr2d" not in res.stdout
+    data = json.loads((tmp_path / "results.json").read_text())
+    for case in data["cases"]:
+        names = [m["name"] for m in case["methods"]]
+        assert {"p2p", "shm", "auto", "pdtran"} <= set(names) and "pdgemr2d" not in names, names
+        assert all(m["verified"] for m in case["methods"]), case["name"]
+    plots = tmp_path / "plots"
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "plot.py"), str(tmp_path / "results.json"),
+                          "--out", str(plots)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "geomean speedup over pdtran" in res.stdout and "over pdgemr2d" not in res.stdout
+    assert (plots / "tran_speedup.png").stat().st_size > 1000
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "pool.py"), str(tmp_path / "results.json"),
+                          "--out", str(tmp_path / "pooled")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "speedup over pdtran" in res.stdout and "over pdgemr2d" not in res.stdout
