@@ -93,8 +93,10 @@ void Report::print_summary(FILE* f) const {
     std::fprintf(f, "\nsummary %s (%d cases)", s.suite.c_str(), s.cases);
     if (s.auto_cases > 0)
       std::fprintf(f, ": auto within 10%% of the fastest redist strategy in %d/%d", s.auto_within_10, s.auto_cases);
-    // ScaLAPACK's routine the speedups are over (the JSON keeps one key name for both).
-    const std::string ref = std::string("geomean vs ") + (s.suite == "tran" ? "pdtran" : "pdgemr2d");
+    // ScaLAPACK's routine the speedups are over (Redistribution::name(); the JSON
+    // keeps one key name for both).
+    const bool tran = std::find(s.methods.begin(), s.methods.end(), "pdtran") != s.methods.end();
+    const std::string ref = std::string("geomean vs ") + (tran ? "pdtran" : "pdgemr2d");
     std::fprintf(f, "\n  %-16s %22s %16s\n", "method", ref.c_str(), "best /bound");
     for (size_t k = 0; k < s.methods.size(); ++k) {
       char sp[32] = "n/a";

@@ -46,17 +46,20 @@ double Machine::net_bandwidth(double bytes) const {
 
 namespace detail {
 
+namespace {
+// The rows the kernel's walk copies (loops_of: run_rows, and whether it walks across).
+Runs runs_of(const Loops& l, index_t es) {
+  return {static_cast<double>(l.row), static_cast<double>(l.rr.rows), l.cross, static_cast<double>(es)};
+}
+}  // namespace
+
 Runs runs_of(const Segment& s, index_t es) {
   const std::array<index_t, 2> packed = packed_steps(s.shape, s.count);
-  const RunRows r = run_rows(s.shape, s.run, s.count, s.step, packed);
-  const bool cross = loops_of(s.shape, s.run, es, s.count, s.at.strides, s.step, packed_strides(s.shape), packed).cross;
-  return {static_cast<double>(r.row * es), static_cast<double>(r.rows), cross, static_cast<double>(es)};
+  return runs_of(loops_of(s.shape, s.run, es, s.count, s.at.strides, s.step, packed_strides(s.shape), packed), es);
 }
 
 Runs runs_of(const LocalCopy& c, index_t es) {
-  const RunRows r = run_rows(c.shape, c.run, c.count, c.from_step, c.to_step);
-  const bool cross = loops_of(c.shape, c.run, es, c.count, c.from.strides, c.from_step, c.to.strides, c.to_step).cross;
-  return {static_cast<double>(r.row * es), static_cast<double>(r.rows), cross, static_cast<double>(es)};
+  return runs_of(loops_of(c.shape, c.run, es, c.count, c.from.strides, c.from_step, c.to.strides, c.to_step), es);
 }
 
 double Rate::at(double row) const {

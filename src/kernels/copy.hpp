@@ -273,13 +273,24 @@ inline bool transpose16(std::byte* to, index_t ts1, const std::byte* from, index
   }
   return true;
 }
+
+// The kernel for elements of `row` bytes (4, 8, 16), false where none applies
+// (nothing written).
+template <bool Stream>
+inline bool transpose_block(std::byte* to, index_t ts1, const std::byte* from, index_t fs, index_t n0, index_t n1,
+                            index_t row) {
+  switch (row) {
+    case 4: return n0 > 3 && n1 > 3 && transpose4<Stream>(to, ts1, from, fs, n0, n1);
+    case 8: return n0 > 1 && n1 > 1 && transpose8<Stream>(to, ts1, from, fs, n0, n1);
+    case 16: return n0 > 1 && n1 > 1 && transpose16<Stream>(to, ts1, from, fs, n0, n1);
+    default: return false;
+  }
+}
 #else
 template <bool Stream>
-inline bool transpose8(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
-template <bool Stream>
-inline bool transpose4(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
-template <bool Stream>
-inline bool transpose16(std::byte*, index_t, const std::byte*, index_t, index_t, index_t) { return false; }
+inline bool transpose_block(std::byte*, index_t, const std::byte*, index_t, index_t, index_t, index_t) {
+  return false;
+}
 #endif
 
 // The first dimension of a box of `shape` outside its leading contiguous run of
@@ -332,25 +343,18 @@ inline void copy_small_rows(std::byte* to, index_t ts0, index_t ts1, const std::
 // Copies n1 x n0 rows of `row` bytes with constant byte steps (see copy_small_rows).
 inline void copy_rows(std::byte* to, index_t ts0, index_t ts1, const std::byte* from, index_t fs0, index_t fs1,
                       index_t n0, index_t n1, index_t row, bool stream) {
+  // A transposed block (walk_run's cross blocks: the target contiguous inside,
+  // the source across), streamed where the phase streams and its rows are long
+  // enough.
+  if (ts0 == row && fs1 == row &&
+      (stream && n0 * row >= kStreamRowMin ? transpose_block<true>(to, ts1, from, fs0, n0, n1, row)
+                                           : !stream && transpose_block<false>(to, ts1, from, fs0, n0, n1, row)))
+    return;
   // Short rows that follow one another in the target (a column gathered from
   // rows at gaps: issue 14's case d unpacked and copied locally, 80-byte rows into
   // 8 KB columns) stream as one chain (copy_row_chained): whole lines leave the
   // core without being read first; single elements of 8 bytes two at a time
   // (gather_stream8).
-  // A transposed block of doubles, floats or complex doubles (walk_run's cross
-  // blocks): two, four or one row at a time.
-  if (row == 8 && ts0 == 8 && fs1 == 8 && n0 > 1 && n1 > 1 &&
-      (stream && n0 * row >= kStreamRowMin ? transpose8<true>(to, ts1, from, fs0, n0, n1)
-                                           : !stream && transpose8<false>(to, ts1, from, fs0, n0, n1)))
-    return;
-  if (row == 4 && ts0 == 4 && fs1 == 4 && n0 > 3 && n1 > 3 &&
-      (stream && n0 * row >= kStreamRowMin ? transpose4<true>(to, ts1, from, fs0, n0, n1)
-                                           : !stream && transpose4<false>(to, ts1, from, fs0, n0, n1)))
-    return;
-  if (row == 16 && ts0 == 16 && fs1 == 16 && n0 > 1 && n1 > 1 &&
-      (stream && n0 * row >= kStreamRowMin ? transpose16<true>(to, ts1, from, fs0, n0, n1)
-                                           : !stream && transpose16<false>(to, ts1, from, fs0, n0, n1)))
-    return;
   if (stream && ts0 == row && row < kStreamRowMin && row % 8 == 0 && n0 * row >= kStreamRowMin) {
     for (index_t j = 0; j < n1; ++j) {
       if (row == 8 && gather_stream8(to + j * ts1, from + j * fs1, fs0, n0)) continue;
@@ -389,18 +393,12 @@ inline void copy_rows(std::byte* to, index_t ts, const std::byte* from, index_t 
 
 inline index_t absolute(index_t v) { return v < 0 ? -v : v; }
 
-// Walks a run (see RunRows) of elements of `es` bytes. Strides and steps are in
-// elements (dimension 0 contiguous unless a permuted side gives it a stride).
-// `run`: the elements of one box's leading run contiguous on both sides
-// (Segment::run / LocalCopy::run, computed by the planner), one row, so a whole
-// tile-sized segment is one row. The rows are walked as one strided loop nest
-// over the box's dimensions outside the contiguous row and the repetition levels
-// not merged into it, ordered by step; the two innermost loops go to
-// rows(to, ts0, ts1, from, fs0, fs1, n0, n1, row_bytes) (copy_rows' arguments).
 // How walk_run walks a run: m loops, ext[0] the innermost and ext[1] the next
 // (the rows callback runs both, in blocks of b1 x b0 where `cross`), byte steps
-// fb (source) and tb (target); `row` bytes contiguous on both sides.
+// fb (source) and tb (target); `row` bytes contiguous on both sides (rr: the
+// run's rows, run_rows).
 struct Loops {
+  RunRows rr;
   index_t ext[kMaxDims + 2], fb[kMaxDims + 2], tb[kMaxDims + 2];
   int m = 0;
   index_t row = 0, b0 = 0, b1 = 0;
@@ -409,8 +407,8 @@ struct Loops {
 inline Loops loops_of(const Coord& shape, index_t run, index_t es, const std::array<index_t, 2>& count,
                       const Coord& fs, const std::array<index_t, 2>& fstep, const Coord& ts,
                       const std::array<index_t, 2>& tstep) {
-  const RunRows rr = run_rows(shape, run, count, fstep, tstep);
   Loops l;
+  const RunRows& rr = l.rr = run_rows(shape, run, count, fstep, tstep);
   l.row = rr.row * es;
   index_t* ext = l.ext;
   index_t* fb = l.fb;
