@@ -58,7 +58,9 @@ options:
                    choice) or all (every strategy and auto), or a comma list
                    (a name given twice runs once; default all)
   --reps N         timed repetitions per strategy, interleaved (default 5)
-  --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch)
+  --warmup N       untimed runs per strategy first; the first is verified (default 1; first touch);
+                   before them a strategy runs the executes it spends tuning itself
+                   (shm: 5, timing its rings' slot stores; docs/shm.md)
   --max-message B  split messages above B bytes into several (p2p, segment, phased,
                    shm's messages; default 1073741824); MPI's collectives
                    (alltoallv, alltoallw) are not split

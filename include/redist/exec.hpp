@@ -253,6 +253,12 @@ class Plan {
     double seconds = 0;
   };
   std::vector<AutoTrial> auto_trial_runs() const;
+  // The executes `strategy` (auto: the strategy it chose; none before its first
+  // execute) spends on its first runs choosing how it runs, after which it runs
+  // as it will: shm times its rings' slot stores (docs/shm.md "Slots by
+  // timing"); 0 for the others. The same on every rank. `redist run` and `redist
+  // bench` run them before a strategy's warm-up, so its timed runs are settled.
+  int tuning_executes(const std::string& strategy) const;
   // What `strategy` did on this rank in its last execute, in words, when that
   // depends on more than the plan (shm: the bytes that went through shared
   // windows, by messages, from other nodes); empty otherwise or before a run.

@@ -224,21 +224,37 @@ bool fifo_disabled() {
   return env_off("REDIST_SHM_FIFO");
 }
 
-// Why streaming stores into the slots (docs/shm.md, "Slots in memory"): a slot
-// written with ordinary stores sits in the packing core's cache, and the
-// unpacking core fetches it from there, line by line. On this VM that transfer
-// between the two cores runs at one of two speeds for minutes at a time; on the
-// slow one, the rings (and alltoallw's copy-in/copy-out) took 2-3x longer, while
-// copies within a core's own memory did not change. Streamed, the slot goes to
-// memory and the unpacking core reads it from there: on the slow level case a
-// on the heap took 22.9-25.9 ms against 76.3-101.0 (its limit 22-27), on the fast
-// one the same as ordinary stores within a few percent (e 6-17% slower, d 12-21%
-// faster).
-bool fifo_stream_slots(index_t bytes_sent) {
+// Why the slots' stores are chosen by timing: fifo.hpp, SlotChoice; the
+// measurements in docs/shm.md ("Slots in memory", "Slots by timing").
+int fifo_stream_forced() {
   const char* v = std::getenv("REDIST_FIFO_STREAM");
-  if (v && std::strcmp(v, "0") == 0) return false;
-  if (v && std::strcmp(v, "1") == 0) return true;
-  return stream_for(bytes_sent);
+  if (v && std::strcmp(v, "0") == 0) return 0;
+  if (v && std::strcmp(v, "1") == 0) return 1;
+  return -1;
+}
+
+bool SlotChoice::mode(std::int64_t n) const {
+  if (n == 0) return true;
+  if (n <= kTrials) return n % 2 == 0;
+  return n % kExplore == 0 ? !chosen_ : chosen_;
+}
+
+void SlotChoice::record(std::int64_t n, double seconds) {
+  double& e = est_[mode(n) ? 1 : 0];
+  if (n == 0 || seconds <= 0) return;
+  if (n <= kTrials) e = e > 0 ? std::min(e, seconds) : seconds;
+  else if (n % kExplore == 0) e = seconds;
+  else e = 0.75 * e + 0.25 * seconds;
+}
+
+void SlotChoice::decide(const double slowest[2]) {
+  if (slowest[0] > 0 && slowest[1] > 0) chosen_ = slowest[1] < slowest[0];
+}
+
+void Fifos::decide_slots(const PlanCore& p) {
+  double est[2] = {slots_.estimate(false), slots_.estimate(true)};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, est, 2, MPI_DOUBLE, MPI_MAX, p.comm), "MPI_Allreduce", p.comm);
+  slots_.decide(est);
 }
 
 Fifos::~Fifos() {
@@ -438,7 +454,7 @@ bool Fifos::unpack_some(const PlanCore& p, size_t i, const DstBlocks& dst, bool 
 }
 
 void Fifos::begin(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
-                  const std::vector<char>& walked) {
+                  const std::vector<char>& walked, std::int64_t execute) {
   rcur_.assign(recv_.size(), {}), scur_.assign(send_.size(), {});
   walked_.assign(send_.size(), 0);
   left_ = 0;
@@ -450,7 +466,11 @@ void Fifos::begin(const PlanCore& p, const std::vector<char>& recv_on, const std
       walked_[i] = i < walked.size() && walked[i];
     }
   stream_ = stream_for(p.rp.stats.bytes_received);
-  stream_slots_ = fifo_stream_slots(p.rp.stats.bytes_sent);
+  const int forced = fifo_stream_forced();
+  timed_ = forced < 0 && stream_for(p.rp.stats.bytes_sent);
+  execute_ = execute;
+  stream_slots_ = forced >= 0 ? forced == 1 : timed_ && slots_.mode(execute);
+  if (timed_) began_ = std::chrono::steady_clock::now();
   spins_ = 0;
 }
 
@@ -503,6 +523,7 @@ void Fifos::finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst
   while (idle_work && (idle_work = idle())) {
   }
   if (stream_) stream_fence();
+  if (timed_) slots_.record(execute_, std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count());
 }
 
 bool columns_read_along(const std::vector<Segment>& segs) {

@@ -3,9 +3,10 @@
 // docs/shm.md). The sender packs its rows into a slot of the ring, the receiver
 // unpacks the slot into its target: a ring of kFifoSlots slots of at most
 // kFifoSlotBytes. Small messages stay in the caches between the two copies;
-// from 4 MB sent the slots are written with streaming stores and read back from
-// memory (fifo_stream_slots: lines handed from one core's cache to the other's
-// ran 2-3x slower on this VM's slow level).
+// from 4 MB sent the ranks time their executes to choose whether the slots are
+// written with streaming stores and read back from memory, or stay in the
+// packing core's caches (SlotChoice: lines handed from one core's cache to the other's ran 2-4x
+// slower on this VM's slow level, and 10-30% faster than memory on its fast one).
 //
 // Why not cross-memory attach (exec/cma.hpp) alone: the kernel pins every 4 KB
 // page of the remote side apart. Issue 14's case a on the heap (8000^2 doubles,
@@ -23,6 +24,7 @@
 // pair's bytes in the same number of slots on both sides.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -63,10 +65,12 @@ bool columns_read_along(const std::vector<Segment>& segs);
 // $REDIST_SHM_FIFO=0 turns the rings off (shm's heap pairs then take
 // cross-memory attach, as before them): read when a plan sets its rings up.
 bool fifo_disabled();
-// Slots written with streaming stores: where this rank sends at least
-// kStreamAbove bytes in an execute; $REDIST_FIFO_STREAM=0 never, =1 always
-// (tests). Read per execute (Fifos::begin).
-bool fifo_stream_slots(index_t bytes_sent);
+// Slots written with streaming stores or not, as $REDIST_FIFO_STREAM forces it:
+// 0 never, 1 always (tests, measurements), -1 unset (a rank that sends fewer
+// than kStreamAbove bytes in an execute writes them with ordinary stores, one
+// that sends more chooses by timing: SlotChoice). Read per execute
+// (Fifos::begin).
+int fifo_stream_forced();
 // Payload bytes per slot at most: kFifoSlotBytes; $REDIST_FIFO_SLOT_BYTES
 // (1..kFifoSlotBytes) makes it smaller, for tests (slots end inside rows and
 // boxes, the ring wraps many times per execute, the local copies are cut).
@@ -74,6 +78,45 @@ index_t fifo_slot_limit();
 // Bytes of shared memory (/dev/shm) a receiver maps for the ring of one sender
 // whose message is `bytes` long (elements of `es` bytes): what setup reserves.
 index_t fifo_ring_bytes(index_t bytes, index_t es);
+
+// How the ranks that send at least kStreamAbove bytes through their rings write
+// the slots, chosen by timing their executes (docs/shm.md "Slots by timing").
+// Written with ordinary stores, a slot sits in the packing core's caches and the
+// unpacking core fetches it from there; streamed, it goes to memory and is read
+// from there. Which is faster follows the machine: this VM hands lines between
+// its two cores at one of two speeds, minutes at a time; on the slow one
+// streamed slots took 2-4x less time (issue 14's cases a, c, d on the heap,
+// 28 Nov), on the fast one ordinary stores took 10-30% less (a, c, d, e, 30 Nov).
+// Execute n (counted alike on every rank: executes are collective) streams when
+// n = 0 (first touch; not timed); n = 1..kTrials alternate, ordinary stores
+// first; then the chosen mode runs, and every kExplore-th execute the other one.
+// After the trials and after each exploration the ranks compare (decide(),
+// collective): each mode's estimate, the slowest rank's (the execute waits for
+// it), and the lower one is chosen. A rank's estimate of a mode: the lower of its
+// two trials, then the moving average of its executes in that mode (weight 1/4),
+// an exploration's time replacing it (an estimate from another level of the
+// machine says nothing).
+class SlotChoice {
+ public:
+  static constexpr std::int64_t kTrials = 4, kExplore = 64;
+  // The mode of execute n: true = streaming stores.
+  bool mode(std::int64_t n) const;
+  // This rank's time of its rings in execute n (begin to the end of finish),
+  // which ran mode(n).
+  void record(std::int64_t n, double seconds);
+  // Whether the ranks compare their estimates after execute n.
+  static bool decides_after(std::int64_t n) { return n == kTrials || (n > kTrials && n % kExplore == 0); }
+  // The choice from every rank's estimates: `slowest` the largest of each mode's
+  // (ordinary, streamed; 0 where no rank timed it).
+  void decide(const double slowest[2]);
+  // This rank's estimate of a mode in seconds (0: none yet) and the choice now.
+  double estimate(bool streamed) const { return est_[streamed ? 1 : 0]; }
+  bool streamed() const { return chosen_; }
+
+ private:
+  double est_[2] = {0, 0};
+  bool chosen_ = true;
+};
 
 class Fifos {
  public:
@@ -121,8 +164,9 @@ class Fifos {
   // progress). finish() moves the rest until every pair is through (the walked
   // ones must be); between polls, when no ring can move, `idle` is called (it
   // returns false when it has nothing left to do; the caller's local copies).
+  // `execute`: the plan's count of shm executes before this one (SlotChoice).
   void begin(const PlanCore& p, const std::vector<char>& recv_on, const std::vector<char>& send_on,
-             const std::vector<char>& walked);
+             const std::vector<char>& walked, std::int64_t execute);
   bool poll(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst);
   void wait(const PlanCore& p);
   void finish(const PlanCore& p, const SrcBlocks& src, const DstBlocks& dst, const std::function<bool()>& idle);
@@ -134,6 +178,13 @@ class Fifos {
   // Whether slots are written with streaming stores in this execute (the
   // caller's too): commit() fences them.
   bool stream_slots() const { return stream_slots_; }
+  // Whether this rank's slot mode is chosen by timing (it sends at least
+  // kStreamAbove bytes, nothing forces it), and the choice so far.
+  bool slots_timed() const { return timed_; }
+  const SlotChoice& slot_choice() const { return slots_; }
+  // Collective over p.comm after execute n where SlotChoice::decides_after(n):
+  // the ranks' estimates compared (every rank calls it, with rings or not).
+  void decide_slots(const PlanCore& p);
   index_t slot_bytes(size_t i) const { return send_[i].slot_bytes; }
   index_t sent(size_t i) const { return scur_[i].done; }
   void commit(size_t i, index_t n);
@@ -194,7 +245,11 @@ class Fifos {
   std::vector<char> walked_;  // per send pair: filled by the caller (begin)
   size_t left_ = 0;           // pairs not through
   bool stream_ = false;       // unpack with streaming stores
-  bool stream_slots_ = false; // pack with streaming stores (fifo_stream_slots)
+  bool stream_slots_ = false; // pack with streaming stores (fifo_stream_forced, slots_)
+  bool timed_ = false;        // this execute's mode came from slots_: time it
+  std::int64_t execute_ = 0;  // the execute begun
+  std::chrono::steady_clock::time_point began_;
+  SlotChoice slots_;
   int spins_ = 0;
 };
 

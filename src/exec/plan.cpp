@@ -726,6 +726,15 @@ std::vector<Plan::AutoTrial> Plan::auto_trial_runs() const {
     out.push_back({std::string(detail::registry()[static_cast<size_t>(i.trial_candidates[k])].name), seconds});
   return out;
 }
+int Plan::tuning_executes(const std::string& strategy) const {
+  const PlanImpl& p = impl("tuning_executes");
+  int i = detail::find_strategy(strategy == "auto" ? p.auto_choice : strategy);
+  if (i < 0) return 0;
+  if (p.runs_as[static_cast<size_t>(i)] >= 0) i = p.runs_as[static_cast<size_t>(i)];
+  const detail::StrategyEntry& e = detail::registry()[static_cast<size_t>(i)];
+  return e.tuning ? e.tuning() : 0;
+}
+
 std::string Plan::describe(const std::string& strategy) const {
   const PlanImpl& p = impl("describe");
   const int i = detail::find_strategy(strategy);

@@ -226,6 +226,10 @@ struct StrategyEntry {
   // The forwarding strategies' route, without a plan (relay_counts: `redist plan
   // --senders`).
   std::unique_ptr<Route> (*route)(RelayGroups groups) = nullptr;
+  // Optional: the executes its first runs spend choosing how it runs (shm: the
+  // trials of its rings' slot stores), the same on every rank
+  // (Plan::tuning_executes).
+  int (*tuning)() = nullptr;
 };
 
 // The bytes of one piece of a message under a memory budget (0: none, and no

@@ -262,6 +262,24 @@ CaseResult CaseRun::measure(const MeasureOptions& o) {
     for (size_t k = 0; k < runs.size(); ++k) trials.push_back({runs[k].strategy, seconds[k]});
     break;
   }
+  // The executes a strategy spends choosing how it runs (Plan::tuning_executes:
+  // shm's slot stores) before its warm-up, so that its verified run and timed
+  // rounds run what it chose. auto names the strategy it runs after its first
+  // execute, which counts among them.
+  for (Entry& e : entries_) {
+    if (!e.strategy) continue;
+    int done = 0;
+    if (e.method.name == kAuto && plan_.auto_choice().empty()) {
+      Watchdog::Step s(wd, step("execute auto (its choice)"));
+      e.method.run();
+      ++done;
+    }
+    const int tuning = plan_.tuning_executes(e.method.name);
+    for (int t = done; t < tuning; ++t) {
+      Watchdog::Step s(wd, step("execute ", e.method.name, " (tuning ", t + 1, " of ", tuning, ")"));
+      e.method.run();
+    }
+  }
   // Warm-up (first touch, the plan's lazily made strategy states, auto's choice);
   // its first run is the verification, on a target refilled with its own pattern.
   bool first = true;

@@ -141,8 +141,9 @@ class CaseRun {
   void add_single_copy();
 
   // Collective: auto's trials first when the plan has Options::auto_trials (so
-  // that its verified run and timed rounds run the strategy it keeps), then the
-  // warm-up (the first run of each method verified), then `reps` interleaved
+  // that its verified run and timed rounds run the strategy it keeps), then each
+  // strategy's tuning executes (Plan::tuning_executes: shm's slot stores), then
+  // the warm-up (the first run of each method verified), then `reps` interleaved
   // timed rounds; predictions and limits from the plan's machine.
   CaseResult measure(const MeasureOptions& options);
 

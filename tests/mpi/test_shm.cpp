@@ -72,14 +72,15 @@ std::string label(const T&... v) {
   return o.str();
 }
 
-// Executes `plan` with shm twice, the source filled with pattern `id`, the
-// target refilled each time (pattern id + 1 + rep): every element checked against
-// the serial oracle, failures labelled `what`.
+// Executes `plan` with shm `times` times, the source filled with pattern `id`,
+// the target refilled each time (pattern id + 1 + rep): every element checked
+// against the serial oracle, failures labelled `what`.
 void execute_twice(Plan& plan, const Layout& src, const Layout& dst, harness::LocalStorage& s,
-                   harness::LocalStorage& d, const Region& r, std::uint64_t id, const std::string& what) {
+                   harness::LocalStorage& d, const Region& r, std::uint64_t id, const std::string& what,
+                   std::uint64_t times = 2) {
   const int rank = world_rank();
   fill_pattern(src, rank, s.blocks(), id);
-  for (std::uint64_t rep = 0; rep < 2; ++rep) {
+  for (std::uint64_t rep = 0; rep < times; ++rep) {
     fill_pattern(dst, rank, d.blocks(), id + 1 + rep);
     plan.execute(s.const_blocks(), d.blocks(), "shm");
     const CheckResult k = check_redistributed(dst, rank, d.blocks(), r, src, id, id + 1 + rep);
@@ -533,6 +534,46 @@ TEST(Shm, ShortRowsStreamAsChains) {
     EXPECT_GT(std::stoll(m[1]), std::stoll(m[2]) / 2) << desc;
     // The walk folds (RowGroup): a column's rows repeat with one period.
     EXPECT_LT(std::stoll(m[3]) * 20, std::stoll(m[2])) << desc;
+  }
+}
+
+// A rank that sends 4 MB or more through its rings chooses by timing whether
+// their slots are written with streaming stores (fifo.hpp, SlotChoice): the
+// first execute streams, the next four alternate, then the faster runs. Issue
+// 14's case d on the heap (2000^2 doubles, tiles of 10, 1xP -> Px1: 6-8 MB sent
+// per rank on 2-4 ranks), six executes: the oracle's bytes in each, whichever
+// mode each sender ran, and describe names the choice with both modes timed;
+// with $REDIST_FIFO_STREAM set (test_shm_stream_slots) nothing is chosen.
+TEST(Shm, SlotStoresAreChosenByTiming) {
+  const int p = world_size(), rank = world_rank();
+  if (p == 1) GTEST_SKIP() << "one rank has no rings";
+  const Layout src = block_cyclic_layout({2000, 2000}, {10, 10}, {1, p}, 8, StorageKind::local_array);
+  const Layout dst = block_cyclic_layout({2000, 2000}, {10, 10}, {p, 1}, 8, StorageKind::local_array);
+  const Region r = Region::whole(src.shape());
+  harness::LocalStorage s(src, rank), d(dst, rank);
+  Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
+  execute_twice(plan, src, dst, s, d, r, 41, "case d on the heap", 6);
+  const std::string said = plan.describe("shm");
+  ASSERT_GE(plan.rank_plan().stats.bytes_sent, index_t{4} << 20);
+  EXPECT_EQ(paths_of(said).ring, plan.rank_plan().stats.bytes_received) << said;
+  std::smatch m;
+  const bool chosen = std::regex_search(
+      said, m,
+      std::regex(R"(; slots (streamed|written with ordinary stores) \(chosen by timing, 6 executes; this rank's estimates: streamed ([0-9.]+) ms, ordinary stores ([0-9.]+) ms\))"));
+  EXPECT_EQ(chosen, std::getenv("REDIST_FIFO_STREAM") == nullptr) << said;
+  if (!chosen) return;
+  // Both modes timed here; every rank took the mode whose slowest estimate is
+  // the lower (printed to 3 decimals of a ms: not compared where they tie).
+  double est[2] = {std::stod(m[3]), std::stod(m[2])};  // ordinary, streamed
+  EXPECT_GT(est[0], 0) << said;
+  EXPECT_GT(est[1], 0) << said;
+  int streamed = m[1] == "streamed", lo = streamed, hi = streamed;
+  MPI_Allreduce(MPI_IN_PLACE, est, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi) << "the ranks chose differently: " << said;
+  if (est[0] != est[1]) {
+    EXPECT_EQ(streamed == 1, est[1] < est[0]) << said;
   }
 }
 

@@ -49,6 +49,7 @@
 // is applied by whoever copies into the target (push is not taken with it).
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -195,6 +196,7 @@ class Shm final : public Strategy {
   std::vector<char> walked_;    // per send peer: its ring's slots filled by the walk
   size_t walked_rings_ = 0;
   bool walk_ran_ = false;  // the last run walked the sorted rows
+  std::int64_t executes_ = 0;  // runs so far, alike on every rank (the rings' SlotChoice)
   std::vector<std::byte*> slot_;  // per walked ring: the slot being filled (null: none)
   std::byte *rbuf_ = nullptr, *sbuf_ = nullptr;
   std::vector<index_t> pending_;  // per receive peer: data chunks in flight
@@ -825,6 +827,7 @@ void Shm::receive_message(size_t i, const DstBlocks& dst) {
 
 void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   PlanCore& p = plan_;
+  const std::int64_t execute = executes_++;
   const size_t nr = p.rp.receives.size(), ns = p.rp.sends.size();
   rq_.clear(), rpeer_.clear(), sq_.clear(), swhat_.clear();
   rbuf_ = sbuf_ = nullptr;  // the scratch buffers only for messages, fetched per run
@@ -898,7 +901,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   // The walk fills the rings it can (walked_) where there are any.
   if ((any_push || (any_fifo && !fifo_walk_disabled())) && (!rows_built_ || rows_for_ != send_fifo_)) build_rows();
   const bool walk_rings = any_fifo && walked_rings_ > 0 && !groups_.empty();
-  if (any_fifo) fifo_.begin(p, recv_fifo_, send_fifo_, walk_rings ? walked_ : std::vector<char>());
+  if (any_fifo) fifo_.begin(p, recv_fifo_, send_fifo_, walk_rings ? walked_ : std::vector<char>(), execute);
   if (any_push || walk_rings) err = push(src, dst, any_fifo);
   walk_ran_ = (any_push || walk_rings) && err.empty() && !groups_.empty();
   if (any_fifo) {
@@ -954,10 +957,25 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
              status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
   std::atomic_thread_fence(std::memory_order_seq_cst);  // "done" before the target's loads
   agree(p.comm, err);  // a failed mapping is reported on every rank
+  if (SlotChoice::decides_after(execute)) fifo_.decide_slots(p);  // every rank, rings or not
 }
 
 // What each peer's data took in the last run (the paths are kept from it), and
 // each receive peer's path and why, peers with the same path and reason together.
+namespace {
+// How this rank writes its rings' slots, where timing chooses (fifo.hpp).
+std::string slots_chosen(const SlotChoice& c, std::int64_t executes) {
+  const auto ms = [&](bool streamed) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f ms", c.estimate(streamed) * 1e3);
+    return c.estimate(streamed) > 0 ? std::string(b) : std::string("not timed yet");
+  };
+  return cat("; slots ", c.streamed() ? "streamed" : "written with ordinary stores", " (chosen by timing, ", executes,
+             executes == 1 ? " execute" : " executes", "; this rank's estimates: streamed ", ms(true),
+             ", ordinary stores ", ms(false), ")");
+}
+}  // namespace
+
 std::string Shm::describe() const {
   const PlanCore& p = plan_;
   index_t pushed = 0, pulled = 0, ringed = 0, attached = 0, written = 0, message = 0, off_node = 0;
@@ -1006,7 +1024,7 @@ std::string Shm::describe() const {
                                    " rows chained, in ", groups_.size(), " groups",
                                    walk_parts_ > 1 ? cat(", in ", walk_parts_, " parts on as many threads") : std::string(),
                                    ")"),
-             peers);
+             peers, fifo_.slots_timed() ? slots_chosen(fifo_.slot_choice(), executes_) : std::string());
 }
 
 // The model, per peer by where it is and where the arrays live (docs/shm.md,
@@ -1257,6 +1275,7 @@ StrategyEntry shm_strategy() {
       "REDIST_SHM_FIFO=0 turns the rings off";
   e.predict_nodes = model;
   e.extra_nodes = extra_nodes;
+  e.tuning = [] { return fifo_stream_forced() < 0 ? static_cast<int>(SlotChoice::kTrials) + 1 : 0; };
   return e;
 }
 
