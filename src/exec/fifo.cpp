@@ -531,13 +531,10 @@ bool columns_read_along(const std::vector<Segment>& segs) {
 }
 
 bool columns_help(const std::vector<Segment>& segs) {
-  bool any = false;
-  for (const Segment& g : segs) {
-    if (!splits(g)) continue;
-    if (g.step[0] != g.shape[0] || g.at.strides[0] != 1) return false;
-    any = true;
-  }
-  return any;
+  index_t stacked = 0, other = 0;
+  for (const Segment& g : segs)
+    if (splits(g)) (g.step[0] == g.shape[0] && g.at.strides[0] == 1 ? stacked : other) += g.elements();
+  return stacked > 0 && stacked >= 3 * other;
 }
 
 }  // namespace redist::detail

@@ -51,8 +51,11 @@ bool source_order_suits(const std::vector<Segment>& segs, const std::vector<std:
 
 // Does column order write whole columns into this receiver's target (its
 // receive segments from one sender)? Some run is a 2-D box repeated down
-// (count[0] > 1) over several columns, and every such run holds its repetitions
-// one below the other (step[0] = the box's height, columns contiguous).
+// (count[0] > 1) over several columns, and the runs that hold their repetitions
+// one below the other (step[0] = the box's height, columns contiguous) hold at
+// least 3/4 of such runs' elements: a ragged last row of tiles (2000 rows in
+// tiles of 30: 20 rows, its run repeated across) no longer keeps the other 33
+// rows of tiles in the plan's order.
 bool columns_help(const std::vector<Segment>& segs);
 // Does a sender read its source along columns when it packs in column order
 // (its send segments to that receiver)? Not where a region permutes dimensions
