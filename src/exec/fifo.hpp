@@ -5,8 +5,9 @@
 // kFifoSlotBytes. Small messages stay in the caches between the two copies;
 // from 4 MB sent the ranks time their executes to choose whether the slots are
 // written with streaming stores and read back from memory, or stay in the
-// packing core's caches (SlotChoice: lines handed from one core's cache to the other's ran 2-4x
-// slower on this VM's slow level, and 10-30% faster than memory on its fast one).
+// packing core's caches (SlotChoice: lines handed from one core's cache to the
+// other's ran 2-4x slower on this VM's slow level, and 10-30% faster than
+// memory on its fast one).
 //
 // Why not cross-memory attach (exec/cma.hpp) alone: the kernel pins every 4 KB
 // page of the remote side apart. Issue 14's case a on the heap (8000^2 doubles,

@@ -75,7 +75,7 @@ std::string label(const T&... v) {
 // Executes `plan` with shm `times` times, the source filled with pattern `id`,
 // the target refilled each time (pattern id + 1 + rep): every element checked
 // against the serial oracle, failures labelled `what`.
-void execute_twice(Plan& plan, const Layout& src, const Layout& dst, harness::LocalStorage& s,
+void execute_checked(Plan& plan, const Layout& src, const Layout& dst, harness::LocalStorage& s,
                    harness::LocalStorage& d, const Region& r, std::uint64_t id, const std::string& what,
                    std::uint64_t times = 2) {
   const int rank = world_rank();
@@ -145,7 +145,7 @@ void run(bool shared_src, bool shared_dst, int node_size, bool long_rows = false
   // The storage's node follows $REDIST_NODE_SIZE; the plan's, Options::node_size:
   // the tests keep them equal (shared_allocate's node_size argument).
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD, opt);
-  execute_twice(plan, src, dst, s, d, r, 11,
+  execute_checked(plan, src, dst, s, d, r, 11,
                 label("shared ", shared_src, shared_dst, " node size ", node_size, " no_cma ", no_cma, " rings ", rings));
   unsetenv("REDIST_CMA");
   unsetenv("REDIST_SHM_FIFO");
@@ -235,7 +235,7 @@ TEST(Shm, LongRunsBetweenBusyRanksGoByCrossMemoryAttach) {
     const Region r = Region::whole(src.shape());
     harness::LocalStorage s(src, rank), d(dst, rank);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    execute_twice(plan, src, dst, s, d, r, 17, label(busy ? "busy" : "one sender"));
+    execute_checked(plan, src, dst, s, d, r, 17, label(busy ? "busy" : "one sender"));
     const Paths got = paths_of(plan.describe("shm"));
     for (const PeerPlan& pp : plan.rank_plan().receives) {
       const std::string* reason = why_of(got, pp.peer, plan);
@@ -262,7 +262,7 @@ TEST(Shm, LongRunsBetweenBusyRanksGoByCrossMemoryAttach) {
 // Tiles of 10 -> 30 on 200 rows (k = 4): the last row of target tiles, 20 rows,
 // is a run repeated across (not down), which kept a whole pair in the plan's
 // order; with 3/4 of the split elements stacked it goes in column order (on 2
-// ranks both pairs). The oracle's bytes in all five (execute_twice).
+// ranks both pairs). The oracle's bytes in all five (execute_checked).
 TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
   const int p = world_size(), rank = world_rank();
   for (int k = 0; k < 5; ++k) {
@@ -277,7 +277,7 @@ TEST(Shm, RingsCarryRunsInColumnOrderWhereTheTargetStacksThem) {
     const Region r = transposed ? Region::parse("203x61 transpose") : Region::whole(src.shape());
     harness::LocalStorage s(src, rank), d(dst, rank);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    execute_twice(plan, src, dst, s, d, r, 13, label("column order case ", k));
+    execute_checked(plan, src, dst, s, d, r, 13, label("column order case ", k));
     unsetenv("REDIST_FIFO_COLUMNS");
     const Paths got = paths_of(plan.describe("shm"));
     for (const PeerPlan& pp : plan.rank_plan().receives) {
@@ -319,7 +319,7 @@ TEST(Shm, RingsAreFilledByTheWalk) {
     const Region r = *c.region ? Region::parse(c.region) : Region::whole(src.shape());
     harness::LocalStorage s(src, rank), d(dst, rank);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    execute_twice(plan, src, dst, s, d, r, 17, label("tiles ", c.tile, " -> ", c.to_tile, " elem ", c.elem, " ", c.region));
+    execute_checked(plan, src, dst, s, d, r, 17, label("tiles ", c.tile, " -> ", c.to_tile, " elem ", c.elem, " ", c.region));
     int sends = 0;
     for (const PeerPlan& pp : plan.rank_plan().sends) sends += pp.bytes > 0;
     const std::string said = plan.describe("shm");
@@ -450,7 +450,7 @@ TEST(Shm, RingsOffOnOneRank) {
   harness::LocalStorage s(src, rank), d(dst, rank);
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
   if (rank == off) setenv("REDIST_SHM_FIFO", "0", 1);  // read when the plan first runs shm
-  execute_twice(plan, src, dst, s, d, r, 61, "rings off on one rank");
+  execute_checked(plan, src, dst, s, d, r, 61, "rings off on one rank");
   unsetenv("REDIST_SHM_FIFO");
   const std::string desc = plan.describe("shm");
   const Paths got = paths_of(desc);
@@ -492,7 +492,7 @@ TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
       const Region r = Region::parse("1995x36 from=3x1 to=1x0");
       harness::LocalStorage s(src, rank), d(dst, rank);
       Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-      execute_twice(plan, src, dst, s, d, r, 41, label("forward ", forward, " element size ", es));
+      execute_checked(plan, src, dst, s, d, r, 41, label("forward ", forward, " element size ", es));
       const std::string desc = plan.describe("shm");
       const Paths got = paths_of(desc);
       const std::string want = forward ? "written by the sender" : "read by this rank";
@@ -507,7 +507,7 @@ TEST(Shm, HeapPairsAreMovedByTheSideWithMoreRuns) {
         const Layout t = block_cyclic_layout({423, 4200}, {211, 3}, {p, 1}, es, StorageKind::local_array);
         harness::LocalStorage cs(c, rank), ts(t, rank);
         Plan q = make_plan(c, t, Region::whole(c.shape()), MPI_COMM_WORLD);
-        execute_twice(q, c, t, cs, ts, Region::whole(c.shape()), 51, "ragged row");
+        execute_checked(q, c, t, cs, ts, Region::whole(c.shape()), 51, "ragged row");
         int written = q.describe("shm").find(want) != std::string::npos;  // on some rank at least
         MPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         EXPECT_EQ(written, 1) << q.describe("shm");
@@ -533,7 +533,7 @@ TEST(Shm, ShortRowsStreamAsChains) {
     const Region r = Region::parse(es == 8 ? "1598x1590 from=3x4 to=1x2" : "2190x2180 from=5x2 to=3x9");
     harness::LocalStorage s(src, LocalIndex(src, rank), MPI_COMM_WORLD), d(dst, LocalIndex(dst, rank), MPI_COMM_WORLD);
     Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-    execute_twice(plan, src, dst, s, d, r, 31, label("element size ", es));
+    execute_checked(plan, src, dst, s, d, r, 31, label("element size ", es));
     if (p == 1) continue;  // one rank copies its columns whole
     std::smatch m;
     const std::string desc = plan.describe("shm");
@@ -559,7 +559,7 @@ TEST(Shm, SlotStoresAreChosenByTiming) {
   const Region r = Region::whole(src.shape());
   harness::LocalStorage s(src, rank), d(dst, rank);
   Plan plan = make_plan(src, dst, r, MPI_COMM_WORLD);
-  execute_twice(plan, src, dst, s, d, r, 41, "case d on the heap", 6);
+  execute_checked(plan, src, dst, s, d, r, 41, "case d on the heap", 6);
   const std::string said = plan.describe("shm");
   ASSERT_GE(plan.rank_plan().stats.bytes_sent, index_t{4} << 20);
   EXPECT_EQ(paths_of(said).ring, plan.rank_plan().stats.bytes_received) << said;

@@ -960,8 +960,6 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
   if (SlotChoice::decides_after(execute)) fifo_.decide_slots(p);  // every rank, rings or not
 }
 
-// What each peer's data took in the last run (the paths are kept from it), and
-// each receive peer's path and why, peers with the same path and reason together.
 namespace {
 // How this rank writes its rings' slots, where timing chooses (fifo.hpp).
 std::string slots_chosen(const SlotChoice& c, std::int64_t executes) {
@@ -976,6 +974,8 @@ std::string slots_chosen(const SlotChoice& c, std::int64_t executes) {
 }
 }  // namespace
 
+// What each peer's data took in the last run (the paths are kept from it), and
+// each receive peer's path and why, peers with the same path and reason together.
 std::string Shm::describe() const {
   const PlanCore& p = plan_;
   index_t pushed = 0, pulled = 0, ringed = 0, attached = 0, written = 0, message = 0, off_node = 0;
