@@ -236,25 +236,29 @@ int fifo_stream_forced() {
 bool SlotChoice::mode(std::int64_t n) const {
   if (n == 0) return true;
   if (n <= kTrials) return n % 2 == 0;
-  return n % kExplore == 0 ? !chosen_ : chosen_;
+  return n == next_ ? !chosen_ : chosen_;
 }
 
 void SlotChoice::record(std::int64_t n, double seconds) {
   double& e = est_[mode(n) ? 1 : 0];
   if (n == 0 || seconds <= 0) return;
   if (n <= kTrials) e = e > 0 ? std::min(e, seconds) : seconds;
-  else if (n % kExplore == 0) e = seconds;
+  else if (n == next_) e = seconds;
   else e = 0.75 * e + 0.25 * seconds;
 }
 
-void SlotChoice::decide(const double slowest[2]) {
+void SlotChoice::decide(std::int64_t n, const double slowest[2]) {
+  const bool was = chosen_;
   if (slowest[0] > 0 && slowest[1] > 0) chosen_ = slowest[1] < slowest[0];
+  if (n != next_) return;  // the trials' decision: the first exploration stays at kExplore
+  gap_ = chosen_ == was ? std::min(2 * gap_, kExploreMax) : kExplore;
+  next_ = n + gap_;
 }
 
-void Fifos::decide_slots(const PlanCore& p) {
+void Fifos::decide_slots(const PlanCore& p, std::int64_t n) {
   double est[2] = {slots_.estimate(false), slots_.estimate(true)};
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, est, 2, MPI_DOUBLE, MPI_MAX, p.comm), "MPI_Allreduce", p.comm);
-  slots_.decide(est);
+  slots_.decide(n, est);
 }
 
 Fifos::~Fifos() {

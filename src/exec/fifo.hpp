@@ -93,33 +93,39 @@ index_t fifo_ring_bytes(index_t bytes, index_t es);
 // 28 Nov), on the fast one ordinary stores took 10-30% less (a, c, d, e, 30 Nov).
 // Execute n (counted alike on every rank: executes are collective) streams when
 // n = 0 (first touch; not timed); n = 1..kTrials alternate, ordinary stores
-// first; then the chosen mode runs, and every kExplore-th execute the other one.
-// After the trials and after each exploration the ranks compare (decide(),
-// collective): each mode's estimate, the slowest rank's (the execute waits for
-// it), and the lower one is chosen. A rank's estimate of a mode: the lower of its
-// two trials, then the moving average of its executes in that mode (weight 1/4),
-// an exploration's time replacing it (an estimate from another level of the
-// machine says nothing).
+// first; then the chosen mode runs, and one execute explores the other: at
+// kExplore, then at gaps that double while the choice stands (at most
+// kExploreMax: on the slow level an exploration of ordinary stores costs an
+// execute 2-4x slower) and fall back to kExplore when it changes. After the
+// trials and after each exploration the ranks compare (decide(), collective):
+// each mode's estimate, the slowest rank's (the execute waits for it), and the
+// lower one is chosen. A rank's estimate of a mode: the lower of its two trials,
+// then the moving average of its executes in that mode (weight 1/4), an
+// exploration's time replacing it (an estimate from another level of the machine
+// says nothing).
 class SlotChoice {
  public:
-  static constexpr std::int64_t kTrials = 4, kExplore = 64;
+  static constexpr std::int64_t kTrials = 4, kExplore = 64, kExploreMax = 1024;
   // The mode of execute n: true = streaming stores.
   bool mode(std::int64_t n) const;
   // This rank's time of its rings in execute n (begin to the end of finish),
   // which ran mode(n).
   void record(std::int64_t n, double seconds);
   // Whether the ranks compare their estimates after execute n.
-  static bool decides_after(std::int64_t n) { return n == kTrials || (n > kTrials && n % kExplore == 0); }
-  // The choice from every rank's estimates: `slowest` the largest of each mode's
-  // (ordinary, streamed; 0 where no rank timed it).
-  void decide(const double slowest[2]);
-  // This rank's estimate of a mode in seconds (0: none yet) and the choice now.
+  bool decides_after(std::int64_t n) const { return n == kTrials || n == next_; }
+  // The choice after execute n from every rank's estimates: `slowest` the largest
+  // of each mode's (ordinary, streamed; 0 where no rank timed it).
+  void decide(std::int64_t n, const double slowest[2]);
+  // This rank's estimate of a mode in seconds (0: none yet), the choice now, and
+  // the execute that explores next.
   double estimate(bool streamed) const { return est_[streamed ? 1 : 0]; }
   bool streamed() const { return chosen_; }
+  std::int64_t next_exploration() const { return next_; }
 
  private:
   double est_[2] = {0, 0};
   bool chosen_ = true;
+  std::int64_t next_ = kExplore, gap_ = kExplore;
 };
 
 class Fifos {
@@ -186,9 +192,10 @@ class Fifos {
   // kStreamAbove bytes, nothing forces it), and the choice so far.
   bool slots_timed() const { return timed_; }
   const SlotChoice& slot_choice() const { return slots_; }
-  // Collective over p.comm after execute n where SlotChoice::decides_after(n):
-  // the ranks' estimates compared (every rank calls it, with rings or not).
-  void decide_slots(const PlanCore& p);
+  // Collective over p.comm after execute n where slot_choice().decides_after(n)
+  // (alike on every rank): the ranks' estimates compared (every rank calls it,
+  // with rings or not).
+  void decide_slots(const PlanCore& p, std::int64_t n);
   index_t slot_bytes(size_t i) const { return send_[i].slot_bytes; }
   index_t sent(size_t i) const { return scur_[i].done; }
   void commit(size_t i, index_t n);

@@ -957,7 +957,7 @@ void Shm::run(const SrcBlocks& src, const DstBlocks& dst) {
              status_.data(), static_cast<int>(sq_.size()), nullptr, [&](int k) { return swhat_[static_cast<size_t>(k)]; });
   std::atomic_thread_fence(std::memory_order_seq_cst);  // "done" before the target's loads
   agree(p.comm, err);  // a failed mapping is reported on every rank
-  if (SlotChoice::decides_after(execute)) fifo_.decide_slots(p);  // every rank, rings or not
+  if (fifo_.slot_choice().decides_after(execute)) fifo_.decide_slots(p, execute);  // every rank, rings or not
 }
 
 namespace {
