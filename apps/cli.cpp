@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -127,8 +128,9 @@ Problem parse_problem(const Args& a, const char* usage) {
   // An empty REGION (a script's unset variable, quoted) is no REGION: the whole source.
   const bool region = a.positional.size() == 3 && a.positional[2].find_first_not_of(" \t\n") != std::string::npos;
   p.region = region ? Region::parse(a.positional[2]) : Region::whole(p.src.shape());
-  // The default region named as what it is: the user typed none.
-  if (!region && p.src.ndim() == p.dst.ndim())
+  // The default region named as what it is: the user typed none. Layouts that
+  // are wrong themselves (a negative extent) are left to the plan's message.
+  if (!region && p.src.ndim() == p.dst.ndim() && p.src.check(INT_MAX).empty() && p.dst.check(INT_MAX).empty())
     if (const std::string e = p.region.check(p.src.shape(), p.dst.shape()); !e.empty()) {
       Coord fits = p.src.shape();
       for (int d = 0; d < fits.ndim(); ++d) fits[d] = std::min(fits[d], p.dst.shape()[d]);

@@ -109,15 +109,21 @@ int cmd_calibrate(int argc, char** argv) {
     // Rank 0 decides whether to reuse the file; everyone follows. A file there
     // that no calibration wrote is not replaced without --force (one of an older
     // format, unreadable now, is measured again).
+    // A folder is refused before anything reads it (reading one threw on rank 0 alone).
     Machine old;
-    std::string why;
-    int reuse = rank == 0 && !a.has("--force") && load_machine(path, old, &why);
-    std::string foreign;
-    if (rank == 0 && !reuse && !a.has("--force") && std::filesystem::exists(path)) {
-      std::ifstream f(path);
-      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (!text.empty() && text.find("redist-calibration") == std::string::npos)
-        foreign = detail::cat("--out ", path, " exists: ", why, "; give another --out, or --force to replace it");
+    std::string why, foreign;
+    int reuse = 0;
+    if (rank == 0 && std::filesystem::is_directory(path))
+      foreign = detail::cat("--out ", path, " is a folder: give a file's path, such as ",
+                            (std::filesystem::path(path) / "calibration.json").string());
+    else if (rank == 0 && !a.has("--force")) {
+      reuse = load_machine(path, old, &why);
+      if (!reuse && std::filesystem::exists(path)) {
+        std::ifstream f(path);
+        const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (!text.empty() && text.find("redist-calibration") == std::string::npos)
+          foreign = detail::cat("--out ", path, " exists: ", why, "; give another --out, or --force to replace it");
+      }
     }
     detail::agree(MPI_COMM_WORLD, foreign);
     MPI_Bcast(&reuse, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -254,7 +254,7 @@ int cmd_plan(int argc, char** argv) {
     std::string why;
     if (predict_times && !load_machine(cal, machine, &why))
       detail::fail(a.has("--predict") ? "--predict" : "--calibration (it implies --predict)",
-                   " needs machine figures: ", why, " (run `redist calibrate --out ", cal, "` first)");
+                   " needs machine figures: ", why, " (", calibration_hint(cal), ")");
     const std::vector<std::string> names = strategy_names();
     // Nodes of --ranks-per-node K consecutive ranks for the models that depend on
     // them (shm: peers on other nodes by messages); without it, one node.

@@ -1,4 +1,5 @@
 // `redist`: run or plan a redistribution from the command line.
+#include <mpi.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,6 +26,7 @@ usage:
                                                         patch grid, greedy/balanced,
                                                         per-patch/per-rank
   redist help [run|plan|calibrate|repartition|bench|spec|strategies]
+  redist --version                                      this build's version and MPI
 
 SRC and DST are layout spec strings (docs/spec.md), quoted, e.g.
   "8000x8000 tile=400x400 block_cyclic grid=1x2"
@@ -93,7 +95,20 @@ int exec_bench(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* cmd = argc > 1 ? argv[1] : "help";
+  if (argc < 2) {  // no command: the usage, as an error (a script that lost its arguments fails)
+    if (redist::cli::launch_rank_zero()) std::fprintf(stderr, "redist: no command given\n\n%s", kHelp);
+    return redist::cli::launch_rank_zero() ? 2 : 0;  // rank 0 fails the job (see the end)
+  }
+  const char* cmd = argv[1];
+  if (!std::strcmp(cmd, "--version") || !std::strcmp(cmd, "version")) {
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(mpi, &len);  // allowed before MPI_Init
+    std::string first(mpi, static_cast<size_t>(len));
+    first = first.substr(0, first.find_first_of("\n,"));
+    if (redist::cli::launch_rank_zero()) std::printf("redist %s (built with %s)\n", REDIST_VERSION, first.c_str());
+    return 0;
+  }
   if (!std::strcmp(cmd, "run")) return redist::cli::cmd_run(argc, argv);
   if (!std::strcmp(cmd, "plan")) return redist::cli::cmd_plan(argc, argv);
   if (!std::strcmp(cmd, "calibrate")) return redist::cli::cmd_calibrate(argc, argv);

@@ -70,7 +70,8 @@ const char* kUsage =
     "  DIR/results.csv and, when Python's matplotlib is there, the plots DIR/*.png.\n"
     "  compare: one case of your own, SRC and DST 2-D block_cyclic spec strings\n"
     "  (docs/spec.md; storage forced to local_array so pdgemr2d applies), REGION\n"
-    "  'SIZE [from=SRC_OFFSET] [to=DST_OFFSET]' (default: the overlap of both shapes).\n"
+    "  'SIZE [from=SRC_OFFSET] [to=DST_OFFSET] [axes=1,0]' (default: the overlap of both\n"
+    "  shapes; axes=1,0 transposes, timed beside pdtran, which needs one grid for both).\n"
     "  --out DIR        results folder (default results/SUITE)\n"
     "  --reps N         timed runs per method (default 5); the median is reported\n"
     "  --scale S        multiplies the array sizes (default 1; above 0, at most 1000)\n"
@@ -127,6 +128,13 @@ Case compare_case(const std::vector<std::string>& pos) {
     c.dst = dst.spec();
     if (pos.size() == 3) {
       c.region = pos[2];
+      // compare is there for ScaLAPACK's reference: a case it has no call for is refused.
+      const Region region = Region::parse(c.region);
+      if (region.permutes())
+        if (std::string why = scalapack::tran_unsupported(src, dst, region); !why.empty())
+          fail("compare: ScaLAPACK has no call for this case: pdgemr2d does not transpose, and " + why +
+               " (the region's axes= permutes; SRC's and DST's grid and owners must be the same); `redist run` "
+               "times redist's strategies on it alone");
     } else {
       Region region = Region::whole(src.shape());
       for (int d = 0; d < 2; ++d) region.size[d] = std::min(src.shape()[d], dst.shape()[d]);

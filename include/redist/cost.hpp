@@ -90,6 +90,10 @@ Machine machine_from_json(const std::string& text);  // throws redist::Error
 // False when missing or unreadable; then `why`, when given, says which (the
 // file cannot be opened, or what in it is not a calibration).
 bool load_machine(const std::string& path, Machine& m, std::string* why = nullptr);
+// What to do about a calibration file load_machine refused: for a missing file,
+// run `redist calibrate --out path`; for one that exists (a folder, another
+// file), name a file calibrate wrote (calibrate would not replace that one).
+std::string calibration_hint(const std::string& path);
 void save_machine(const std::string& path, const Machine& m);  // creates the folder; throws
 
 // Collective: rank 0 reads the calibration file at `path` (empty: the default

@@ -57,14 +57,25 @@ std::string kind_name(const Ownership& o) {
 std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb::handle offset) {
   const int n = shape.ndim();
   Coord off = offset.is_none() ? Coord(n, 0) : to_coord(offset, "offset");
-  if (off.ndim() != n) throw Error(detail::cat("offset has ", off.ndim(), " items, the shape ", shape.str(), " ", n));
+  if (off.ndim() != n)
+    throw Error(detail::cat("offset has ", off.ndim(), " items, one per dimension of the shape ", shape.str(), " needs ", n));
   std::vector<DimPartition> parts;
   if (tile.is_none()) {
     for (int d = 0; d < n; ++d) parts.push_back(DimPartition::regular(shape[d], shape[d] > 0 ? shape[d] : 1, off[d]));
     return parts;
   }
+  // A str or a float is no tile size (a str was iterated character by character).
+  const auto not_a_tile = [&](nb::handle t, const char* what) {
+    return nb::type_error(detail::cat(what, " must be an int, a sequence of them (one per dimension) or per dimension "
+                                      "a list of boundaries [0, ..., extent]; got ", nb::type_name(t.type()).c_str(),
+                                      nb::isinstance<nb::str>(t) ? " (a spec string goes whole to Layout: Layout('" +
+                                                                      shape.str() + " tile=...'))"
+                                                                : std::string())
+                              .c_str());
+  };
   nb::list items;
   if (is_scalar_index(tile)) items.append(tile);
+  else if (nb::isinstance<nb::str>(tile) || !PySequence_Check(tile.ptr())) throw not_a_tile(tile, "tile");
   else for (nb::handle h : nb::iter(tile)) items.append(h);
   if (static_cast<int>(nb::len(items)) != n)
     throw Error(detail::cat("tile has ", nb::len(items), " items, one per dimension of the shape ", shape.str(),
@@ -72,6 +83,7 @@ std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb:
   for (int d = 0; d < n; ++d) {
     nb::handle t = items[static_cast<size_t>(d)];
     if (is_scalar_index(t)) parts.push_back(DimPartition::regular(shape[d], to_index(t, "tile"), off[d]));
+    else if (nb::isinstance<nb::str>(t) || !PySequence_Check(t.ptr())) throw not_a_tile(t, "each item of tile");
     else {
       std::vector<index_t> bounds;  // a list of boundaries [0, ..., extent]
       for (nb::handle b : nb::iter(t)) bounds.push_back(to_index(b, "a tile boundary"));

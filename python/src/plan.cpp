@@ -517,7 +517,8 @@ void bind_plan(nb::module_& m) {
       s = as_layout(src, "src");
       d = as_layout(dst, "dst");
       r = as_region(region, s.shape());
-      o.strategy = keyword<std::string>(strategy, "strategy", "a str");
+      // None: the default, as execute's strategy=None is the plan's own
+      if (!strategy.is_none()) o.strategy = keyword<std::string>(strategy, "strategy", "a str or None");
       o.max_message_bytes = to_index(max_message_bytes, "max_message_bytes");
       o.max_buffer_bytes = to_index(max_buffer_bytes, "max_buffer_bytes");
       o.calibration = keyword<std::string>(calibration, "calibration", "a str");
@@ -564,7 +565,7 @@ void bind_plan(nb::module_& m) {
      nb::arg("beta").none() = std::complex<double>(0.0), nb::arg("conjugate").none() = false,
      nb::arg("auto_trials").none() = 0, nb::arg("copy_threads").none() = 0,
      nb::sig("def make_plan(src: Layout | str, dst: Layout | str, region: Region | str | None = None, "
-             "comm: mpi4py.MPI.Comm | None = None, *, strategy: str = 'p2p', max_message_bytes: int = 1073741824, "
+             "comm: mpi4py.MPI.Comm | None = None, *, strategy: str | None = 'p2p', max_message_bytes: int = 1073741824, "
              "max_buffer_bytes: int = 0, calibration: str = '', machine: Machine | None = None, "
              "element_type: str = 'bytes', alpha: complex = 1, beta: complex = 0, conjugate: bool = False, "
              "auto_trials: int = 0, copy_threads: int = 0) -> Plan"),

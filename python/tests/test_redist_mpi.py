@@ -531,11 +531,14 @@ def test_type_error_on_one_rank_is_every_ranks_error():
     # The keyword arguments too (nanobind converted them before make_plan ran, on
     # one rank only: the others waited).
     if R == P - 1:
-        with pytest.raises(TypeError, match="strategy must be a str, got NoneType"):
-            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy=None)
+        with pytest.raises(TypeError, match="strategy must be a str or None, got int"):
+            redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy=5)
     else:
-        with pytest.raises(redist.Error, match="strategy must be a str, got NoneType"):
+        with pytest.raises(redist.Error, match="strategy must be a str or None, got int"):
             redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4")
+    # strategy=None is the default (p2p), as execute's None is the plan's own
+    plan = redist.make_plan("8x8 tile=2x2", "8x8 tile=4x4", strategy=None)
+    assert plan.strategy == "p2p", plan.strategy
     # a comm that is not a communicator on one rank, the others on the default
     # COMM_WORLD (they waited in make_plan: helper's trial)
     if R == P - 1:
@@ -672,6 +675,17 @@ def test_bad_integers_are_clear():
     check_tiles(redist.redistribute(a, "8x8 tile=2x2"), value)
     with pytest.raises(TypeError, match="shape must be an int, got float"):
         redist.Layout((8.0, 8), (2, 2))
+    # a str tile was iterated character by character ('tile has 3 items'), a float
+    # tile size raised "'float' object is not iterable"
+    with pytest.raises(TypeError, match=r"tile must be an int, a sequence of them .* got str \(a spec string goes "
+                                        r"whole to Layout: Layout\('8x8 tile=...'\)\)"):
+        redist.Layout((8, 8), "4x4")
+    with pytest.raises(TypeError, match="each item of tile must be an int, .* got float"):
+        redist.Layout((8, 8), (4.5, 4))
+    with pytest.raises(TypeError, match="tile must be an int, .* got float"):
+        redist.Layout((8,), 4.0)
+    with pytest.raises(redist.Error, match="offset has 1 items, one per dimension of the shape 8x8 needs 2"):
+        redist.Layout((8, 8), (4, 4), offset=(1,))
 
 
 def test_type_errors_are_local_and_clear():

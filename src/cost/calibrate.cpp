@@ -369,8 +369,8 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
     check_mpi(MPI_Bcast(why.data(), static_cast<int>(n[2]), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   }
   if (n[0] == 0 && !path.empty())  // a file named by the caller is never replaced by a measurement
-    throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why +
-                "; run `mpirun -np 2 redist calibrate --out " + path + "`, or name no file to measure quickly");
+    throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why + "; " +
+                calibration_hint(path) + ", or name no file to measure quickly");
   if (n[0] == 0) {  // no usable default file: a quick in-run calibration, kept for later plans
     const double t0 = MPI_Wtime();
     Machine m = calibrate(comm, {index_t{64} << 20, true});

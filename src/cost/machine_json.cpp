@@ -202,6 +202,11 @@ Machine machine_from_json(const std::string& text) {
 }
 
 bool load_machine(const std::string& path, Machine& m, std::string* why) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {  // an ifstream opens a folder, then fails to read
+    if (why) *why = path + " is a folder, not a calibration file";
+    return false;
+  }
   std::ifstream f(path);
   if (!f) {
     if (why) *why = "cannot open " + path;
@@ -217,6 +222,14 @@ bool load_machine(const std::string& path, Machine& m, std::string* why) {
   }
   m.source = path;
   return true;
+}
+
+std::string calibration_hint(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "run `mpirun -np 2 redist calibrate --out " + path + "` first";
+  // It exists and is no calibration: calibrate refuses to replace it (without
+  // --force), so naming it as calibrate's --out would be no advice.
+  return "give a file that `redist calibrate --out FILE` wrote, or calibrate into a new one";
 }
 
 void save_machine(const std::string& path, const Machine& m) {

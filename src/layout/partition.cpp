@@ -76,6 +76,11 @@ std::string DimPartition::check(int d) const {
       return detail::cat("tile size ", tile_, " of dimension ", d, " is too large: extent ", extent_, " + offset ",
                          offset_, " + tile size overflows 64-bit indices (a tile size >= the extent, here ",
                          std::max<index_t>(extent_, 1), ", already makes one tile)");
+    if (tile_ == extent_)  // one tile of the whole extent (no tile= given): extent + offset + extent must fit
+      return detail::cat("extent ", extent_, " of dimension ", d, " is too large: with one tile of the whole ",
+                         "extent (no tile= given, or tile= the extent), extent + offset ", offset_, " + tile size ",
+                         "overflows 64-bit indices; the extent may be at most ",
+                         (std::numeric_limits<index_t>::max() - offset_) / 2, ", or give a smaller tile=");
     return detail::cat("extent ", extent_, " of dimension ", d, " is too large: extent + offset ", offset_,
                        " + tile size ", tile_, " overflows 64-bit indices (with this tile size and offset the extent ",
                        "may be at most ", std::numeric_limits<index_t>::max() - offset_ - tile_, ")");

@@ -305,6 +305,12 @@ def test_bench_compare_suite(tmp_path):
     bad = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "10x10 tile=3x3 random ranks=2",
                           "10x10 tile=3x3 block_cyclic grid=1x2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "block_cyclic" in bad.stderr, bad.stderr
+    # a transpose between two grids: ScaLAPACK has no call for it (its row was left out without a word)
+    tran = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench", "compare", "8x8 tile=2x2 block_cyclic grid=1x2",
+                           "8x8 tile=4x4 block_cyclic grid=2x1", "8x8 axes=1,0", "--no-plots", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert tran.returncode == 2 and tran.stderr.count("ScaLAPACK has no call for this case") == 1, tran.stderr
+    assert "pdtran needs A and C on one grid" in tran.stderr and "redist run" in tran.stderr, tran.stderr
 
 
 def test_bench_auto_trials(tmp_path):

@@ -57,6 +57,17 @@ def test_unknown_command_is_an_error(redist):
     assert r.returncode == 2 and "unknown command" in r.stderr
 
 
+def test_no_command_is_an_error_and_version_is_said(redist):
+    """`redist` alone printed the usage and exited 0 (a script that lost its
+    arguments went on); `--version` names the build's version and MPI."""
+    r = redist([])
+    assert r.returncode == 2 and "no command given" in r.stderr and "usage:" in r.stderr, r.stdout + r.stderr
+    r = redist([], ranks=2)
+    assert r.returncode != 0 and r.stderr.count("no command given") == 1, r.stderr
+    r = redist(["--version"])
+    assert r.returncode == 0 and re.fullmatch(r"redist \d+\.\d+\.\d+ \(built with .*MPI.*\)\n", r.stdout), r.stdout
+
+
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_run_json_verifies_every_strategy(redist, ranks):
     region = "70x60 from=11x7 to=20x33"
@@ -279,6 +290,11 @@ BAD_RUN = [
     ("tile=9223372036854775807 (was a silent wrong result)", "Layout::check in make_plan",
      ["8x8 tile=9223372036854775807x4 block_cyclic grid=1x2", "8x8 tile=4x4 block_cyclic grid=2x1"],
      ["tile size 9223372036854775807 of dimension 0 is too large", "overflows 64-bit"]),
+    ("a negative extent without REGION (said: give a REGION, such as 8x-8)", "Layout::check in make_plan",
+     ["8x-8", "8x8"], ["source layout: extent of dimension 1 must be >= 0, got -8"]),
+    ("an extent of 2^63-1 without tile= (said: the extent may be at most 0)", "Layout::check in make_plan",
+     ["9223372036854775807x2", "9223372036854775807x2"],
+     ["with one tile of the whole extent (no tile= given", "the extent may be at most 4611686018427387903"]),
 ]
 
 BAD_PLAN = [
@@ -295,6 +311,8 @@ BAD_PLAN = [
     ("ld=10 for 100 rows (was accepted without a word)", "LocalIndex in plan_rank",
      ["100x100 tile=10x10 block_cyclic grid=2x1 storage=local_array ld=10", "100x100"],
      ["source layout: storage=local_array ld=10 is smaller than the 50 local rows of rank 0"]),
+    ("a negative target extent without REGION (said: give a REGION, such as 8x-8)", "Layout::check in redist plan",
+     ["8x8", "8x-8", "--ranks", "2"], ["target layout: extent of dimension 1 must be >= 0, got -8"]),
     ("--ranks 0", "redist plan options",
      ["8x8", "8x8", "--ranks", "0"], ["--ranks needs an integer >= 1"]),
     ("--rank outside --ranks", "redist plan options",
@@ -488,6 +506,20 @@ def test_calibration_files_that_cannot_serve_say_why(redist, tmp_path):
     assert r.returncode == 2 and "cannot make its folder" in r.stderr and "ping-pong" not in r.stderr, r.stderr
     r = redist(["help", "bogus"])
     assert r.returncode == 2 and "no topic 'bogus'" in r.stderr and "spec and strategies" in r.stderr
+    # A file that exists but is no calibration: the advice is not to calibrate into it
+    # (calibrate refuses that file); a folder is named as one, read by no rank.
+    r = redist(["plan", src, dst, "--predict", "--calibration", str(junk)])
+    assert "give a file that `redist calibrate --out FILE` wrote" in r.stderr, r.stderr
+    assert f"calibrate --out {junk}" not in r.stderr, r.stderr
+    r = redist(["plan", src, dst, "--predict", "--calibration", str(tmp_path / "none.json")])
+    assert f"run `mpirun -np 2 redist calibrate --out {tmp_path / 'none.json'}` first" in r.stderr, r.stderr
+    r = redist(["plan", src, dst, "--predict", "--calibration", str(tmp_path)])
+    assert r.returncode == 2 and f"{tmp_path} is a folder, not a calibration file" in r.stderr, r.stderr
+    for force in ([], ["--force"]):  # without --force rank 0 alone threw reading it, and the job was killed
+        r = redist(["calibrate", "--max-size", "4096", "--out", str(tmp_path)] + force, ranks=2)
+        assert r.returncode == 2 and r.stderr.count(f"--out {tmp_path} is a folder: give a file's path, such as "
+                                                    f"{tmp_path / 'calibration.json'}") == 1, r.stderr
+        assert "ping-pong" not in r.stderr and "ORTE" not in r.stderr, r.stderr
 
 
 def test_run_auto_uses_the_calibration_and_names_its_choice(redist, tmp_path):
