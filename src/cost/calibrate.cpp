@@ -359,6 +359,8 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
       Machine m;
       if (load_machine(file, m, &why)) it = cached.emplace(file, m).first;
     }
+    // The advice decided where the file was looked at (other ranks may not see it).
+    if (it == cached.end() && !path.empty()) why += "; " + calibration_hint(file);
     if (it != cached.end()) js = to_json(it->second), src = it->second.source;
   }
   long long n[3] = {static_cast<long long>(js.size()), static_cast<long long>(src.size()),
@@ -369,8 +371,8 @@ Machine machine_for(MPI_Comm comm, const std::string& path) {
     check_mpi(MPI_Bcast(why.data(), static_cast<int>(n[2]), MPI_CHAR, 0, comm), "MPI_Bcast", comm);
   }
   if (n[0] == 0 && !path.empty())  // a file named by the caller is never replaced by a measurement
-    throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why + "; " +
-                calibration_hint(path) + ", or name no file to measure quickly");
+    throw Error("redist: rank 0 cannot read the calibration file '" + path + "': " + why +
+                ", or name no file to measure quickly");
   if (n[0] == 0) {  // no usable default file: a quick in-run calibration, kept for later plans
     const double t0 = MPI_Wtime();
     Machine m = calibrate(comm, {index_t{64} << 20, true});

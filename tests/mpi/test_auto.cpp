@@ -275,6 +275,22 @@ TEST_F(Auto, CalibrationFileOption) {
     EXPECT_NE(std::string(e.what()).find("cannot read the calibration file '" + opt.calibration + "'"),
               std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("run `mpirun -np 2 redist calibrate --out " + opt.calibration + "` first"),
+              std::string::npos)
+        << e.what();
+  }
+  // A file that is no calibration (a folder here): no advice to calibrate into
+  // it (calibrate refuses it); rank 0 decides the advice and says it to all.
+  opt.calibration = "/tmp";
+  try {
+    make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt);
+    ADD_FAILURE() << "a folder was accepted as a calibration file";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/tmp is a folder, not a calibration file; give a file that `redist calibrate --out FILE` "
+                        "wrote"),
+              std::string::npos)
+        << what;
   }
   // A file written from a quick measurement, named the same on every rank.
   long long id = static_cast<long long>(getpid());
