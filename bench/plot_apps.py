@@ -69,6 +69,7 @@ def main():
         pd, poor, good, rt, to, comp, back = v[:7]
         rows[alg][(ranks, threads)].append((n, pd, poor, good, rt, 100 * (to + back) / comp, v[7]))
     out = pathlib.Path(args.out or pathlib.Path(args.csv).parent)
+    out.mkdir(parents=True, exist_ok=True)  # as plot.py does
     for alg, configs in rows.items():
         fig, axes = plt.subplots(1, len(configs), figsize=(5.5 * len(configs), 4), squeeze=False)
         for ax, (cfg, pts) in zip(axes[0], sorted(configs.items())):

@@ -50,7 +50,8 @@ const char* kUsage =
     "  --src-tile T     the source's tile size (default 1280); its grid is 1xP, ScaLAPACK storage\n"
     "  --at R           the source is (N+R)x(N+R) and the calls work on its N x N submatrix at\n"
     "                   row and column R (ScaLAPACK's IA = JA = R+1; apps::Submatrix; default 0)\n"
-    "  --tile T         the working tile (default: redist::apps::model_tile)\n"
+    "  --tile T         the working tile (default or 0: redist::apps::model_tile; one larger\n"
+    "                   than N is N)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
     "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
@@ -343,8 +344,9 @@ int main(int argc, char** argv) {
         const double pdm = rb::median(pd), rtm = rb::median(rt_t), over = rb::median(to) + rb::median(back);
         if (rank == 0) {
           char rep_cols[48] = "        -        -";  // no repeated call without --repeat (0 in the CSV)
-          if (repeat) std::snprintf(rep_cols, sizeof rep_cols, "%9.2f %8.3f", rep_gf, rb::median(rep_to));
-          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3f %8.3f %8.3f %9.1f %8.2f %s %4.0f-%-4.0f\n",
+          // Seconds to 3 significant digits (fixed 3 decimals printed 0.000 at small N beside overhd% of 400).
+          if (repeat) std::snprintf(rep_cols, sizeof rep_cols, "%9.2f %8.3g", rep_gf, rb::median(rep_to));
+          std::printf("%6s %5lld %5lld %9.2f %9.2f %9.2f %9.2f %8.3g %8.3g %8.3g %9.1f %8.2f %s %4.0f-%-4.0f\n",
                       alg.c_str(), static_cast<long long>(n), static_cast<long long>(work.partition(0).tile()),
                       f / pdm, f / rb::median(poor_t), f / rb::median(good_t), f / rtm, rb::median(to),
                       rb::median(comp), rb::median(back), 100 * over / rb::median(comp), pdm / rtm, rep_cols,
@@ -353,7 +355,8 @@ int main(int argc, char** argv) {
           std::fflush(stdout);
           if (!csv.empty())
             if (FILE* out = std::fopen(csv.c_str(), "a")) {
-              std::fprintf(out, "%d,%d,%s,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", ranks,
+              // Seconds to 6 significant digits: plot_apps.py recomputes overhd% from them.
+              std::fprintf(out, "%d,%d,%s,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.6g,%.6g,%.6g,%.4f,%.6g\n", ranks,
                            threads, alg.c_str(), static_cast<long long>(n), static_cast<long long>(src_tile),
                            static_cast<long long>(work.partition(0).tile()), f / pdm, f / rb::median(poor_t),
                            f / rb::median(good_t), f / rtm, rb::median(to), rb::median(comp), rb::median(back),

@@ -54,9 +54,11 @@ class Workspace {
 };
 
 struct Options {
-  // Tile size (rows and columns) of the working layout; 0: model_tile().
+  // Tile size (rows and columns) of the working layout; 0: model_tile(); one
+  // above the matrix's extent is that extent.
   index_t tile = 0;
-  // Inner blocking of the QR kernels (DGEQRT/DTPQRT's NB); 0: min(32, tile).
+  // Inner blocking of the QR kernels (DGEQRT/DTPQRT's NB); 0: min(32, tile);
+  // one above the tile is the tile.
   index_t inner = 0;
   // Process grid PxQ of the working layout; empty: the closest to square, P <= Q.
   Coord grid{};

@@ -25,7 +25,10 @@
  *
  * Sizes and counts are int64_t. A plan is executed by one thread at a time (a
  * second thread at once is refused, as in C++); layout handles may be queried
- * from several threads. Plans must be freed before MPI_Finalize. */
+ * from several threads. Plans must be freed before MPI_Finalize (freed after it,
+ * the communicator is left to MPI). Calls that communicate (making a plan,
+ * executing it, predictions) return REDIST_ERR_INVALID_ARGUMENT before MPI_Init
+ * and after MPI_Finalize, saying so; layouts need no MPI. */
 #ifndef REDIST_REDIST_H
 #define REDIST_REDIST_H
 

@@ -78,6 +78,18 @@ struct Local {
   }
 };
 
+// REDIST_SUCCESS while MPI runs; before MPI_Init or after MPI_Finalize the error
+// (this process's own: there is no MPI to agree over). Open MPI aborted the job at
+// the first MPI call there (agree_local's MPI_Comm_rank), where the C++ API throws.
+redist_status outside_mpi(const char* function) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);  // unchecked: both may be called at any time
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) return REDIST_SUCCESS;
+  return fail(REDIST_ERR_INVALID_ARGUMENT, cat("redist: ", function, finalized ? " after MPI_Finalize" : " before MPI_Init",
+                                               ": a plan communicates through MPI"));
+}
+
 // Collective: every rank returns the status and message of the lowest rank whose
 // `local` is not a success (redist: rank R: ...), or REDIST_SUCCESS everywhere.
 redist_status agree_local(MPI_Comm comm, const Local& local) {
@@ -121,11 +133,13 @@ redist::Layout with_elem_size(const redist::Layout& l, int64_t elem_size) {
 }
 
 // make_plan's C arguments checked on this rank, then agreed, then the C++ make_plan.
-redist_status make_plan(std::optional<redist::Layout> src, std::optional<redist::Layout> dst, const char* region,
-                        MPI_Comm comm, const redist_options* options, redist_plan** plan, Local& local) {
+redist_status make_plan(const char* function, std::optional<redist::Layout> src, std::optional<redist::Layout> dst,
+                        const char* region, MPI_Comm comm, const redist_options* options, redist_plan** plan,
+                        Local& local) {
   if (plan) *plan = nullptr;
   if (comm == MPI_COMM_NULL)
     return fail(REDIST_ERR_INVALID_ARGUMENT, "redist: make_plan needs a communicator, got MPI_COMM_NULL");
+  if (redist_status s = outside_mpi(function); s != REDIST_SUCCESS) return s;
   if (!plan) local.set(REDIST_ERR_INVALID_ARGUMENT, "plan is NULL (pass the address of a redist_plan*)");
   redist::Options o;
   redist::Region r;
@@ -253,7 +267,7 @@ redist_status redist_make_plan(const redist_layout* src, const redist_layout* ds
   if (!dst) local.set(REDIST_ERR_INVALID_ARGUMENT, "target layout is NULL (did redist_layout_create fail here?)");
   std::optional<redist::Layout> s, d;
   if (src && dst) s = src->layout, d = dst->layout;
-  return make_plan(std::move(s), std::move(d), region, comm, options, plan, local);
+  return make_plan("redist_make_plan", std::move(s), std::move(d), region, comm, options, plan, local);
 }
 
 redist_status redist_make_plan_spec(const char* src_spec, const char* dst_spec, const char* region, MPI_Comm comm,
@@ -262,7 +276,7 @@ redist_status redist_make_plan_spec(const char* src_spec, const char* dst_spec, 
   std::optional<redist::Layout> s = parse_layout(src_spec, "source layout: ", local);
   std::optional<redist::Layout> d = parse_layout(dst_spec, "target layout: ", local);
   if (!s || !d) s.reset(), d.reset();
-  return make_plan(std::move(s), std::move(d), region, comm, options, plan, local);
+  return make_plan("redist_make_plan_spec", std::move(s), std::move(d), region, comm, options, plan, local);
 }
 
 redist_status redist_execute(redist_plan* plan, const void* const* src_blocks, int64_t src_count,
@@ -299,18 +313,24 @@ const char* redist_plan_auto_choice(const redist_plan* plan) {
   return plan ? plan->plan.auto_choice().c_str() : nullptr;
 }
 
-redist_status redist_plan_predictions_storage(redist_plan* plan, const char* storage, double* seconds,
-                                              int64_t count) {
-  if (!plan) return null_argument("redist_plan_predictions_storage", "plan");
+}  // extern "C"
+
+namespace {
+
+// redist_plan_predictions(_storage), its messages naming `function`.
+redist_status predictions(const char* function, redist_plan* plan, const char* storage, double* seconds,
+                          int64_t count) {
+  if (!plan) return null_argument(function, "plan");
+  if (redist_status s = outside_mpi(function); s != REDIST_SUCCESS) return s;
   Local local;
   const int64_t n = redist_strategy_count();
   if (!seconds)
-    local.set(REDIST_ERR_INVALID_ARGUMENT, "redist_plan_predictions: seconds is NULL");
+    local.set(REDIST_ERR_INVALID_ARGUMENT, cat(function, ": seconds is NULL"));
   else if (count < n)
-    local.set(REDIST_ERR_INVALID_ARGUMENT, cat("redist_plan_predictions: seconds holds ", count,
+    local.set(REDIST_ERR_INVALID_ARGUMENT, cat(function, ": seconds holds ", count,
                                                " values; redist_strategy_count() is ", n));
   else if (!storage || (std::strcmp(storage, "heap") != 0 && std::strcmp(storage, "shared") != 0))
-    local.set(REDIST_ERR_INVALID_ARGUMENT, cat("redist_plan_predictions: storage '", storage ? storage : "(NULL)",
+    local.set(REDIST_ERR_INVALID_ARGUMENT, cat(function, ": storage '", storage ? storage : "(NULL)",
                                                "': expected heap or shared"));
   if (redist_status s = agree_local(plan->plan.comm(), local); s != REDIST_SUCCESS) return s;
   return guard([&] {
@@ -319,9 +339,17 @@ redist_status redist_plan_predictions_storage(redist_plan* plan, const char* sto
   });
 }
 
+}  // namespace
+
+extern "C" {
+
+redist_status redist_plan_predictions_storage(redist_plan* plan, const char* storage, double* seconds,
+                                              int64_t count) {
+  return predictions("redist_plan_predictions_storage", plan, storage, seconds, count);
+}
+
 redist_status redist_plan_predictions(redist_plan* plan, double* seconds, int64_t count) {
-  if (!plan) return null_argument("redist_plan_predictions", "plan");
-  return redist_plan_predictions_storage(plan, "heap", seconds, count);
+  return predictions("redist_plan_predictions", plan, "heap", seconds, count);
 }
 
 redist_status redist_plan_get_stats(const redist_plan* plan, redist_plan_stats* stats) {

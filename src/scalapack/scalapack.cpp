@@ -263,7 +263,8 @@ std::string agree_arguments(const std::vector<int>& table, int count, Agreed& ou
       const auto [lo, hi] = range(side + kGrid0 + f, side + kMember);
       if (lo > hi)
         return detail::cat("no process of the union context is in the grid of ", name, " (desc", name,
-                           "[CTXT] is -1 everywhere): one grid needs at least one process");
+                           "[CTXT] is -1, or no BLACS grid's context, on every process): one grid needs at least "
+                           "one process, and desc", name, "[CTXT] is the context blacs_gridinit made");
       if (lo != hi)
         return detail::cat("the processes of ", name, "'s grid disagree on ", field_names[f], " of desc", name,
                            " (from ", lo, " to ", hi, ")");

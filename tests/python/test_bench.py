@@ -242,12 +242,14 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     pools the rows, skipping the comments."""
     apps = BUILD / "bench" / "apps" / "redist-apps"
     out = tmp_path / "apps.csv"
+    printed = {}
     for storage in ["heap", "shared"]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps), "--alg", "potrf", "--n", "200", "--src-tile", "64",
                             "--tile", "48", "--storage", storage, "--csv", str(out)],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"storage={storage}" in r.stdout.splitlines()[1], r.stdout  # after report_cpus' line
+        printed[storage] = next(line.split() for line in r.stdout.splitlines() if line.split()[:1] == ["potrf"])
     lines = out.read_text().splitlines()
     assert len(lines) == 5, lines
     columns = lines[0].lstrip("# ").split(" ")[0].split(",")
@@ -257,11 +259,18 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
         assert "strategy=direct" in settings and "comm_mode=workers" in settings, settings
         values = row.split(",")
         assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "plot_apps.py"), str(out), "--out", str(tmp_path),
+        # The phases' seconds carry the digits their overhead needs (the CSV's 4
+        # decimals, the table's 3, printed 0.000 beside an overhead of 400%).
+        to, comp, back = (float(v) for v in values[10:13])
+        assert to > 0 and comp > 0 and back > 0, row
+        assert abs(100 * (to + back) / comp - float(printed[storage][10])) <= 0.051 + 1e-3 * float(printed[storage][10])
+        assert all(float(v) > 0 for v in printed[storage][7:10]), printed[storage]
+    plots = tmp_path / "new" / "folder"  # made, as bench/plot.py makes its own (it raised FileNotFoundError)
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "plot_apps.py"), str(out), "--out", str(plots),
                         "--table"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "| potrf | 200 | 2 |" in r.stdout, r.stdout  # both launches pooled
-    assert (tmp_path / "apps_potrf.png").stat().st_size > 0
+    assert (plots / "apps_potrf.png").stat().st_size > 0
 
 
 def test_apps_submatrix_at_an_offset():

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   const int bad_lld = argc > 1 && strcmp(argv[1], "bad-lld") == 0;
   const int bad_ictxt = argc > 1 && strcmp(argv[1], "bad-ictxt") == 0;
   const int bad_rsrc = argc > 1 && strcmp(argv[1], "bad-rsrc") == 0;
+  const int bad_ctxt = argc > 1 && strcmp(argv[1], "bad-ctxt") == 0;
   const int M = 50, N = 37, mba = 4, nba = 3, mbb = 5, nbb = 7, zero = 0;
 
   int ga = 0, gb = 0, all = 0;
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   for (int j = 0; j < ca; ++j)
     for (int i = 0; i < ra; ++i)
       a[i + j * lda] = global_of(i, mba, myrow, 0, nprow) + 1000.0 * global_of(j, nba, mycol, 0, npcol);
-  int desca[9] = {1, ga, M, N, mba, nba, bad_rsrc ? p + 1 : 0, 0, bad_lld && rank == p - 1 ? ra - 1 : lda};
+  int desca[9] = {1, bad_ctxt ? 12345 : ga, M, N, mba, nba, bad_rsrc ? p + 1 : 0, 0, bad_lld && rank == p - 1 ? ra - 1 : lda};
 
   int brow, bcol;
   Cblacs_gridinfo(gb, &nprow, &npcol, &brow, &bcol);
