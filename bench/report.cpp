@@ -101,7 +101,10 @@ void Report::print_summary(FILE* f) const {
     for (size_t k = 0; k < s.methods.size(); ++k) {
       char sp[32] = "n/a";
       if (s.speedup_cases[k]) std::snprintf(sp, sizeof sp, "%.2fx (%d cases)", s.geomean_speedup[k], s.speedup_cases[k]);
-      std::fprintf(f, "  %-16s %22s %16.2f\n", s.methods[k].c_str(), sp, s.best_ratio[k]);
+      // No ratio in any case (one rank: nothing remote, no bound): "-", as the case rows print it.
+      char best[32] = "-";
+      if (s.best_ratio[k] > 0) std::snprintf(best, sizeof best, "%.2f", s.best_ratio[k]);
+      std::fprintf(f, "  %-16s %22s %16s\n", s.methods[k].c_str(), sp, best);
     }
   }
 }

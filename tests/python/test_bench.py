@@ -62,6 +62,17 @@ def test_smoke_results_and_plots(tmp_path):
     assert not (plots / "blocksize_speedup.png").exists()  # no pdgemr2d there
 
 
+def test_one_rank_summary_has_no_ratio_to_a_bound(tmp_path):
+    """On one rank nothing is remote: no bound, `-` in every row, and the summary's
+    `best /bound` said 0.00 beside it (a second new user's trial)."""
+    res = subprocess.run([str(MPIRUN), "-np", "1", str(BENCH), "volume", "--smoke", "--no-plots", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = res.stdout[res.stdout.index("best /bound"):].splitlines()[1:]
+    rows = [line.split() for line in summary if line.startswith("  ") and "x (" in line]
+    assert rows and all(r[-1] == "-" for r in rows), res.stdout
+
+
 def test_plots_into_a_folder_whose_name_has_a_quote(tmp_path):
     """bench ran plot.py through a shell with the folder in single quotes: a
     quote in the name broke it (and could have run another command)."""
