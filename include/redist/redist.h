@@ -91,7 +91,9 @@ redist_status redist_layout_check(const redist_layout* layout, int comm_size);
    this layout (1, or one per local tile for storage=tile_pointers), and *elements,
    the elements of all its storage (the size of the one buffer of storage=tile or
    local_array). Either output may be NULL. O(tiles of the layout) for ownerships
-   that are not block_cyclic. */
+   that are not block_cyclic. A layout knows no communicator: a rank beyond those
+   its ownership names stores nothing (0 elements; check the layout against the
+   communicator with redist_layout_check). */
 redist_status redist_layout_local_size(const redist_layout* layout, int rank, int64_t* blocks,
                                        int64_t* elements);
 /* Local: elements of block `block` (0 <= block < blocks) of `rank`. */
