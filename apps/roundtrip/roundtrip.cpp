@@ -201,7 +201,8 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
         : options.comm_mode == runtime::CommMode::workers  ? "workers"
                                                            : std::to_string(static_cast<int>(options.comm_mode)))
     << " push=" << options.push
-    << " read_in_place=" << options.read_in_place << " lend=" << options.lend;
+    << " read_in_place=" << options.read_in_place << " lend=" << options.lend
+    << " shared_work=" << options.shared_work;
   items.push_back({"options differ", o.str()});
   if (!scalars.empty()) {
     std::ostringstream v;  // exact: hexadecimal floating point
@@ -360,7 +361,12 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
                   parallel ? parts : 1);
   bool fresh = true;
   std::byte* storage = nullptr;
-  if (options.workspace) {
+  if (options.shared_work) {
+    // Collective; not zeroed: fresh, its pages faulted below as the heap's are (a
+    // rank without tiles gets a non-null dummy, freed alike).
+    shared_.reset(static_cast<std::byte*>(shared_allocate(comm, static_cast<index_t>(bytes), 0, false)));
+    storage = shared_.get();
+  } else if (options.workspace) {
     storage = options.workspace->take(slot, bytes, fresh);
   } else {
     owned_.reset(allocate(bytes));
@@ -411,11 +417,22 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
                                  (g.back().dst_offset[1] + g.back().size[1] - 1) / t));
   }
   collection_.emplace(work, comm, storage, bytes);
+  // Tasks read the tiles of their node's ranks in place in the shared working copy.
+  if (options.shared_work && options.read_in_place)
+    collection_->share(shared_ranges(comm, storage, static_cast<index_t>(bytes)));
   if (load) move(true, pages);
   seconds += MPI_Wtime() - t0;
 }
 
 void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
+void WorkMatrix::SharedFree::operator()(std::byte* p) const {
+  try {
+    shared_free(p);
+  } catch (const std::exception&) {
+    // A destructor must not throw (an MPI failure freeing the window, then, is
+    // not the call's error: its results are in the caller's storage already).
+  }
+}
 
 void WorkMatrix::move(bool in, const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages) {
   const void* src = in ? data_ : collection_->storage();

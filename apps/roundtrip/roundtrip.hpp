@@ -87,6 +87,12 @@ class WorkMatrix {
     void operator()(std::byte* p) const;
   };
   std::unique_ptr<std::byte, Free> owned_;  // the working copy when there is no workspace
+  // Options::shared_work: the working copy in a shared window, freed (collectively:
+  // every rank destroys its WorkMatrix at the same point of the call) with it.
+  struct SharedFree {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, SharedFree> shared_;
   std::optional<runtime::LayoutCollection> collection_;
 };
 

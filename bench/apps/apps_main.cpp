@@ -62,7 +62,10 @@ const char* kUsage =
     "  --storage S      heap (default) or shared: the caller's matrices in MPI shared windows\n"
     "                   (redist::shared_allocate), where tasks read the tiles of other ranks\n"
     "                   on their node in place (poor and good; the round trip's working copy\n"
-    "                   stays on the heap)\n"
+    "                   as --work-storage says)\n"
+    "  --work-storage S heap (default) or shared: where the round trip's moved working copy\n"
+    "                   lives (apps::Options::shared_work): in shared windows its tasks read\n"
+    "                   the tiles of other ranks in place whatever --storage is\n"
     "  --in-place 0|1   apps::Options::read_in_place (default 1; matters with --storage shared)\n"
     "  --lend 0|1       apps::Options::lend (default 0; with --storage shared: an idle rank runs\n"
     "                   ready tasks of another rank of its node on that rank's tiles)\n"
@@ -235,6 +238,9 @@ int main(int argc, char** argv) {
     if (storage != "heap" && storage != "shared")
       throw redist::Error("--storage must be heap or shared, got '" + storage + "'");
     const bool shared = storage == "shared";
+    const std::string work_storage = args.str("--work-storage", "heap");
+    if (work_storage != "heap" && work_storage != "shared")
+      throw redist::Error("--work-storage must be heap or shared, got '" + work_storage + "'");
     if (lend && !shared)
       throw redist::Error("--lend 1 needs --storage shared: a rank lends only tasks whose tiles lie in shared windows");
     const std::string csv = args.str("--csv", "");
@@ -264,9 +270,10 @@ int main(int argc, char** argv) {
     char settings_line[320];
     std::snprintf(settings_line, sizeof settings_line,
                   "# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d strategy=%s "
-                  "reps=%d source: tile=%lld grid=1x%d storage=local_array%s\n",
+                  "reps=%d work_storage=%s source: tile=%lld grid=1x%d storage=local_array%s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
-                  static_cast<int>(lend), strategy.c_str(), reps, static_cast<long long>(src_tile), ranks,
+                  static_cast<int>(lend), strategy.c_str(), reps, work_storage.c_str(),
+                  static_cast<long long>(src_tile), ranks,
                   at > 0 ? (" submatrix at " + std::to_string(at) + "x" + std::to_string(at)).c_str() : "");
     const std::string settings = settings_line;
     // Rank 0 writes the CSV: a file it cannot open fails on every rank before anything
@@ -330,6 +337,7 @@ int main(int argc, char** argv) {
           busy_lo.push_back(busy.first), busy_hi.push_back(busy.second), lent_pct.push_back(lent);
           redist::apps::Workspace workspace;  // empty: the first call allocates as without one
           redist::apps::Options first = good;
+          first.shared_work = work_storage == "shared";
           if (repeat) first.workspace = &workspace;
           const redist::apps::Report rt = run_app(alg, src, at, rank, first, shared);
           rt_t.push_back(rt.seconds()), to.push_back(rt.to_seconds), comp.push_back(rt.compute_seconds),

@@ -83,6 +83,13 @@ struct Options {
   // nothing to run borrows ready tasks of another rank of its node and runs them on
   // that rank's tiles (docs/runtime.md, "Lending tasks"). Default off.
   bool lend = false;
+  // Where a moved working copy lives: false (default), the heap; true, MPI shared
+  // windows (redist::shared_allocate over the call's communicator, a window per call,
+  // freed at its end; the workspace is not used for it), so that with read_in_place
+  // the tasks read the tiles of the other ranks of their node in place whatever the
+  // caller's storage: a caller on the heap gets the figures of shared windows
+  // (docs/apps.md). The same on every rank (agreed).
+  bool shared_work = false;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
   // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's

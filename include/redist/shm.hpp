@@ -28,9 +28,11 @@ namespace redist {
 // rank) in one shared window per node of `comm` (node size: `node_size` when > 0,
 // else $REDIST_NODE_SIZE when set, else the whole shared-memory node). The memory
 // is zeroed and page-aligned; its pages are first touched by the rank that
-// allocated it. Throws redist::Error, the same on every rank, when MPI cannot make
-// the window.
-void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size = 0);
+// allocated it. With `zero` false it is left as MPI gives it, not touched (the
+// caller writes every byte it reads and faults the pages where it first writes:
+// apps' working copies). Throws redist::Error, the same on every rank, when MPI
+// cannot make the window.
+void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size = 0, bool zero = true);
 // Collective over the ranks that allocated `p` together (the window's node).
 // Null is allowed on every rank (nothing is freed then: call it the same number
 // of times everywhere). Throws redist::Error when `p` did not come from

@@ -58,7 +58,8 @@ std::vector<DimPartition> partitions_of(const Coord& shape, nb::handle tile, nb:
   const int n = shape.ndim();
   Coord off = offset.is_none() ? Coord(n, 0) : to_coord(offset, "offset");
   if (off.ndim() != n)
-    throw Error(detail::cat("offset has ", off.ndim(), " items, one per dimension of the shape ", shape.str(), " needs ", n));
+    throw Error(detail::cat("offset has ", off.ndim(), " items, one per dimension of the shape ", shape.str(),
+                            " needs ", n));
   std::vector<DimPartition> parts;
   if (tile.is_none()) {
     for (int d = 0; d < n; ++d) parts.push_back(DimPartition::regular(shape[d], shape[d] > 0 ? shape[d] : 1, off[d]));

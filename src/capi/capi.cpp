@@ -86,7 +86,8 @@ redist_status outside_mpi(const char* function) {
   MPI_Initialized(&initialized);  // unchecked: both may be called at any time
   MPI_Finalized(&finalized);
   if (initialized && !finalized) return REDIST_SUCCESS;
-  return fail(REDIST_ERR_INVALID_ARGUMENT, cat("redist: ", function, finalized ? " after MPI_Finalize" : " before MPI_Init",
+  return fail(REDIST_ERR_INVALID_ARGUMENT, cat("redist: ", function,
+                                               finalized ? " after MPI_Finalize" : " before MPI_Init",
                                                ": a plan communicates through MPI"));
 }
 

@@ -144,7 +144,7 @@ int node_size_from(int requested) {
   return static_cast<int>(v);
 }
 
-void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size) {
+void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   using namespace detail;
   std::string err;
   if (bytes < 0) err = cat("shared_allocate: bytes must be >= 0, got ", bytes);
@@ -208,7 +208,7 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size) {
   // Loads and stores of other ranks through the window: a passive epoch for its
   // lifetime (MPI_Win_sync orders them; the shm strategy's messages synchronize).
   check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all", comm);
-  if (bytes > 0) std::memset(mine, 0, static_cast<size_t>(bytes));
+  if (bytes > 0 && zero) std::memset(mine, 0, static_cast<size_t>(bytes));
   Registry& reg = registry_of_windows();
   std::uint64_t serial = 0;
   {

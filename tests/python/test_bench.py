@@ -219,6 +219,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--push", "2"], "--push must be 0 or 1"),
                         (["--in-place", "2"], "--in-place must be 0 or 1"),
                         (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
+                        (["--work-storage", "disk"], "--work-storage must be heap or shared, got 'disk'"),
                         (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it"),
                         # a word that is no option's value, a value missing at the end, a flag given a value,
                         # mpirun's option after the program (each once ran the default sizes), lending on the heap
@@ -254,9 +255,9 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     apps = BUILD / "bench" / "apps" / "redist-apps"
     out = tmp_path / "apps.csv"
     printed = {}
-    for storage in ["heap", "shared"]:
+    for storage in ["heap", "shared"]:  # the second with the round trip's working copy in shared windows too
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps), "--alg", "potrf", "--n", "200", "--src-tile", "64",
-                            "--tile", "48", "--storage", storage, "--csv", str(out)],
+                            "--tile", "48", "--storage", storage, "--work-storage", storage, "--csv", str(out)],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"storage={storage}" in r.stdout.splitlines()[1], r.stdout  # after report_cpus' line
@@ -268,6 +269,7 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     for settings, row, storage in [(lines[1], lines[2], "heap"), (lines[3], lines[4], "shared")]:
         assert settings.startswith("# ranks=2 threads/rank=1 ") and f"storage={storage}" in settings, settings
         assert "strategy=direct" in settings and "comm_mode=workers" in settings, settings
+        assert f"work_storage={storage}" in settings, settings
         values = row.split(",")
         assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
         # The phases' seconds carry the digits their overhead needs (the CSV's 4

@@ -262,6 +262,33 @@ TEST_P(Geqrf, SharedStorageBitIdentical) {
   }
 }
 
+// apps::Options::shared_work: a heap matrix in ScaLAPACK storage moved into a
+// working copy in shared windows (tasks reading the other ranks' tiles in place):
+// A and T bit for bit the tile QR's.
+TEST_P(Geqrf, SharedWorkCopyBitIdentical) {
+  apps::Options o = options(GetParam());
+  const std::string p = std::to_string(world_size());
+  const Case& cs = kCases[0];
+  const std::string shape = std::to_string(cs.m) + "x" + std::to_string(cs.n);
+  const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+  const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
+  const redist::Layout user = redist::Layout::parse(shape + " tile=10x10 block_cyclic grid=1x" + p + " storage=local_array");
+  for (bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "in place" : "not in place");
+    apps::Options om = o;
+    om.shared_work = true;
+    om.read_in_place = in_place;
+    std::vector<double> a = make_local(user, element);
+    const apps::QrFactors f = apps::geqrf(user, a.data(), MPI_COMM_WORLD, om);
+    EXPECT_TRUE(f.report.moved);
+    const std::vector<double> got = gather_root(user, a.data());
+    const std::vector<double> got_t = gather_on_root<double>(*f.t);
+    EXPECT_TRUE(all_ranks(world_rank() != 0 ||
+                          (std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
+                           std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0)));
+  }
+}
+
 TEST_P(Geqrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   apps::Options o = options(GetParam());

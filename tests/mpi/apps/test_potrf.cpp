@@ -289,6 +289,36 @@ TEST_P(Potrf, SharedStorageBitIdentical) {
     }
 }
 
+// apps::Options::shared_work: the caller's matrix on the heap in ScaLAPACK storage,
+// moved into a working copy in shared windows, where tasks read the tiles of the
+// other ranks in place (and lend, and not in place): the same bits as the direct
+// run; then a hundred calls in a row, each making and freeing its window (the free
+// is collective: a rank that skipped it would leave the others waiting).
+TEST_P(Potrf, SharedWorkCopyBitIdentical) {
+  constexpr int n = 150;
+  apps::Options o = options(GetParam());
+  o.tile = 48;
+  EXPECT_FALSE(apps::Options().shared_work);
+  const std::vector<double> ref = direct(apps::work_layout(n, n, world_size(), o), o.threads);
+  const redist::Layout user = redist::Layout::parse("150x150 tile=10x10 block_cyclic grid=1x" +
+                                                    std::to_string(world_size()) + " storage=local_array");
+  for (int mode : {0, 1, 2}) {  // in place; not; in place and lending
+    SCOPED_TRACE(mode);
+    apps::Options om = o;
+    om.shared_work = true;
+    om.read_in_place = mode != 1;
+    om.lend = mode == 2;
+    EXPECT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref)));
+  }
+  apps::Options om = o;
+  om.shared_work = true;
+  om.tile = 16;
+  const std::vector<double> small = direct(apps::work_layout(40, 40, world_size(), om), om.threads);
+  const redist::Layout user40 = redist::Layout::parse("40x40 tile=7x7 block_cyclic grid=1x" +
+                                                      std::to_string(world_size()) + " storage=local_array");
+  for (int k = 0; k < 100; ++k) ASSERT_TRUE(all_ranks(potrf_bits_equal(user40, 40, om, small))) << "call " << k;
+}
+
 TEST_P(Potrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   const apps::Options o = options(GetParam());
