@@ -229,6 +229,20 @@ TEST_P(Geqrf, SubmatrixBitIdenticalAndTheRestUntouched) {
   }
 }
 
+namespace {
+
+// A and T of `f` (A in `data`, laid out as `l`), gathered on rank 0: true there
+// when both are bit for bit `ref` and `ref_t` (true on the other ranks).
+bool same_factors(const redist::Layout& l, const double* data, const apps::QrFactors& f,
+                  const std::vector<double>& ref, const std::vector<double>& ref_t) {
+  const std::vector<double> got = gather_root(l, data);
+  const std::vector<double> got_t = gather_on_root<double>(*f.t);
+  return world_rank() != 0 || (std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
+                               std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0);
+}
+
+}  // namespace
+
 // The caller's matrix already in the working layout and in shared windows (tiles of
 // 48 x 48 doubles, above the eager limit), on the default grid and on Px1 (where
 // tile rows travel down their column), nodes whole, of 1 and of 2 ranks: the same
@@ -253,11 +267,7 @@ TEST_P(Geqrf, SharedStorageBitIdentical) {
         SharedCopy a(make_local(work, element), node);
         const apps::QrFactors f = apps::geqrf(work, a.data(), MPI_COMM_WORLD, om);
         EXPECT_FALSE(f.report.moved);
-        const std::vector<double> got = gather_root(work, a.data());
-        const std::vector<double> got_t = gather_on_root<double>(*f.t);
-        EXPECT_TRUE(all_ranks(world_rank() != 0 ||
-                              (std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
-                               std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0)));
+        EXPECT_TRUE(all_ranks(same_factors(work, a.data(), f, ref, ref_t)));
       }
   }
 }
@@ -281,11 +291,7 @@ TEST_P(Geqrf, SharedWorkCopyBitIdentical) {
     std::vector<double> a = make_local(user, element);
     const apps::QrFactors f = apps::geqrf(user, a.data(), MPI_COMM_WORLD, om);
     EXPECT_TRUE(f.report.moved);
-    const std::vector<double> got = gather_root(user, a.data());
-    const std::vector<double> got_t = gather_on_root<double>(*f.t);
-    EXPECT_TRUE(all_ranks(world_rank() != 0 ||
-                          (std::memcmp(got.data(), ref.data(), ref.size() * sizeof(double)) == 0 &&
-                           std::memcmp(got_t.data(), ref_t.data(), ref_t.size() * sizeof(double)) == 0)));
+    EXPECT_TRUE(all_ranks(same_factors(user, a.data(), f, ref, ref_t)));
   }
 }
 

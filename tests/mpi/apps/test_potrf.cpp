@@ -239,18 +239,35 @@ TEST_P(Potrf, EveryCommModeBitIdentical) {
   }
 }
 
+namespace {
+
+// Order 150 in working tiles of 48 (3 x 48 + 6: a ragged last tile; 48 x 48
+// doubles, 18 KB, above the runtime's eager limit): the options, the direct run's
+// bits, and the caller's ScaLAPACK layout (tiles of 10 on 1xP).
+struct TilesOf48 {
+  int n;
+  apps::Options o;
+  std::vector<double> ref;
+  redist::Layout user;
+};
+TilesOf48 tiles_of_48(int threads) {
+  TilesOf48 c{150, options(threads), {}, {}};
+  c.o.tile = 48;
+  c.ref = direct(apps::work_layout(c.n, c.n, world_size(), c.o), c.o.threads);
+  c.user = redist::Layout::parse("150x150 tile=10x10 block_cyclic grid=1x" + std::to_string(world_size()) +
+                                 " storage=local_array");
+  return c;
+}
+
+}  // namespace
+
 // Tiles above the runtime's eager limit (48 x 48 doubles: 18 KB > 16 KB) travel by
 // rendezvous, pushed with their activation (apps::Options::push, the default) or
 // asked for with GET: the same bits either way, in every comm_mode, as the direct
 // run (which asks with GET).
 TEST_P(Potrf, PushedTilesBitIdentical) {
-  constexpr int n = 150;  // 3 x 48 + 6: a ragged last tile
-  apps::Options o = options(GetParam());
-  o.tile = 48;
   EXPECT_TRUE(apps::Options().push);
-  const std::vector<double> ref = direct(apps::work_layout(n, n, world_size(), o), o.threads);
-  const redist::Layout user = redist::Layout::parse("150x150 tile=10x10 block_cyclic grid=1x" +
-                                                    std::to_string(world_size()) + " storage=local_array");
+  const auto [n, o, ref, user] = tiles_of_48(GetParam());
   for (bool push : {true, false})
     for (rt::CommMode mode : {rt::CommMode::workers, rt::CommMode::multiple, rt::CommMode::funneled}) {
       SCOPED_TRACE(std::string(push ? "push " : "get ") + std::to_string(static_cast<int>(mode)));
@@ -295,13 +312,8 @@ TEST_P(Potrf, SharedStorageBitIdentical) {
 // run; then a hundred calls in a row, each making and freeing its window (the free
 // is collective: a rank that skipped it would leave the others waiting).
 TEST_P(Potrf, SharedWorkCopyBitIdentical) {
-  constexpr int n = 150;
-  apps::Options o = options(GetParam());
-  o.tile = 48;
   EXPECT_FALSE(apps::Options().shared_work);
-  const std::vector<double> ref = direct(apps::work_layout(n, n, world_size(), o), o.threads);
-  const redist::Layout user = redist::Layout::parse("150x150 tile=10x10 block_cyclic grid=1x" +
-                                                    std::to_string(world_size()) + " storage=local_array");
+  const auto [n, o, ref, user] = tiles_of_48(GetParam());
   for (int mode : {0, 1, 2}) {  // in place; not; in place and lending
     SCOPED_TRACE(mode);
     apps::Options om = o;
