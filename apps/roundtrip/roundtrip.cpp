@@ -60,15 +60,76 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options) {
                              grid);
 }
 
+Workspace::~Workspace() {
+  try {
+    release();
+  } catch (const std::exception&) {
+    // A destructor must not throw: a window MPI failed to free is left to MPI's end.
+  }
+}
+
 std::size_t Workspace::bytes() const {
   std::size_t sum = 0;
   for (const Buffer& b : buffers_) sum += b.bytes;
+  for (const Buffer& b : shared_) sum += b.bytes;
   return sum;
 }
 
 void Workspace::release() {
   for (Buffer& b : buffers_) std::free(b.data);
   buffers_.clear();
+  int finalized = 0;
+  MPI_Finalized(&finalized);  // unchecked: callable at any time
+  if (!finalized) {
+    for (Buffer& b : shared_)  // collective, in slot order on every rank of the windows
+      if (b.data) shared_free(b.data);
+    if (shared_group_ != MPI_GROUP_NULL) MPI_Group_free(&shared_group_);  // unchecked: a destructor's
+  }
+  shared_.clear();
+  shared_group_ = MPI_GROUP_NULL;
+}
+
+std::byte* Workspace::take_shared(int slot, std::size_t bytes, MPI_Comm comm, bool& fresh) {
+  using redist::detail::check_mpi;
+  if (slot < 0) redist::detail::fail("apps::Workspace::take_shared: slot must be >= 0, got ", slot);
+  // The same ranks as the windows held (their frees are collective over them).
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group", comm);
+  int other = 0;
+  if (shared_group_ != MPI_GROUP_NULL) {
+    int cmp = MPI_UNEQUAL;
+    check_mpi(MPI_Group_compare(group, shared_group_, &cmp), "MPI_Group_compare", comm);
+    other = cmp != MPI_IDENT;
+  }
+  if (shared_group_ == MPI_GROUP_NULL) {  // kept as ranks of MPI_COMM_WORLD's group (comm may be freed)
+    check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", comm);
+    int n = 0;
+    check_mpi(MPI_Group_size(group, &n), "MPI_Group_size", comm);
+    std::vector<int> mine(static_cast<std::size_t>(n)), in_world(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) mine[static_cast<std::size_t>(r)] = r;
+    check_mpi(MPI_Group_translate_ranks(group, n, mine.data(), world, in_world.data()), "MPI_Group_translate_ranks",
+              comm);
+    check_mpi(MPI_Group_incl(world, n, in_world.data(), &shared_group_), "MPI_Group_incl", comm);
+    check_mpi(MPI_Group_free(&world), "MPI_Group_free", comm);
+  }
+  check_mpi(MPI_Group_free(&group), "MPI_Group_free", comm);
+  redist::detail::agree(comm, other ? std::string("apps::Workspace: its shared windows were made by other ranks "
+                                                  "than this call's communicator holds (with Options::shared_work a "
+                                                  "workspace serves one set of ranks: release() it first, on those "
+                                                  "ranks)")
+                                    : std::string());
+  if (shared_.size() <= static_cast<std::size_t>(slot)) shared_.resize(static_cast<std::size_t>(slot) + 1);
+  Buffer& b = shared_[static_cast<std::size_t>(slot)];
+  int fits = b.data != nullptr && b.bytes >= bytes, all = 0;
+  check_mpi(MPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", comm);
+  fresh = !all;
+  if (fresh) {
+    if (b.data) shared_free(b.data);  // every rank holds one here: made together, by the same calls
+    b = {};
+    b.data = static_cast<std::byte*>(shared_allocate(comm, static_cast<index_t>(bytes), 0, false));
+    b.bytes = bytes;
+  }
+  return b.data;
 }
 
 std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh) {
@@ -203,6 +264,8 @@ void agree(MPI_Comm comm, const std::string& error, const std::vector<const Layo
     << " push=" << options.push
     << " read_in_place=" << options.read_in_place << " lend=" << options.lend
     << " shared_work=" << options.shared_work;
+  // With shared_work the workspace's windows are made and freed collectively: every rank has one or none.
+  if (options.shared_work) o << " workspace=" << (options.workspace != nullptr);
   items.push_back({"options differ", o.str()});
   if (!scalars.empty()) {
     std::ostringstream v;  // exact: hexadecimal floating point
@@ -361,7 +424,9 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
                   parallel ? parts : 1);
   bool fresh = true;
   std::byte* storage = nullptr;
-  if (options.shared_work) {
+  if (options.shared_work && options.workspace) {
+    storage = options.workspace->take_shared(slot, bytes, comm, fresh);  // collective (every rank has one: agreed)
+  } else if (options.shared_work) {
     // Collective; not zeroed: fresh, its pages faulted below as the heap's are (a
     // rank without tiles gets a non-null dummy, freed alike).
     shared_.reset(static_cast<std::byte*>(shared_allocate(comm, static_cast<index_t>(bytes), 0, false)));

@@ -30,27 +30,40 @@ namespace redist::apps {
 // faults here, docs/apps.md). Holds up to one buffer per matrix of a call (gemm:
 // A, B, C; on one rank gemm packs A and B tile by tile and keeps only C here)
 // until release() or destruction. One call at a time per workspace.
+// With Options::shared_work the working copies are shared windows, kept here too
+// (a repeated call makes no window and faults no page): then every rank of the
+// call passes a workspace (agreed), always over the same ranks (a window is freed
+// collectively by the ranks that made it: another communicator is an agreed
+// error), and release() and the destructor are collective over those ranks and
+// belong before MPI_Finalize (after it the windows are left to MPI's end).
 class Workspace {
  public:
   Workspace() = default;
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
-  ~Workspace() { release(); }
+  ~Workspace();  // release(); an error freeing a window is not thrown from here
   // Bytes held on this rank.
   std::size_t bytes() const;
-  // Frees the buffers (the next call allocates fresh ones).
+  // Frees the buffers (the next call allocates fresh ones); collective where it
+  // holds shared windows (above).
   void release();
   // 64-byte aligned storage of at least `bytes` for matrix `slot` of a call; keeps
   // the buffer when it is large enough, else replaces it. Null when allocation fails.
   // `fresh` is set when the memory was newly allocated (never written).
   std::byte* take(int slot, std::size_t bytes, bool& fresh);
+  // The same in a shared window (redist::shared_allocate, not zeroed), collective
+  // over `comm`: kept when it is large enough on every rank, else replaced on every
+  // rank. Throws redist::Error, the same on every rank, when `comm` holds other
+  // ranks than the call that made the windows held.
+  std::byte* take_shared(int slot, std::size_t bytes, MPI_Comm comm, bool& fresh);
 
  private:
   struct Buffer {
     std::byte* data = nullptr;
     std::size_t bytes = 0;
   };
-  std::vector<Buffer> buffers_;
+  std::vector<Buffer> buffers_, shared_;
+  MPI_Group shared_group_ = MPI_GROUP_NULL;  // the ranks (of MPI_COMM_WORLD) of shared_'s windows
 };
 
 struct Options {
@@ -84,11 +97,11 @@ struct Options {
   // that rank's tiles (docs/runtime.md, "Lending tasks"). Default off.
   bool lend = false;
   // Where a moved working copy lives: false (default), the heap; true, MPI shared
-  // windows (redist::shared_allocate over the call's communicator, a window per call,
-  // freed at its end; the workspace is not used for it), so that with read_in_place
-  // the tasks read the tiles of the other ranks of their node in place whatever the
-  // caller's storage: a caller on the heap gets the figures of shared windows
-  // (docs/apps.md). The same on every rank (agreed).
+  // windows (redist::shared_allocate over the call's communicator, a window per call
+  // freed at its end, or kept in the workspace: then every rank passes one, see
+  // Workspace), so that with read_in_place the tasks read the tiles of the other
+  // ranks of their node in place whatever the caller's storage (docs/apps.md). The
+  // same on every rank (agreed).
   bool shared_work = false;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
   // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot

@@ -331,6 +331,62 @@ TEST_P(Potrf, SharedWorkCopyBitIdentical) {
   for (int k = 0; k < 100; ++k) ASSERT_TRUE(all_ranks(potrf_bits_equal(user40, 40, om, small))) << "call " << k;
 }
 
+// shared_work with a Workspace: the window is kept across calls (the same address
+// on a repeated call of the same size or smaller, a new one for a larger), the bits
+// the direct run's every time; every rank must pass a workspace (agreed); another
+// set of ranks than the windows' is an agreed error; release() frees them all.
+TEST_P(Potrf, SharedWorkWorkspaceKeepsItsWindows) {
+  const auto [n, o, ref, user] = tiles_of_48(GetParam());
+  apps::Options om = o;
+  om.shared_work = true;
+  apps::Workspace ws;
+  om.workspace = &ws;
+  const std::size_t own = static_cast<std::size_t>(
+      redist::LocalIndex(apps::work_layout(n, n, world_size(), om), world_rank()).elements() * 8);
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref))) << "call " << k;
+    EXPECT_EQ(ws.bytes(), own);  // one window, kept
+  }
+  // smaller: the window kept; larger again: the same
+  apps::Options small = o;
+  small.tile = 16;
+  small.shared_work = true;
+  small.workspace = &ws;
+  const std::vector<double> ref40 = direct(apps::work_layout(40, 40, world_size(), small), small.threads);
+  const redist::Layout user40 = redist::Layout::parse("40x40 tile=7x7 block_cyclic grid=1x" +
+                                                      std::to_string(world_size()) + " storage=local_array");
+  ASSERT_TRUE(all_ranks(potrf_bits_equal(user40, 40, small, ref40)));
+  EXPECT_EQ(ws.bytes(), own);
+  ASSERT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref)));
+  EXPECT_EQ(ws.bytes(), own);
+  // a workspace on some ranks only: agreed (the windows' frees are collective)
+  if (world_size() > 1) {
+    apps::Options some = om;
+    if (world_rank() == 1) some.workspace = nullptr;
+    std::vector<double> a = make_local(user, [n](auto i, auto j) { return spd_element(i, j, n); });
+    expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, some); }, "options differ");
+  }
+  // another set of ranks (rank 0 alone): agreed over that communicator
+  MPI_Comm self;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank() == 0 ? 0 : MPI_UNDEFINED, 0, &self), MPI_SUCCESS);
+  if (world_rank() == 0 && world_size() > 1) {
+    const redist::Layout one = redist::Layout::parse("40x40 tile=7x7 block_cyclic grid=1x1 storage=local_array");
+    std::vector<double> a = make_local(one, [](auto i, auto j) { return spd_element(i, j, 40); });
+    try {
+      apps::potrf(one, a.data(), self, small);
+      ADD_FAILURE() << "a workspace's windows used over other ranks";
+    } catch (const redist::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("its shared windows were made by other ranks"), std::string::npos)
+          << e.what();
+    }
+  }
+  if (self != MPI_COMM_NULL) MPI_Comm_free(&self);
+  ws.release();  // collective: every rank frees its windows
+  EXPECT_EQ(ws.bytes(), 0u);
+  ASSERT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref)));  // a new window after release()
+  EXPECT_EQ(ws.bytes(), own);
+}
+
 TEST_P(Potrf, BadInputIsACollectiveError) {
   const std::string p = std::to_string(world_size());
   const apps::Options o = options(GetParam());
