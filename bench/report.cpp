@@ -24,7 +24,8 @@ bool is_strategy(const std::string& name) {
 
 void Report::print_header(FILE* f) const {
   const harness::RunInfo& i = r_.run;
-  std::fprintf(f, "%s on %s: %d ranks, %u cores, %s build, %s\n  %s\n", r_.tool.c_str(), i.hostname.c_str(), i.ranks,
+  std::fprintf(f, "%s on %s: %d rank%s, %u cores, %s build, %s\n  %s\n", r_.tool.c_str(), i.hostname.c_str(), i.ranks,
+               i.ranks == 1 ? "" : "s",
                i.cores, i.build_type.c_str(), i.compiler.c_str(), i.mpi_library.c_str());
   std::fprintf(f, "  reps %d (median, slowest rank), scale %g; machine from %s: Bnet %.2f GB/s, Bmemcpy %.2f GB/s\n",
                r_.reps, r_.scale, r_.machine->source.c_str(), r_.machine->bnet / 1e9, r_.machine->bmemcpy / 1e9);

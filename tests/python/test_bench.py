@@ -68,6 +68,7 @@ def test_one_rank_summary_has_no_ratio_to_a_bound(tmp_path):
     res = subprocess.run([str(MPIRUN), "-np", "1", str(BENCH), "volume", "--smoke", "--no-plots", "--out",
                           str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert ": 1 rank, " in res.stdout.splitlines()[0], res.stdout  # not "1 ranks"
     summary = res.stdout[res.stdout.index("best /bound"):].splitlines()[1:]
     rows = [line.split() for line in summary if line.startswith("  ") and "x (" in line]
     assert rows and all(r[-1] == "-" for r in rows), res.stdout
