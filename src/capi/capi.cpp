@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi/agree.hpp"
@@ -78,17 +79,12 @@ struct Local {
   }
 };
 
-// REDIST_SUCCESS while MPI runs; before MPI_Init or after MPI_Finalize the error
-// (this process's own: there is no MPI to agree over). Open MPI aborted the job at
-// the first MPI call there (agree_local's MPI_Comm_rank), where the C++ API throws.
+// REDIST_SUCCESS while MPI runs, else the core's error (detail::outside_mpi):
+// Open MPI aborted the job at agree_local's first MPI call there, where the C++
+// API throws.
 redist_status outside_mpi(const char* function) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);  // unchecked: both may be called at any time
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) return REDIST_SUCCESS;
-  return fail(REDIST_ERR_INVALID_ARGUMENT, cat("redist: ", function,
-                                               finalized ? " after MPI_Finalize" : " before MPI_Init",
-                                               ": a plan communicates through MPI"));
+  std::string e = redist::detail::outside_mpi(function);
+  return e.empty() ? REDIST_SUCCESS : fail(REDIST_ERR_INVALID_ARGUMENT, std::move(e));
 }
 
 // Collective: every rank returns the status and message of the lowest rank whose

@@ -590,14 +590,8 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   auto impl = std::make_unique<PlanImpl>();
   detail::PlanCore& p = impl->core;
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
-  // Outside MPI, Open MPI's first call below aborted the job. Both queries may be
-  // called at any time; the error is this process's own (no MPI to agree over).
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);  // unchecked: no error handler exists before MPI_Init
-  MPI_Finalized(&finalized);      // unchecked: nor after MPI_Finalize
-  if (!initialized || finalized)
-    throw Error(detail::cat("redist: make_plan ", finalized ? "after MPI_Finalize" : "before MPI_Init",
-                            ": a plan communicates through MPI"));
+  // Outside MPI, Open MPI's first call below aborted the job.
+  if (std::string e = detail::outside_mpi("make_plan"); !e.empty()) throw Error(e);
   // Own communicator: private tag space, errors returned instead of aborting
   // (or the caller's, Options::duplicate_comm).
   p.owns_comm = options.duplicate_comm;
@@ -703,9 +697,7 @@ PlanImpl& Plan::impl(const char* what) const {
 // The same for what communicates: MPI must still be running.
 PlanImpl& Plan::running(const char* what) const {
   PlanImpl& i = impl(what);
-  int finalized = 0;
-  MPI_Finalized(&finalized);  // unchecked: callable after MPI_Finalize, when no error handler works
-  if (finalized) throw Error(detail::cat("redist: ", what, " after MPI_Finalize: a plan communicates through MPI"));
+  if (std::string e = detail::outside_mpi(what); !e.empty()) throw Error(e);
   return i;
 }
 

@@ -11,6 +11,15 @@
 
 namespace redist::detail {
 
+std::string outside_mpi(const char* what) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);  // unchecked: no error handler exists before MPI_Init
+  MPI_Finalized(&finalized);      // unchecked: nor after MPI_Finalize
+  if (initialized && !finalized) return {};
+  return std::string("redist: ") + what + (finalized ? " after MPI_Finalize" : " before MPI_Init") +
+         ": a plan communicates through MPI";
+}
+
 // Already on the error path: its own calls are unchecked, with fallbacks.
 void mpi_failed(int code, const char* call, MPI_Comm comm, const std::string& peer) {
   char text[MPI_MAX_ERROR_STRING];

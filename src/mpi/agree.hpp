@@ -17,6 +17,12 @@ namespace redist::detail {
 // rank that reported one, prefixed "redist: rank R: ".
 void agree(MPI_Comm comm, const std::string& local_error, bool mismatch = false);
 
+// Empty while MPI runs; before MPI_Init or after MPI_Finalize the error of `what`
+// called there ("redist: WHAT before MPI_Init: a plan communicates through MPI"):
+// this process's own, nothing to agree over (Open MPI aborts the job at the first
+// other MPI call there).
+std::string outside_mpi(const char* what);
+
 // One value every rank must pass identically: `what` names it in the message
 // ("source layout differs"), `value` is this rank's text of it.
 struct Same {
