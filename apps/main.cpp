@@ -96,8 +96,9 @@ int exec_bench(char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {  // no command: the usage, as an error (a script that lost its arguments fails)
-    if (redist::cli::launch_rank_zero()) std::fprintf(stderr, "redist: no command given\n\n%s", kHelp);
-    return redist::cli::launch_rank_zero() ? 2 : 0;  // rank 0 fails the job (see the end)
+    if (!redist::cli::launch_rank_zero()) return 0;  // rank 0 fails the job (see the end)
+    std::fprintf(stderr, "redist: no command given\n\n%s", kHelp);
+    return 2;
   }
   const char* cmd = argv[1];
   if (!std::strcmp(cmd, "--version") || !std::strcmp(cmd, "version")) {

@@ -92,27 +92,19 @@ void Workspace::release() {
 std::byte* Workspace::take_shared(int slot, std::size_t bytes, MPI_Comm comm, bool& fresh) {
   using redist::detail::check_mpi;
   if (slot < 0) redist::detail::fail("apps::Workspace::take_shared: slot must be >= 0, got ", slot);
-  // The same ranks as the windows held (their frees are collective over them).
-  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  // The same ranks as the windows held (their frees are collective over them): the
+  // first call's group is kept (a group outlives its communicator).
+  MPI_Group group = MPI_GROUP_NULL;
   check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group", comm);
   int other = 0;
-  if (shared_group_ != MPI_GROUP_NULL) {
+  if (shared_group_ == MPI_GROUP_NULL) {
+    shared_group_ = group;
+  } else {
     int cmp = MPI_UNEQUAL;
     check_mpi(MPI_Group_compare(group, shared_group_, &cmp), "MPI_Group_compare", comm);
     other = cmp != MPI_IDENT;
+    check_mpi(MPI_Group_free(&group), "MPI_Group_free", comm);
   }
-  if (shared_group_ == MPI_GROUP_NULL) {  // kept as ranks of MPI_COMM_WORLD's group (comm may be freed)
-    check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group", comm);
-    int n = 0;
-    check_mpi(MPI_Group_size(group, &n), "MPI_Group_size", comm);
-    std::vector<int> mine(static_cast<std::size_t>(n)), in_world(static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r) mine[static_cast<std::size_t>(r)] = r;
-    check_mpi(MPI_Group_translate_ranks(group, n, mine.data(), world, in_world.data()), "MPI_Group_translate_ranks",
-              comm);
-    check_mpi(MPI_Group_incl(world, n, in_world.data(), &shared_group_), "MPI_Group_incl", comm);
-    check_mpi(MPI_Group_free(&world), "MPI_Group_free", comm);
-  }
-  check_mpi(MPI_Group_free(&group), "MPI_Group_free", comm);
   redist::detail::agree(comm, other ? std::string("apps::Workspace: its shared windows were made by other ranks "
                                                   "than this call's communicator holds (with Options::shared_work a "
                                                   "workspace serves one set of ranks: release() it first, on those "

@@ -63,7 +63,7 @@ class Workspace {
     std::size_t bytes = 0;
   };
   std::vector<Buffer> buffers_, shared_;
-  MPI_Group shared_group_ = MPI_GROUP_NULL;  // the ranks (of MPI_COMM_WORLD) of shared_'s windows
+  MPI_Group shared_group_ = MPI_GROUP_NULL;  // the ranks of shared_'s windows
 };
 
 struct Options {
