@@ -100,6 +100,26 @@ redist_status redist_layout_local_size(const redist_layout* layout, int rank, in
 redist_status redist_layout_block_elements(const redist_layout* layout, int rank, int64_t block,
                                            int64_t* elements);
 
+/* ---------------------------------------------------------- shared storage */
+/* Collective over `comm`: *ptr gets `bytes` (>= 0, may differ per rank) of
+   zeroed, page-aligned memory in one MPI-3 shared window per node of `comm`
+   (redist::shared_allocate, docs/shm.md; the node size $REDIST_NODE_SIZE where
+   set). Arrays there are what the `shm` strategy copies fastest: each element
+   once, straight between the ranks' windows, where arrays the caller allocated
+   go through rings in shared memory (two copies) or cross-memory attach. A
+   rank's local storage of a layout is redist_layout_local_size's elements times
+   the element size. Bytes < 0 on any rank, ptr NULL on any rank, or MPI unable
+   to make the window: the same status and message on every rank, *ptr NULL.
+   comm == MPI_COMM_NULL is refused locally. */
+redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr);
+/* Collective over the ranks that allocated `ptr` together (the window's node):
+   frees memory of redist_shared_allocate; NULL on every rank frees nothing.
+   Before MPI_Finalize. REDIST_ERR_INVALID_ARGUMENT on a rank whose pointer did
+   not come from redist_shared_allocate (nothing freed there; the other ranks of
+   the window then wait in its collective free, as with mismatched MPI
+   collectives). */
+redist_status redist_shared_free(void* ptr);
+
 /* ------------------------------------------------------------------- plans */
 typedef struct redist_plan redist_plan;
 

@@ -15,6 +15,7 @@
 
 #include "mpi/agree.hpp"
 #include "redist/exec.hpp"
+#include "redist/shm.hpp"
 
 struct redist_layout {
   redist::Layout layout;
@@ -296,6 +297,22 @@ redist_status redist_execute(redist_plan* plan, const void* const* src_blocks, i
     plan->plan.execute(std::span<const void* const>(src_blocks, ns), std::span<void* const>(dst_blocks, nd),
                        strategy ? strategy : "", err);
   });
+}
+
+redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr) {
+  if (ptr) *ptr = nullptr;
+  if (redist_status s = outside_mpi("redist_shared_allocate"); s != REDIST_SUCCESS) return s;
+  if (comm == MPI_COMM_NULL)
+    return fail(REDIST_ERR_INVALID_ARGUMENT, "redist: redist_shared_allocate: comm is MPI_COMM_NULL");
+  Local local;
+  if (!ptr) local.set(REDIST_ERR_INVALID_ARGUMENT, "redist_shared_allocate: ptr is NULL");
+  if (redist_status s = agree_local(comm, local); s != REDIST_SUCCESS) return s;
+  return guard([&] { *ptr = redist::shared_allocate(comm, bytes); });  // bytes < 0: agreed there
+}
+
+redist_status redist_shared_free(void* ptr) {
+  if (redist_status s = outside_mpi("redist_shared_free"); s != REDIST_SUCCESS) return s;
+  return guard([&] { redist::shared_free(ptr); });
 }
 
 redist_status redist_execute_buffers(redist_plan* plan, const void* src, void* dst, const char* strategy) {
