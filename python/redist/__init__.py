@@ -16,7 +16,8 @@ same message on every rank.
 """
 from ._core import (Error, LocalIndex, Layout, Machine, MismatchError, MpiError, Ownership, Plan, PlanStats, Region,
                     agree, calibrate, check_strategy, default_calibration_path, machine_for, make_plan,
-                    placement_summary, plan_stats, predict, register_owner_function, strategies, strategy_names)
+                    placement_summary, plan_stats, predict, reclaim_shared, register_owner_function, shared_windows,
+                    strategies, strategy_names)
 from ._array import DistArray, empty, fromfunction, redistribute, scatter, zeros
 
 block_cyclic = Ownership.block_cyclic
@@ -32,5 +33,5 @@ __all__ = [
     "make_plan", "plan_stats", "predict", "strategies", "strategy_names", "check_strategy", "calibrate",
     "machine_for", "default_calibration_path", "register_owner_function", "placement_summary", "agree",
     "block_cyclic", "random", "band", "table", "function", "greedy", "balanced",
-    "DistArray", "empty", "zeros", "fromfunction", "scatter", "redistribute",
+    "DistArray", "empty", "zeros", "fromfunction", "scatter", "redistribute", "reclaim_shared", "shared_windows",
 ]

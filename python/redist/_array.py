@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ._core import Error, Layout, LocalIndex, Ownership, Region, agree, make_plan
+from ._core import Error, Layout, LocalIndex, MpiError, Ownership, Region, agree, make_plan, shared_allocate
 
 LayoutLike = Union[Layout, str]
 RegionLike = Union[Region, str, None]
@@ -131,6 +131,15 @@ class DistArray:
       be larger).
 
     The layout's element size is the dtype's (``layout.with_esize``).
+    ``storage``: ``"shared"`` puts the blocks in one MPI-3 shared window per node
+    (redist's ``shared_allocate``), where the ``shm`` strategy copies each element
+    once between the ranks of a node (``redistribute`` then uses ``shm``);
+    ``"heap"``, ordinary numpy memory; None (the default): shared, or the heap
+    where MPI cannot make the window (every rank alike). ``self.storage`` says
+    which. A window is freed once no rank holds the array or a view of it, at a
+    later collective allocation over the same communicator (or
+    ``redist.reclaim_shared(comm)``); the array must not outlive its
+    communicator (docs/python.md, "Storage").
     Collective: every rank of `comm` makes it, with the same layout and dtype. A
     bad argument on any rank (a spec that does not parse, a layout that does not
     fit, a dtype that is not an element type, layouts or dtypes that differ
@@ -138,11 +147,15 @@ class DistArray:
     TypeError on the ranks that gave it, redist.Error on the others.
     """
 
-    def __init__(self, layout: LayoutLike, dtype: Any = None, comm: Any = None, *, fill_zero: bool = True):
+    def __init__(self, layout: LayoutLike, dtype: Any = None, comm: Any = None, *, fill_zero: bool = True,
+                 storage: Optional[str] = None):
         comm = _comm(comm)
         rank, size = comm.Get_rank(), comm.Get_size()
 
         def build() -> tuple:
+            if storage not in (None, "shared", "heap"):
+                raise Error(f"storage must be 'shared', 'heap' or None (shared where MPI can make the window), "
+                            f"got {storage!r}")
             lay = _layout(layout)
             dt = _dtype(lay, dtype)
             if lay.esize != dt.itemsize:
@@ -158,8 +171,13 @@ class DistArray:
         _same_everywhere(comm, layout, dt)
         self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
         self.local_index = local
-        alloc = np.zeros if fill_zero else np.empty
-        self.blocks = [alloc(local.block_elements(b), dtype=dt) for b in range(local.nblocks)]
+        self.storage = "heap"
+        self.blocks = _shared_blocks(comm, local, dt, fill_zero, storage) if storage != "heap" else None
+        if self.blocks is not None:
+            self.storage = "shared"
+        else:
+            alloc = np.zeros if fill_zero else np.empty
+            self.blocks = [alloc(local.block_elements(b), dtype=dt) for b in range(local.nblocks)]
         self._redist_blocks = self.blocks  # what Plan.execute reads: the storage blocks (no copy)
         self.tile_index, self.tile_lo, self.tiles = [], [], []
         self.local_array: Optional[np.ndarray] = None
@@ -221,28 +239,51 @@ class DistArray:
         return out if self.rank == root else None
 
 
-def empty(layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
-    """Collective: a DistArray for `layout`, not initialized."""
-    return DistArray(layout, dtype, comm, fill_zero=False)
+def _shared_blocks(comm: Any, local: LocalIndex, dt: np.dtype, zero: bool,
+                   storage: Optional[str]) -> Optional[list]:
+    """Collective: the storage blocks as views of one shared window (each on a
+    64-byte boundary), or None where MPI could not make it and `storage` is
+    None (the error is agreed: every rank returns None)."""
+    sizes = [local.block_elements(b) * dt.itemsize for b in range(local.nblocks)]
+    offsets, total = [], 0
+    for n in sizes:
+        offsets.append(total)
+        total += -(-n // 64) * 64
+    try:
+        window = shared_allocate(comm, total, zero)
+    except MpiError:
+        raise
+    except Error:
+        if storage == "shared":
+            raise
+        return None
+    return [window[o: o + n].view(dt) for o, n in zip(offsets, sizes)]
 
 
-def zeros(layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
-    """Collective: a DistArray for `layout`, zeroed."""
-    return DistArray(layout, dtype, comm)
+def empty(layout: LayoutLike, dtype: Any = None, comm: Any = None, *, storage: Optional[str] = None) -> DistArray:
+    """Collective: a DistArray for `layout`, not initialized (storage: as DistArray's)."""
+    return DistArray(layout, dtype, comm, fill_zero=False, storage=storage)
 
 
-def fromfunction(fn: Callable[..., Any], layout: LayoutLike, dtype: Any = None, comm: Any = None) -> DistArray:
+def zeros(layout: LayoutLike, dtype: Any = None, comm: Any = None, *, storage: Optional[str] = None) -> DistArray:
+    """Collective: a DistArray for `layout`, zeroed (storage: as DistArray's)."""
+    return DistArray(layout, dtype, comm, storage=storage)
+
+
+def fromfunction(fn: Callable[..., Any], layout: LayoutLike, dtype: Any = None, comm: Any = None, *,
+                 storage: Optional[str] = None) -> DistArray:
     """Collective: a DistArray whose element (i0, i1, ...) is fn(i0, i1, ...),
-    each rank computing its own elements (see DistArray.fill)."""
-    out = DistArray(layout, dtype, comm, fill_zero=False)
+    each rank computing its own elements (see DistArray.fill; storage: as
+    DistArray's)."""
+    out = DistArray(layout, dtype, comm, fill_zero=False, storage=storage)
     return _checked(out.comm, lambda: out.fill(fn))  # fn raising on one rank: every rank's error
 
 
 def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm: Any = None,
-            strategy: Optional[str] = None) -> DistArray:
+            strategy: Optional[str] = None, *, storage: Optional[str] = None) -> DistArray:
     """Collective: distributes `array` (a global numpy array of the layout's
     shape, element (i0, i1, ...) at array[i0, i1, ...], given on `root`; None
-    elsewhere) over `layout`. The dtype is the root's."""
+    elsewhere) over `layout`. The dtype is the root's (storage: as DistArray's)."""
     comm = _comm(comm)
     layout = _checked(comm, lambda: _layout(layout))
     rank = comm.Get_rank()
@@ -259,7 +300,7 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
                 err = f"scatter: dtype {a.dtype} is not a fixed-size element type"
     dt = comm.bcast(a.dtype if a is not None and not err else None, root=root)
     agree(comm, err)
-    out = DistArray(layout, dt, comm, fill_zero=False)
+    out = DistArray(layout, dt, comm, fill_zero=False, storage=storage)
     src = _one_tile(layout.shape, root, dt.itemsize)
     buf = np.asfortranarray(a).reshape(-1, order="F") if rank == root else np.empty(0, dtype=dt)
     with make_plan(src, out.layout, None, comm, strategy=strategy or "p2p") as plan:
@@ -268,10 +309,13 @@ def scatter(array: Optional[np.ndarray], layout: LayoutLike, root: int = 0, comm
 
 
 def redistribute(array: DistArray, layout: Optional[LayoutLike] = None, region: RegionLike = None,
-                 out: Optional[DistArray] = None, *, strategy: Optional[str] = None) -> DistArray:
+                 out: Optional[DistArray] = None, *, strategy: Optional[str] = None,
+                 storage: Optional[str] = None) -> DistArray:
     """Collective: `array` (or its `region`) moved to `layout`, in a new zeroed
-    DistArray, or into `out` (then `layout` may be omitted). One plan, made and
-    executed once: to move the same way again, keep a Plan (make_plan)."""
+    DistArray (storage: as DistArray's), or into `out` (then `layout` may be
+    omitted). One plan, made and executed once: to move the same way again, keep
+    a Plan (make_plan). The strategy: `strategy`, else ``shm`` when both arrays
+    lie in shared windows (each element copied once on a node), else ``p2p``."""
     def check() -> None:
         if not isinstance(array, DistArray):
             raise TypeError(f"redistribute: array must be a redist.DistArray, got {type(array).__name__}")
@@ -289,7 +333,9 @@ def redistribute(array: DistArray, layout: Optional[LayoutLike] = None, region: 
     _checked(array.comm if isinstance(array, DistArray) else out.comm if isinstance(out, DistArray) else _comm(None),
              check)
     if out is None:
-        out = DistArray(layout, array.dtype, array.comm)
-    with make_plan(array.layout, out.layout, region, array.comm, strategy=strategy or "p2p") as plan:
+        out = DistArray(layout, array.dtype, array.comm, storage=storage)
+    if not strategy:  # the same on every rank: DistArray agreed on its storage
+        strategy = "shm" if array.storage == "shared" and out.storage == "shared" else "p2p"
+    with make_plan(array.layout, out.layout, region, array.comm, strategy=strategy) as plan:
         plan.execute(array, out)
     return out

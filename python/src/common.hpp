@@ -35,5 +35,6 @@ Region as_region(nb::handle obj, const Coord& shape);
 
 void bind_layout(nb::module_& m);
 void bind_plan(nb::module_& m);
+void bind_shm(nb::module_& m);
 
 }  // namespace redist::python

@@ -1,5 +1,6 @@
 // redist._core: the extension module (docs/python.md). Errors, communicators,
-// strategies and the machine model; layouts in layout.cpp, plans in plan.cpp.
+// strategies and the machine model; layouts in layout.cpp, plans in plan.cpp,
+// storage in shared windows in shm.cpp.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -137,4 +138,5 @@ NB_MODULE(_core, m) {
 
   bind_layout(m);
   bind_plan(m);
+  bind_shm(m);
 }

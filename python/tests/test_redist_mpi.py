@@ -1,6 +1,7 @@
 """The Python binding on 1-4 ranks (run by tests/python/test_binding.py under
 mpirun): every layout kind, storage, dtype, regions, plans, strategies and
 errors, checked against numpy on the gathered result and on each rank's tiles."""
+import gc
 import math
 import re
 
@@ -292,8 +293,8 @@ def test_predictions_take_the_storage():
     (ranks_per_node) make shm's pairs across nodes messages."""
     src = f"40x36 tile=5x6 block_cyclic grid=1x{P}"
     dst = f"40x36 tile=7x4 block_cyclic grid={P}x1"
-    a = redist.fromfunction(value, src)
-    b = redist.zeros(dst)
+    a = redist.fromfunction(value, src, storage="heap")
+    b = redist.zeros(dst, storage="heap")
     with redist.make_plan(src, dst, strategy="auto") as plan:
         online = {st: plan.predictions(storage=st) for st in ("heap", "shared")}
         assert plan.predictions() == online["heap"]
@@ -321,6 +322,13 @@ def test_predictions_take_the_storage():
             assert alone["p2p"] == whole["p2p"]
         plan.execute(a, b)
         assert plan.auto_choice == min(online["heap"], key=online["heap"].get)
+    # arrays in shared windows (DistArray's default): auto runs the smallest of the shared predictions
+    a, b = redist.fromfunction(value, src), redist.zeros(dst)
+    assert (a.storage, b.storage) == ("shared", "shared")
+    with redist.make_plan(src, dst, strategy="auto") as plan:
+        shared = plan.predictions(storage="shared")  # this plan's machine model (a quick measurement may differ)
+        plan.execute(a, b)
+        assert plan.auto_choice == min(shared, key=shared.get)
         with pytest.raises(redist.Error, match="storage 'disk': expected heap or shared"):
             plan.predictions(storage="disk")
         if P > 1:
@@ -392,7 +400,70 @@ def test_sub_communicator():
     full = b.gather(root=q - 1)
     if sub.Get_rank() == q - 1:
         assert np.array_equal(full, expected((10, 8)))
+    # their windows were made over sub: freed over sub, before it is
+    assert (a.storage, b.storage, redist.shared_windows(sub)) == ("shared", "shared", 2)
+    del a, b
+    gc.collect()
+    assert redist.reclaim_shared(sub) == 2 and redist.shared_windows(sub) == 0
     sub.Free()
+
+
+@pytest.mark.parametrize("src", ["local_array", "tile_pointers", "random", "rank0"])
+def test_storage_shared_and_heap_move_the_same_bits(src):
+    """DistArray's storage: one shared window per node by default, or the heap;
+    the same values either way, and redistribute between windows (shm, and auto
+    choosing for windows) moves the same bits as p2p between heap arrays, there
+    and back; zeros() in a window are zeros."""
+    L = layouts_2d()
+    dst = L["block_cyclic_col_src_super"]
+    a = redist.fromfunction(value, L[src])
+    h = redist.fromfunction(value, L[src], storage="heap")
+    assert (a.storage, h.storage) == ("shared", "heap")
+    check_tiles(a, value)
+    hb = redist.redistribute(h, dst, storage="heap")  # p2p, both on the heap
+    assert hb.storage == "heap"
+    for strategy in (None, "shm", "auto"):  # None: redistribute's choice for two windows, shm
+        b = redist.redistribute(a, dst, strategy=strategy)
+        assert b.storage == "shared"
+        assert [x.tobytes() for x in b.blocks] == [y.tobytes() for y in hb.blocks], strategy
+        c = redist.redistribute(b, L[src], strategy=strategy)
+        assert [x.tobytes() for x in c.blocks] == [y.tobytes() for y in h.blocks], strategy
+    z = redist.zeros(dst)
+    assert z.storage == "shared" and not any(blk.any() for blk in z.blocks)
+
+
+def test_shared_windows_freed_once_no_rank_holds_them():
+    """A DistArray's window is freed at the next allocation (or reclaim_shared)
+    over its communicator once every rank let the array and its views go; a view
+    kept on one rank keeps it on every rank, and its memory stays valid."""
+    gc.collect()
+    redist.reclaim_shared()
+    n0 = redist.shared_windows()
+    assert same_everywhere(MPI.COMM_WORLD, str(n0))
+    a = redist.zeros(f"30x20 tile=4x4 block_cyclic grid=1x{P}")
+    assert redist.shared_windows() == n0 + 1
+    del a
+    gc.collect()
+    b = redist.zeros("30x20")  # a's window freed on the way
+    assert redist.shared_windows() == n0 + 1
+    keep = b.blocks[0] if R == 0 else None  # rank 0 stores the whole one-tile array
+    del b
+    gc.collect()
+    assert redist.reclaim_shared() == 0 and redist.shared_windows() == n0 + 1
+    if R == 0:
+        keep[:] = 7.0
+        assert keep.sum() == 7.0 * 600
+    del keep
+    gc.collect()
+    assert redist.reclaim_shared() == 1 and redist.shared_windows() == n0
+    assert redist.reclaim_shared() == 0
+
+
+def test_error_bad_storage_same_on_every_rank():
+    msg = agreed_error(lambda: redist.zeros("4x4", storage="disk"))
+    assert "storage must be 'shared', 'heap' or None (shared where MPI can make the window), got 'disk'" in msg
+    msg = agreed_error(lambda: redist.empty("4x4", storage="gpu" if R == P - 1 else None))
+    assert f"rank {P - 1}: storage must be" in msg
 
 
 def test_strategies_listed():
