@@ -2,7 +2,7 @@
 harness's time_interleaved: a barrier before each run, the slowest rank's time,
 the median over repetitions), with DistArrays filled like the CLI's.
 
-    scripts/mpirun.sh -np 2 .venv/bin/python bench/python_execute.py SRC DST [REGION] --strategy p2p --reps 5
+    scripts/mpirun.sh -np 2 .venv/bin/python bench/python_execute.py SRC DST [REGION] --strategy p2p --reps 5 [--storage heap|shared]
 
 MPI starts at the thread level `redist run` uses for the strategy. Prints one JSON line on rank 0: {"median_s": ..., "min_s": ..., "times_s": [...]}.
 bench/python_vs_cli.py runs it beside `redist run` (docs/python.md, "Speed").
@@ -32,11 +32,13 @@ ap.add_argument("region", nargs="?")
 ap.add_argument("--strategy", default="p2p")
 ap.add_argument("--reps", type=int, default=5)
 ap.add_argument("--warmup", type=int, default=1)
+ap.add_argument("--storage", choices=("heap", "shared"), default="heap",
+                help="where the DistArrays live (redist run's --storage; default heap, as redist run's)")
 args = ap.parse_args()
 
 comm = MPI.COMM_WORLD
-a = redist.fromfunction(lambda i, j: i + 1e4 * j, args.src)
-b = redist.zeros(args.dst)
+a = redist.fromfunction(lambda i, j: i + 1e4 * j, args.src, storage=args.storage)
+b = redist.zeros(args.dst, storage=args.storage)
 times = np.zeros(args.reps)
 wtime, barrier = MPI.Wtime, comm.Barrier
 with redist.make_plan(a.layout, b.layout, args.region, comm, strategy=args.strategy) as plan:

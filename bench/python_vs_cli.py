@@ -25,6 +25,7 @@ ap.add_argument("--ranks", type=int, default=2)
 ap.add_argument("--launches", type=int, default=5)
 ap.add_argument("--reps", type=int, default=5)
 ap.add_argument("--strategy", default="p2p")
+ap.add_argument("--storage", choices=("heap", "shared"), default="heap", help="where both programs' arrays live")
 args = ap.parse_args()
 case = [args.src, args.dst] + ([args.region] if args.region else [])
 env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
@@ -38,9 +39,9 @@ def run(cmd):
 cli, py, cli_min, py_min = [], [], [], []
 for k in range(args.launches):
     pair = [("cli", [str(BUILD / "apps" / "redist"), "run"] + case +
-             ["--strategy", args.strategy, "--reps", str(args.reps), "--json", "--no-verify"]),
+             ["--strategy", args.strategy, "--reps", str(args.reps), "--json", "--no-verify", "--storage", args.storage]),
             ("py", [sys.executable, str(ROOT / "bench" / "python_execute.py")] + case +
-             ["--strategy", args.strategy, "--reps", str(args.reps)])]
+             ["--strategy", args.strategy, "--reps", str(args.reps), "--storage", args.storage])]
     for name, cmd in (pair if k % 2 == 0 else pair[::-1]):
         r = run(cmd)
         if name == "cli":
