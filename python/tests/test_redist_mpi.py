@@ -459,6 +459,19 @@ def test_shared_windows_freed_once_no_rank_holds_them():
     assert redist.reclaim_shared() == 0
 
 
+def test_storage_falls_back_to_the_heap_where_windows_do_not_fit(monkeypatch):
+    """Where /dev/shm has not the room for the node's window (a 64 MB one, as
+    Docker gives, hung Open MPI): the default storage is the heap on every rank,
+    storage="shared" the same error on every rank. REDIST_SHM_FREE_BYTES stands
+    for the free bytes."""
+    monkeypatch.setenv("REDIST_SHM_FREE_BYTES", "1")
+    a = redist.fromfunction(value, f"30x20 tile=4x4 block_cyclic grid=1x{P}")
+    assert a.storage == "heap"
+    check_tiles(a, value)
+    msg = agreed_error(lambda: redist.zeros("30x20", storage="shared"))
+    assert "bytes in /dev/shm, which has 1 free: give the job more shared memory" in msg
+
+
 def test_error_bad_storage_same_on_every_rank():
     msg = agreed_error(lambda: redist.zeros("4x4", storage="disk"))
     assert "storage must be 'shared', 'heap' or None (shared where MPI can make the window), got 'disk'" in msg

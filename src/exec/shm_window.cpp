@@ -1,5 +1,7 @@
 #include "exec/shm_window.hpp"
 
+#include <sys/statvfs.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -35,6 +37,34 @@ struct Registry {
 Registry& registry_of_windows() {
   static Registry r;
   return r;
+}
+
+// Collective over `node`: why the node's parts (`asked` bytes here) do not fit
+// where MPI keeps shared windows, or "". Open MPI puts a node's window in one
+// file of $OMPI_MCA_osc_sm_backing_directory (default /dev/shm); where it had not
+// the room, MPI_Win_allocate_shared printed a warning and hung (Open MPI 4.1, a
+// 64 MB /dev/shm as Docker gives, 256 MB asked), or the pages would fault with
+// SIGBUS when first touched. $REDIST_SHM_FREE_BYTES stands for the free bytes
+// (tests). A directory that cannot be queried is not checked.
+std::string backing_room(MPI_Comm node, index_t asked) {
+  std::int64_t need = asked > 0 ? asked + kPage : 0;  // each part padded to its page, as MPI_Win_allocate_shared asks
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_SUM, node), "MPI_Allreduce", node);
+  if (need == 0) return {};
+  const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  if (!dir || !*dir) dir = "/dev/shm";
+  std::int64_t free = -1;
+  if (const char* fake = std::getenv("REDIST_SHM_FREE_BYTES"); fake && *fake) {
+    free = std::strtoll(fake, nullptr, 10);
+  } else {
+    struct statvfs st {};
+    if (statvfs(dir, &st) != 0) return {};
+    free = static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
+  }
+  need += index_t{64} << 10;  // the window's own header and rounding (Open MPI asked 256,012,552 for 2 x 128e6)
+  if (need <= free) return {};
+  return cat("shared_allocate: the shared windows of this node need ", need, " bytes in ", dir, ", which has ", free,
+             " free: give the job more shared memory (docker run --shm-size, or a larger tmpfs there), or keep the "
+             "arrays on the heap");
 }
 
 }  // namespace
@@ -157,6 +187,12 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   agree(comm, err);
   Window w;
   w.comm = node_comm(comm, k);
+  try {
+    agree(comm, backing_room(w.comm, bytes));
+  } catch (const Error&) {
+    check_mpi(MPI_Comm_free(&w.comm), "MPI_Comm_free", comm);
+    throw;
+  }
   MPI_Info info;
   check_mpi(MPI_Info_create(&info), "MPI_Info_create", comm);
   // Each part on pages of its own, first touched by its rank (NUMA placement).

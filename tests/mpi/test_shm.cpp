@@ -18,6 +18,8 @@
 #include <cstddef>
 
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -615,6 +617,40 @@ TEST(Shm, SharedAllocateErrors) {
   opt.node_size = -1;
   const Layout l = block_cyclic_layout({10, 10}, {5, 5}, {1, world_size()});
   EXPECT_THROW(make_plan(l, l, Region::whole(l.shape()), MPI_COMM_WORLD, opt), Error);
+}
+
+// A node's windows that do not fit where MPI keeps them (/dev/shm; Open MPI
+// hung there, or the pages would fault with SIGBUS): the same error on every rank
+// before MPI is asked, naming the bytes, the place and the remedy, nothing
+// allocated; one byte more room and they are made. $REDIST_SHM_FREE_BYTES stands
+// for the free bytes; the nodes are every rank here (node_size = ranks).
+TEST(Shm, SharedAllocateRefusesWhatDoesNotFitTheNode) {
+  const int rank = world_rank(), ranks = world_size();
+  const index_t mine = 40000 + 8 * rank;
+  index_t need = 0;  // each part and its page, and 64 KB for the window
+  for (int r = 0; r < ranks; ++r) need += 40000 + 8 * r + 4096;
+  need += 64 << 10;
+  setenv("REDIST_SHM_FREE_BYTES", std::to_string(need - 1).c_str(), 1);
+  try {
+    shared_allocate(MPI_COMM_WORLD, mine, ranks);
+    ADD_FAILURE() << "windows larger than the room accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const std::string said =
+        "need " + std::to_string(need) + " bytes in /dev/shm, which has " + std::to_string(need - 1) + " free";
+    EXPECT_NE(what.find(said), std::string::npos) << what;
+    EXPECT_NE(what.find("docker run --shm-size"), std::string::npos) << what;
+    unsigned long long h[2] = {std::hash<std::string>{}(what), 0};
+    h[1] = ~h[0];
+    MPI_Allreduce(MPI_IN_PLACE, h, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(h[0], ~h[1]) << "the message differs between ranks: " << what;
+  }
+  setenv("REDIST_SHM_FREE_BYTES", std::to_string(need).c_str(), 1);
+  void* p = shared_allocate(MPI_COMM_WORLD, mine, ranks);
+  unsetenv("REDIST_SHM_FREE_BYTES");
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 1, static_cast<size_t>(mine));
+  shared_free(p);
 }
 
 // Every part of a window starts on a page (MPI gives 8-byte alignment only, and
