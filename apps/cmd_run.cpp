@@ -132,8 +132,9 @@ options:
   --tg-grain G     target tiles per task group: 1 is the paper's graph (one
                    Send per segment); G > 1: one Send per group and pair of
                    ranks; auto (default): grouped only for small segments
-  MPI starts with MPI_THREAD_MULTIPLE when taskgraph may run (it falls back to
-  funneled otherwise).
+  MPI starts with MPI_THREAD_MULTIPLE when taskgraph may run or --timeout is
+  given, else MPI_THREAD_SINGLE (taskgraph runs funneled where MPI lacks
+  MULTIPLE).
   --help           this text
 
 exit codes: 0 verified, 1 a wrong element, 2 bad input (the same message on

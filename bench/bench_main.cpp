@@ -75,7 +75,7 @@ const char* kUsage =
     "  --out DIR        results folder (default results/SUITE)\n"
     "  --reps N         timed runs per method (default 5); the median is reported\n"
     "  --scale S        multiplies the array sizes (default 1; above 0, at most 1000)\n"
-    "  --smoke          two small cases per suite, --reps 2, --scale 0.1 unless given\n"
+    "  --smoke          two small cases per suite, --reps at most 2, --scale 0.1 unless given\n"
     "  --no-plots       do not run bench/plot.py at the end\n"
     "  --threads N      worker threads per rank of the taskgraph strategy (default 1;\n"
     "                   with one rank and N > 1 launch with --bind-to none)\n"
