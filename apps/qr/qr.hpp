@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "redist/layout.hpp"
 #include "redist/runtime/collection.hpp"
@@ -33,5 +34,22 @@ runtime::TaskGraph task_graph(const runtime::LayoutCollection& a, const runtime:
 
 // Flops of the QR of an m x n matrix (LAPACK's count, m >= n: 2mn^2 - 2n^3/3).
 double flops(double m, double n);
+
+// Owners of the tile columns (column j's tiles all on rank result[j]) of the tile
+// QR of a matrix with `a`'s tiles (its ownership is not read) on a 1 x `ranks`
+// grid, one worker per rank. Block-cyclic columns load the ranks unevenly where
+// the tile columns are few: column n's work grows with n, and 9 columns on 2
+// ranks (N = 2000, tiles of 224) leave the second rank idle 13-16% of the run
+// (docs/apps.md). Starting from j mod ranks, a column (or, on 2 ranks, two) moves
+// to another rank wherever a list schedule of the task graph (its priorities,
+// flops as costs, no communication: schedule_length) ends earlier, until no move
+// does. j mod ranks as it is for one rank, one column, or more than 30000 tasks
+// (many columns balance already). Deterministic (the same on every rank), and
+// remembered per tile shape and ranks.
+std::vector<int> column_owners(const Layout& a, int ranks);
+// The length, in flops, of that list schedule of the tile QR of `a`'s tiles with
+// column j on rank column_owner[j]. Throws redist::Error for an owner outside
+// [0, ranks) or one owner per tile column missing.
+double schedule_length(const Layout& a, const std::vector<int>& column_owner, int ranks);
 
 }  // namespace redist::qr

@@ -23,7 +23,7 @@ QrFactors geqrf(const Layout& layout, void* data, const Submatrix& sub, MPI_Comm
 
   QrFactors f;
   Report& r = f.report;
-  f.work = work_layout(box.size[0], box.size[1], ranks, options);
+  f.work = qr_work_layout(box.size[0], box.size[1], ranks, options);
   r.work = f.work.spec();
   const index_t tile = std::min(f.work.partition(0).tile(), f.work.partition(1).tile());
   f.inner = options.inner > 0 ? std::min(options.inner, tile) : std::min<index_t>(32, tile);

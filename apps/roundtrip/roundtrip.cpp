@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/pages.hpp"
+#include "qr/qr.hpp"
 #include "mpi/agree.hpp"
 #include "redist/error.hpp"
 #include "redist/shm.hpp"
@@ -41,14 +42,19 @@ index_t tile_for(index_t n, int cores, int per_core) {
 index_t model_tile(index_t n, int cores) { return tile_for(n, cores, 3); }
 index_t gemm_model_tile(index_t n, int cores) { return tile_for(n, cores, 2); }
 
+namespace {
+// options.grid, or the closest to square P x Q = ranks with P <= Q.
+Coord work_grid(int ranks, const Options& options) {
+  if (options.grid.ndim() != 0) return options.grid;
+  index_t p = 1;
+  for (index_t d = 1; d * d <= ranks; ++d)
+    if (ranks % d == 0) p = d;
+  return Coord{p, ranks / p};
+}
+}  // namespace
+
 Layout work_layout(index_t m, index_t n, int ranks, const Options& options) {
-  Coord grid = options.grid;
-  if (grid.ndim() == 0) {
-    index_t p = 1;
-    for (index_t d = 1; d * d <= ranks; ++d)
-      if (ranks % d == 0) p = d;
-    grid = Coord{p, ranks / p};
-  }
+  const Coord grid = work_grid(ranks, options);
   if (grid.ndim() != 2 || grid[0] < 1 || grid[1] < 1 || grid[0] * grid[1] != ranks)
     redist::detail::fail("the grid of the working layout must be PxQ with P x Q = ", ranks,
                          " ranks (options.grid), got ", grid.ndim() == 2 ? std::to_string(grid[0]) + "x" + std::to_string(grid[1])
@@ -58,6 +64,22 @@ Layout work_layout(index_t m, index_t n, int ranks, const Options& options) {
                                         : model_tile(std::max(m, n), ranks * std::max(options.threads, 1));
   return block_cyclic_layout({m, n}, {std::max<index_t>(1, std::min(tile, m)), std::max<index_t>(1, std::min(tile, n))},
                              grid);
+}
+
+Layout qr_work_layout(index_t m, index_t n, int ranks, const Options& options) {
+  Layout cyclic = work_layout(m, n, ranks, options);
+  const Coord grid = work_grid(ranks, options);
+  if (options.grid.ndim() != 0 || grid[0] != 1 || grid[1] < 2) return cyclic;
+  const std::vector<int> columns = qr::column_owners(cyclic, static_cast<int>(grid[1]));
+  bool moved = false;
+  for (size_t j = 0; j < columns.size(); ++j) moved = moved || columns[j] != static_cast<int>(static_cast<index_t>(j) % grid[1]);
+  if (!moved) return cyclic;
+  const index_t mt = cyclic.ntiles()[0];
+  std::vector<int> owners;  // column-major tile order, as `table` takes them
+  owners.reserve(static_cast<size_t>(mt) * columns.size());
+  for (int c : columns) owners.insert(owners.end(), static_cast<size_t>(mt), c);
+  return Layout(cyclic.shape(), cyclic.partitions(), Ownership::table(std::move(owners)), cyclic.storage(),
+                cyclic.elem_size());
 }
 
 Workspace::~Workspace() {

@@ -52,6 +52,9 @@ const char* kUsage =
     "                   row and column R (ScaLAPACK's IA = JA = R+1; apps::Submatrix; default 0)\n"
     "  --tile T         the working tile (default or 0: redist::apps::model_tile; one larger\n"
     "                   than N is N)\n"
+    "  --grid PxQ       the working layout's grid, block-cyclic (apps::Options::grid; default:\n"
+    "                   the library's, the closest to square, where geqrf on 1xQ chooses its\n"
+    "                   columns' owners: apps::qr_work_layout)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
     "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
@@ -265,14 +268,25 @@ int main(int argc, char** argv) {
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
     const std::string strategy = args.str("--strategy", "direct");
     redist::check_strategy(strategy);  // an unknown name fails here, before any run
+    const std::string grid_arg = args.str("--grid", "");
+    redist::Coord grid{};
+    if (!grid_arg.empty()) {
+      long long p = 0, q = 0;
+      char end = 0;
+      if (std::sscanf(grid_arg.c_str(), "%lldx%lld%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p * q != ranks)
+        throw redist::Error("--grid must be PxQ with P x Q = " + std::to_string(ranks) + " ranks, got '" + grid_arg +
+                            "'");
+      grid = redist::Coord{p, q};
+    }
     // The launch's settings: the first line printed and, in the CSV, a comment line
     // before the launch's rows (the rows do not repeat them).
     char settings_line[320];
     std::snprintf(settings_line, sizeof settings_line,
                   "# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d strategy=%s "
-                  "reps=%d work_storage=%s source: tile=%lld grid=1x%d storage=local_array%s\n",
+                  "reps=%d work_storage=%s work_grid=%s source: tile=%lld grid=1x%d storage=local_array%s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
                   static_cast<int>(lend), strategy.c_str(), reps, work_storage.c_str(),
+                  grid_arg.empty() ? "default" : grid_arg.c_str(),
                   static_cast<long long>(src_tile), ranks,
                   at > 0 ? (" submatrix at " + std::to_string(at) + "x" + std::to_string(at)).c_str() : "");
     const std::string settings = settings_line;
@@ -306,6 +320,7 @@ int main(int argc, char** argv) {
         redist::apps::Options good;
         good.threads = threads;
         good.tile = tile;
+        good.grid = grid;
         // gemm chooses its tile as gemm_model_tile: `good` must run on its working layout
         if (good.tile == 0 && alg == "gemm") good.tile = redist::apps::gemm_model_tile(n, ranks * threads);
         good.strategy = strategy;
@@ -313,7 +328,8 @@ int main(int argc, char** argv) {
         good.push = push != 0;
         good.read_in_place = in_place != 0;
         good.lend = lend != 0;
-        const Layout work = redist::apps::work_layout(n, n, ranks, good);
+        const Layout work = alg == "geqrf" ? redist::apps::qr_work_layout(n, n, ranks, good)
+                                           : redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;
         poor.tile = std::min<index_t>(src_tile, n);
         poor.grid = redist::Coord{1, ranks};

@@ -157,6 +157,13 @@ index_t gemm_model_tile(index_t n, int cores);
 // options.tile (or model_tile), block-cyclic on options.grid (or the closest to
 // square grid), tile storage. Throws redist::Error for a grid that is not `ranks`.
 Layout work_layout(index_t m, index_t n, int ranks, const Options& options = {});
+// The working layout geqrf chooses: work_layout's, but where the library chose
+// a 1 x Q grid (options.grid empty, Q > 1), the tile columns' owners come from
+// qr::column_owners (apps/qr/qr.hpp): block-cyclic columns leave a rank idle where
+// the columns are few (2 ranks, N = 2000, 9 columns: one rank busy 81-84% against
+// 93-97% with the chosen owners, docs/apps.md); an ownership `table` then, else
+// work_layout's block-cyclic one. An explicit options.grid is block-cyclic.
+Layout qr_work_layout(index_t m, index_t n, int ranks, const Options& options = {});
 
 // What potrf throws, on every rank, when the matrix is not positive definite (a
 // redist::Error: catching Error still catches it). order() is LAPACK dpotrf's info

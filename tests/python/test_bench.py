@@ -221,6 +221,8 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--in-place", "2"], "--in-place must be 0 or 1"),
                         (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
                         (["--work-storage", "disk"], "--work-storage must be heap or shared, got 'disk'"),
+                        (["--grid", "3x2"], "--grid must be PxQ with P x Q = 2 ranks, got '3x2'"),
+                        (["--grid", "2"], "--grid must be PxQ with P x Q = 2 ranks, got '2'"),
                         (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it"),
                         # a word that is no option's value, a value missing at the end, a flag given a value,
                         # mpirun's option after the program (each once ran the default sizes), lending on the heap
@@ -270,7 +272,7 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     for settings, row, storage in [(lines[1], lines[2], "heap"), (lines[3], lines[4], "shared")]:
         assert settings.startswith("# ranks=2 threads/rank=1 ") and f"storage={storage}" in settings, settings
         assert "strategy=direct" in settings and "comm_mode=workers" in settings, settings
-        assert f"work_storage={storage}" in settings, settings
+        assert f"work_storage={storage}" in settings and "work_grid=default" in settings, settings
         values = row.split(",")
         assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
         # The phases' seconds carry the digits their overhead needs (the CSV's 4

@@ -141,7 +141,7 @@ TEST_P(Geqrf, RoundTripBitIdenticalAndMatchesLapack) {
     o.grid = grid;
     const std::string shape = std::to_string(cs.m) + "x" + std::to_string(cs.n);
     SCOPED_TRACE(shape + (grid.ndim() ? " on Px1" : " on the default grid"));
-    const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+    const redist::Layout work = apps::qr_work_layout(cs.m, cs.n, world_size(), o);
     const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
     // The same on one rank: a communicator of rank 0 alone, grid 1x1, same tiles.
     MPI_Comm self;
@@ -185,7 +185,7 @@ TEST_P(Geqrf, SubmatrixBitIdenticalAndTheRestUntouched) {
   const apps::Options o = options(GetParam());
   const std::string p = std::to_string(world_size());
   const Case cs = kCases[0];
-  const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+  const redist::Layout work = apps::qr_work_layout(cs.m, cs.n, world_size(), o);
   const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
   const auto outside = [](redist::index_t i, redist::index_t j) { return -1.0 - static_cast<double>(i + 1000 * j); };
   const std::vector<std::pair<redist::Layout, redist::Coord>> cases = {
@@ -253,7 +253,7 @@ TEST_P(Geqrf, SharedStorageBitIdentical) {
   o.tile = 48;
   for (redist::Coord grid : {redist::Coord{}, redist::Coord{world_size(), 1}}) {
     o.grid = grid;
-    const redist::Layout work = apps::work_layout(150, 100, world_size(), o);
+    const redist::Layout work = apps::qr_work_layout(150, 100, world_size(), o);
     SCOPED_TRACE(work.spec());
     const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
     for (int node : {0, 1, 2})
@@ -280,7 +280,7 @@ TEST_P(Geqrf, SharedWorkCopyBitIdentical) {
   const std::string p = std::to_string(world_size());
   const Case& cs = kCases[0];
   const std::string shape = std::to_string(cs.m) + "x" + std::to_string(cs.n);
-  const redist::Layout work = apps::work_layout(cs.m, cs.n, world_size(), o);
+  const redist::Layout work = apps::qr_work_layout(cs.m, cs.n, world_size(), o);
   const auto [ref, ref_t] = direct(work, o.threads, MPI_COMM_WORLD);
   const redist::Layout user = redist::Layout::parse(shape + " tile=10x10 block_cyclic grid=1x" + p + " storage=local_array");
   for (bool in_place : {true, false}) {
@@ -293,6 +293,69 @@ TEST_P(Geqrf, SharedWorkCopyBitIdentical) {
     EXPECT_TRUE(f.report.moved);
     EXPECT_TRUE(all_ranks(same_factors(user, a.data(), f, ref, ref_t)));
   }
+}
+
+// qr::column_owners: every column on a rank of [0, ranks), the list schedule no
+// longer than block-cyclic columns', and shorter where those leave a rank idle (9
+// columns on 2 ranks, N = 2000 with tiles of 224, the case measured in
+// docs/apps.md; and its small image here); the same answer twice; j mod ranks on
+// one rank and where the columns are many.
+TEST(QrOwners, ShorterSchedulesThanCyclicColumns) {
+  struct Shape {
+    redist::index_t m, n, tile;
+    int ranks;
+  };
+  for (const Shape& sh : {Shape{2000, 2000, 224, 2}, Shape{90, 90, 10, 2}, Shape{2000, 2000, 288, 2},
+                          Shape{4000, 4000, 480, 2}, Shape{1000, 1000, 96, 3}, Shape{3000, 1000, 200, 2},
+                          Shape{700, 1300, 100, 2}, Shape{500, 500, 100, 1}, Shape{12000, 12000, 128, 2}}) {
+    const redist::Layout l = redist::block_cyclic_layout({sh.m, sh.n}, {sh.tile, sh.tile}, {1, sh.ranks});
+    SCOPED_TRACE(l.spec());
+    const std::vector<int> own = redist::qr::column_owners(l, sh.ranks);
+    ASSERT_EQ(static_cast<redist::index_t>(own.size()), l.ntiles()[1]);
+    std::vector<int> cyclic(own.size());
+    for (size_t j = 0; j < own.size(); ++j) {
+      EXPECT_TRUE(own[j] >= 0 && own[j] < sh.ranks) << own[j];
+      cyclic[j] = static_cast<int>(j % static_cast<size_t>(sh.ranks));
+    }
+    EXPECT_EQ(redist::qr::column_owners(l, sh.ranks), own);
+    if (sh.ranks == 1 || sh.tile == 128) {  // one rank; 94 columns: j mod ranks
+      EXPECT_EQ(own, cyclic);
+      continue;
+    }
+    const double chosen = redist::qr::schedule_length(l, own, sh.ranks),
+                 base = redist::qr::schedule_length(l, cyclic, sh.ranks);
+    EXPECT_LE(chosen, base);
+    if (sh.tile == 224 || sh.tile == 10) {
+      EXPECT_LT(chosen, 0.97 * base);
+    }
+  }
+  const redist::Layout l = redist::block_cyclic_layout({20, 20}, {5, 5}, {1, 2});
+  EXPECT_THROW(redist::qr::schedule_length(l, {0, 1, 2, 0}, 2), redist::Error);
+  EXPECT_THROW(redist::qr::schedule_length(l, {0, 1}, 2), redist::Error);
+  EXPECT_THROW(redist::qr::column_owners(l, 0), redist::Error);
+}
+
+// The QR on owners qr_work_layout chose (a `table` on 2 ranks) is bit for bit the
+// QR on block-cyclic owners of the same tiles (an explicit grid): owners change
+// where tasks run, not what they compute.
+TEST_P(Geqrf, ChosenColumnOwnersComputeTheSameBits) {
+  apps::Options o = options(GetParam());
+  o.tile = 10;
+  const redist::Layout work = apps::qr_work_layout(90, 90, world_size(), o);
+  if (world_size() == 2) {
+    EXPECT_EQ(work.ownership().kind(), redist::Ownership::Kind::table) << work.spec();
+  }
+  apps::Options cyclic_options = o;
+  cyclic_options.grid = {1, world_size()};  // an explicit grid: block-cyclic
+  const redist::Layout cyclic = apps::qr_work_layout(90, 90, world_size(), cyclic_options);
+  EXPECT_EQ(cyclic.spec(), apps::work_layout(90, 90, world_size(), cyclic_options).spec());
+  const auto [ref, ref_t] = direct(cyclic, o.threads, MPI_COMM_WORLD);
+  const redist::Layout user = redist::Layout::parse("90x90 tile=32x32 block_cyclic grid=1x" +
+                                                    std::to_string(world_size()) + " storage=local_array");
+  std::vector<double> a = make_local(user, element);
+  const apps::QrFactors f = apps::geqrf(user, a.data(), MPI_COMM_WORLD, o);
+  EXPECT_EQ(f.report.work, work.spec());
+  EXPECT_TRUE(all_ranks(same_factors(user, a.data(), f, ref, ref_t)));
 }
 
 TEST_P(Geqrf, BadInputIsACollectiveError) {
