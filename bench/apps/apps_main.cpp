@@ -57,7 +57,7 @@ const char* kUsage =
     "                   columns' owners: apps::qr_work_layout)\n"
     "  --threads T      worker threads per rank (default 2 on 1 rank, else 1)\n"
     "  --reps R         interleaved repetitions, medians reported (default 1)\n"
-    "  --strategy S     the redistribution strategy of the round trip (default direct)\n"
+    "  --strategy S     the redistribution strategy of the round trip (default shm)\n"
     "  --comm-mode M    multiple, funneled or workers: how the runtime's workers reach MPI\n"
     "                   (apps::Options::comm_mode, default workers: no communication thread)\n"
     "  --push 0|1       runtime::Options::push: tiles above the eager limit sent with their\n"
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
       comm_mode = redist::runtime::CommMode::funneled;
     else if (mode != "workers")
       throw redist::Error("--comm-mode must be multiple, funneled or workers, got '" + mode + "'");
-    const std::string strategy = args.str("--strategy", "direct");
+    const std::string strategy = args.str("--strategy", "shm");
     redist::check_strategy(strategy);  // an unknown name fails here, before any run
     const std::string grid_arg = args.str("--grid", "");
     redist::Coord grid{};

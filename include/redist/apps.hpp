@@ -104,10 +104,12 @@ struct Options {
   // same on every rank (agreed).
   bool shared_work = false;
   // The redistribution strategy of both moves (any name of redist::strategies(), or
-  // "auto"). direct (one copy per byte, no buffers; its fallback where ranks cannot
-  // read each other's memory) moved N = 6000 in 0.10 s + 0.03 s here against p2p's
-  // 0.16 s + 0.08 s (docs/apps.md).
-  std::string strategy = "direct";
+  // "auto"). shm (on a node: one copy per byte into or out of shared windows, else
+  // rings in shared memory or cross-memory attach; messages to other nodes): its
+  // first-call moves took 0.0072-0.0099 s in where direct's took 0.0095-0.032 s at
+  // N = 2000, and the same or less at 4000 and 6000 (docs/apps.md, 1 Dec); direct
+  // had moved N = 6000 in 0.10 s + 0.03 s against p2p's 0.16 s + 0.08 s.
+  std::string strategy = "shm";
   // Where the working copies live: null, fresh memory each call (freed at its end);
   // else the caller's Workspace, reused across calls (see Workspace). Ranks may
   // differ (one with a workspace, one without); results are the same either way.

@@ -271,7 +271,7 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
     assert columns[:4] == ["ranks", "threads", "alg", "n"] and len(columns) == 15, lines[0]
     for settings, row, storage in [(lines[1], lines[2], "heap"), (lines[3], lines[4], "shared")]:
         assert settings.startswith("# ranks=2 threads/rank=1 ") and f"storage={storage}" in settings, settings
-        assert "strategy=direct" in settings and "comm_mode=workers" in settings, settings
+        assert "strategy=shm" in settings and "comm_mode=workers" in settings, settings
         assert f"work_storage={storage}" in settings and "work_grid=default" in settings, settings
         values = row.split(",")
         assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
