@@ -100,7 +100,6 @@ double simulate(const std::vector<double>& rows, const std::vector<double>& cols
   return now;
 }
 
-
 // The tile sizes of `a` along dimension d.
 std::vector<double> sizes(const Layout& a, int d) {
   std::vector<double> s;
@@ -121,6 +120,9 @@ double schedule_length(const Layout& a, const std::vector<int>& column_owner, in
                  " tile columns on ", ranks, " ranks");
   for (int o : column_owner)
     if (o < 0 || o >= ranks) detail::fail("qr::schedule_length: owner ", o, " outside [0, ", ranks, ")");
+  const Coord nt = a.ntiles();
+  if (static_cast<double>(nt[0]) * static_cast<double>(nt[1]) * static_cast<double>(std::min(nt[0], nt[1])) > 1e7)
+    detail::fail("qr::schedule_length: ", nt[0], " x ", nt[1], " tiles are too many tasks to simulate (at most 1e7)");
   return simulate(sizes(a, 0), sizes(a, 1), column_owner, ranks);
 }
 

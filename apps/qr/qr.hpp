@@ -49,7 +49,7 @@ double flops(double m, double n);
 std::vector<int> column_owners(const Layout& a, int ranks);
 // The length, in flops, of that list schedule of the tile QR of `a`'s tiles with
 // column j on rank column_owner[j]. Throws redist::Error for an owner outside
-// [0, ranks) or one owner per tile column missing.
+// [0, ranks), one owner per tile column missing, or more than 1e7 tasks.
 double schedule_length(const Layout& a, const std::vector<int>& column_owner, int ranks);
 
 }  // namespace redist::qr

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "kernels/pages.hpp"
-#include "qr/qr.hpp"
 #include "mpi/agree.hpp"
+#include "qr/qr.hpp"
 #include "redist/error.hpp"
 #include "redist/shm.hpp"
 
@@ -72,7 +72,8 @@ Layout qr_work_layout(index_t m, index_t n, int ranks, const Options& options) {
   if (options.grid.ndim() != 0 || grid[0] != 1 || grid[1] < 2) return cyclic;
   const std::vector<int> columns = qr::column_owners(cyclic, static_cast<int>(grid[1]));
   bool moved = false;
-  for (size_t j = 0; j < columns.size(); ++j) moved = moved || columns[j] != static_cast<int>(static_cast<index_t>(j) % grid[1]);
+  for (size_t j = 0; j < columns.size(); ++j)
+    moved = moved || columns[j] != static_cast<int>(static_cast<index_t>(j) % grid[1]);
   if (!moved) return cyclic;
   const index_t mt = cyclic.ntiles()[0];
   std::vector<int> owners;  // column-major tile order, as `table` takes them
