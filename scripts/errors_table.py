@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Writes docs/errors.md, the bad-input catalogue, from the tests themselves.
 
-    python3 scripts/errors_table.py [BUILD] [--out docs/errors.md] [--api-only] [--min-kinds 40]
+    python3 scripts/errors_table.py [BUILD] [--out docs/errors.md] [--api-only] [--min-kinds 40] [--check-doc FILE]
 
 API kinds: runs BUILD/tests/mpi/test_validation on 2 ranks with
 REDIST_SHOW_ERRORS=1, which prints one line per kind (its input, where it is
 checked, and the message every rank got; tests/mpi/test_validation.cpp, kind()).
 CLI kinds: the BAD_RUN and BAD_PLAN lists of tests/python/test_cli.py (read
 with ast, no pytest needed), each run here (`redist run` on 2 ranks) for its
-message. Fails when the tests fail, when a CLI case does not exit with 2, or
-when there are fewer than --min-kinds API kinds.
+message. Fails when the tests fail, when a CLI case does not exit with 2, when
+there are fewer than --min-kinds API kinds, or (--check-doc) when a written page
+does not list the kinds the tests have now (ctest's errors_catalogue).
 """
 import argparse
 import ast
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -51,6 +53,11 @@ def quote(a):
     return f'"{a}"' if (" " in a or not a) else a
 
 
+def cli_input(command, what, args):
+    """The input cell of a command-line kind."""
+    return f"{what}: `redist {command} " + " ".join(quote(a) for a in args) + "`"
+
+
 def cli_kinds(build):
     redist = build / "apps" / "redist"
     bad_run, bad_plan = cli_cases()
@@ -62,9 +69,42 @@ def cli_kinds(build):
             errors = [line for line in r.stderr.splitlines() if line.startswith(f"redist {command}: error")]
             if r.returncode != 2 or not errors or any(w not in errors[0] for w in words):
                 sys.exit(f"redist {command} {' '.join(args)}: exit {r.returncode}, expected 2 and {words}:\n{r.stderr}")
-            line = "redist " + command + " " + " ".join(quote(a) for a in args)
-            rows.append((f"{what}: `{line}`", errors[0], where))
+            rows.append((cli_input(command, what, args), errors[0], where))
     return rows
+
+
+def doc_inputs(path):
+    """The input cells of the two tables of a written errors.md: (API, command line)."""
+    api, cli, rows = [], [], None
+    for line in path.read_text().splitlines():
+        if line.startswith("## Through the C++ API"):
+            rows = api
+        elif line.startswith("## Through the command line"):
+            rows = cli
+        elif rows is not None and line.startswith("| ") and not line.startswith("| # "):
+            rows.append(re.split(r"(?<!\\)\|", line)[2].strip())
+    return api, cli
+
+
+def check_doc(path, api):
+    """Exits naming what differs when `path` does not list the kinds the tests
+    have now (inputs only: messages may name this machine's memory)."""
+    written_api, written_cli = doc_inputs(path)
+    bad_run, bad_plan = cli_cases()
+    want_cli = [cell(cli_input(c, what, args)) for c, cases in (("run", bad_run), ("plan", bad_plan))
+                for what, _, args, _ in cases]
+    want_api = [cell(what) for what, _, _ in api]
+    problems = []
+    for name, written, want in (("C++ API", written_api, want_api), ("command-line", written_cli, want_cli)):
+        if written != want:
+            missing = [w for w in want if w not in written]
+            stale = [w for w in written if w not in want]
+            problems.append(f"{name} kinds: {len(written)} written, {len(want)} in the tests; missing "
+                            f"{missing[:3]}, no longer tested {stale[:3]}" if missing or stale else
+                            f"{name} kinds: in another order than the tests'")
+    if problems:
+        sys.exit(f"{path} is out of date ({'; '.join(problems)}): regenerate it with "
+                 f"python3 scripts/errors_table.py build")
 
 
 def cell(text):
@@ -85,11 +125,15 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "docs" / "errors.md"))
     ap.add_argument("--api-only", action="store_true", help="skip the command-line cases")
     ap.add_argument("--min-kinds", type=int, default=40)
+    ap.add_argument("--check-doc", metavar="FILE",
+                    help="also fail when FILE (docs/errors.md) does not list the kinds the tests have now")
     a = ap.parse_args()
     build = pathlib.Path(a.build)
     api = api_kinds(build)
     if len(api) < a.min_kinds:
         sys.exit(f"only {len(api)} kinds of bad input in test_validation, expected >= {a.min_kinds}")
+    if a.check_doc:
+        check_doc(pathlib.Path(a.check_doc), api)
     cli = [] if a.api_only else cli_kinds(build)
     doc = f"""# Bad input and its errors
 
@@ -104,7 +148,8 @@ a rank that dies or hangs, ends the job with a message (docs/strategies.md,
 "Faults").
 
 Regenerate after changing a message or adding a kind (a build in `build/`, 2
-ranks, about a minute):
+ranks, about a minute; ctest's `errors_catalogue` fails while this page misses a
+kind the tests have):
 
 ```sh
 python3 scripts/errors_table.py build            # writes docs/errors.md
