@@ -432,6 +432,21 @@ def test_storage_shared_and_heap_move_the_same_bits(src):
     assert z.storage == "shared" and not any(blk.any() for blk in z.blocks)
 
 
+def test_shared_storage_on_nodes_of_one_rank(monkeypatch):
+    """Nodes forced to one rank each (REDIST_NODE_SIZE=1): every rank's window is
+    its own, no rank maps another's, and shm's pairs are messages: the same bits
+    as p2p between heap arrays."""
+    monkeypatch.setenv("REDIST_NODE_SIZE", "1")
+    L = layouts_2d()
+    a = redist.fromfunction(value, L["local_array"])
+    assert a.storage == "shared"
+    b = redist.redistribute(a, L["tile_pointers"])
+    hb = redist.redistribute(redist.fromfunction(value, L["local_array"], storage="heap"), L["tile_pointers"],
+                             storage="heap")
+    assert [x.tobytes() for x in b.blocks] == [y.tobytes() for y in hb.blocks]
+    check_tiles(b, value)
+
+
 def test_shared_windows_freed_once_no_rank_holds_them():
     """A DistArray's window is freed at the next allocation (or reclaim_shared)
     over its communicator once every rank let the array and its views go; a view
