@@ -173,7 +173,13 @@ class Engine {
         fail(rank_, e.what(), true);
       }
       lend_idle(false);  // a worker that has nothing to run asks; this thread only says FINISHED
-      if (executed() == local_tasks_ && comm_.idle() && lend_quiet()) break;
+      // lend_quiet before idle: a worker sets finished_sent_ and posts its FINISHED
+      // under lend_mutex_, so once lend_quiet has seen the one, idle sees the other
+      // (pending). Checked the other way round, idle could pass just before a worker
+      // posted FINISHED and lend_quiet just after: in funneled mode the FINISHED stayed
+      // in the command queue, never sent, and its peer waited for it forever (1 run
+      // in 30-80 of runtime_cholesky's LendsTasksAcrossRanksOfANode on 3 ranks).
+      if (executed() == local_tasks_ && lend_quiet() && comm_.idle()) break;
       // While a worker polls MPI itself (multiple mode), a second poller would only
       // take its core: step aside. When all workers compute, progress here.
       if (polling_.load(std::memory_order_acquire) > 0) {
