@@ -171,13 +171,11 @@ class DistArray:
         _same_everywhere(comm, layout, dt)
         self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
         self.local_index = local
-        self.storage = "heap"
-        self.blocks = _shared_blocks(comm, local, dt, fill_zero, storage) if storage != "heap" else None
-        if self.blocks is not None:
-            self.storage = "shared"
-        else:
-            alloc = np.zeros if fill_zero else np.empty
-            self.blocks = [alloc(local.block_elements(b), dtype=dt) for b in range(local.nblocks)]
+        shared = _shared_blocks(comm, local, dt, fill_zero, storage) if storage != "heap" else None
+        self.storage = "heap" if shared is None else "shared"
+        alloc = np.zeros if fill_zero else np.empty
+        self.blocks = shared if shared is not None else [alloc(local.block_elements(b), dtype=dt)
+                                                         for b in range(local.nblocks)]
         self._redist_blocks = self.blocks  # what Plan.execute reads: the storage blocks (no copy)
         self.tile_index, self.tile_lo, self.tiles = [], [], []
         self.local_array: Optional[np.ndarray] = None

@@ -30,20 +30,16 @@ namespace {
 
 struct CommWindows {
   std::mutex mu;
-  bool alive = true;                     // false once the communicator was freed
   std::int64_t next = 0;                 // the next window's number (the same on every rank)
   std::map<std::int64_t, void*> live;    // number -> shared_allocate's pointer
   std::set<std::int64_t> unused;         // windows whose arrays are gone on this rank
 };
 using State = std::shared_ptr<CommWindows>;
 
+// The communicator freed: its record goes (arrays still alive keep it, through
+// their owners, until they go; their windows are left to the process's end).
 int delete_state(MPI_Comm /*comm*/, int /*keyval*/, void* value, void* /*extra*/) {
-  auto* s = static_cast<State*>(value);
-  {
-    std::lock_guard<std::mutex> lock((*s)->mu);
-    (*s)->alive = false;
-  }
-  delete s;
+  delete static_cast<State*>(value);
   return MPI_SUCCESS;
 }
 
@@ -128,7 +124,7 @@ void bind_shm(nb::module_& m) {
       auto* w = static_cast<Owner*>(o);
       {
         std::lock_guard<std::mutex> lock(w->state->mu);
-        if (w->state->alive) w->state->unused.insert(w->number);
+        w->state->unused.insert(w->number);
       }
       delete w;
     });

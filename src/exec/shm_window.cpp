@@ -39,15 +39,15 @@ Registry& registry_of_windows() {
   return r;
 }
 
-// Collective over `node`: why the node's parts (`asked` bytes here) do not fit
-// where MPI keeps shared windows, or "". Open MPI puts a node's window in one
+// Collective over `node`: why the node's parts (`asked` bytes here, as
+// MPI_Win_allocate_shared is asked) do not fit where MPI keeps shared windows, or "". Open MPI puts a node's window in one
 // file of $OMPI_MCA_osc_sm_backing_directory (default /dev/shm); where it had not
 // the room, MPI_Win_allocate_shared printed a warning and hung (Open MPI 4.1, a
 // 64 MB /dev/shm as Docker gives, 256 MB asked), or the pages would fault with
 // SIGBUS when first touched. $REDIST_SHM_FREE_BYTES stands for the free bytes
 // (tests). A directory that cannot be queried is not checked.
 std::string backing_room(MPI_Comm node, index_t asked) {
-  std::int64_t need = asked > 0 ? asked + kPage : 0;  // each part padded to its page, as MPI_Win_allocate_shared asks
+  std::int64_t need = asked;
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_SUM, node), "MPI_Allreduce", node);
   if (need == 0) return {};
   const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
@@ -185,10 +185,16 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
       err = e.what();
     }
   agree(comm, err);
+  // MPI aligns the parts to 8 bytes only (Open MPI 4.1: 264 bytes past a page
+  // boundary); a page more for each part puts it on a page boundary, as a heap
+  // allocation of this size would be. OpenBLAS's results depend on the alignment
+  // of their operands (the tile QR differed in the last bits between parts at 8 and
+  // at 16 bytes), so a window must not change them.
+  const index_t asked = bytes > 0 ? bytes + kPage : 0;
   Window w;
   w.comm = node_comm(comm, k);
   try {
-    agree(comm, backing_room(w.comm, bytes));
+    agree(comm, backing_room(w.comm, asked));
   } catch (const Error&) {
     check_mpi(MPI_Comm_free(&w.comm), "MPI_Comm_free", comm);
     throw;
@@ -198,12 +204,6 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   // Each part on pages of its own, first touched by its rank (NUMA placement).
   check_mpi(MPI_Info_set(info, "alloc_shared_noncontig", "true"), "MPI_Info_set", comm);
   void* mine = nullptr;
-  // MPI aligns the parts to 8 bytes only (Open MPI 4.1: 264 bytes past a page
-  // boundary); a page more for each part puts it on a page boundary, as a heap
-  // allocation of this size would be. OpenBLAS's results depend on the alignment
-  // of their operands (the tile QR differed in the last bits between parts at 8 and
-  // at 16 bytes), so a window must not change them.
-  const index_t asked = bytes > 0 ? bytes + kPage : 0;
   // unchecked here: a failure is agreed below, so every rank throws the same error
   const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(asked), 1, info, w.comm, &mine, &w.win);
   check_mpi(MPI_Info_free(&info), "MPI_Info_free", comm);
