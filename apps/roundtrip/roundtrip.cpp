@@ -15,20 +15,13 @@
 #include <vector>
 
 #include "kernels/pages.hpp"
+#include "roundtrip/huge_pages.hpp"
 #include "mpi/agree.hpp"
 #include "qr/qr.hpp"
 #include "redist/error.hpp"
 #include "redist/shm.hpp"
 
 namespace redist::apps {
-
-namespace {
-// 64-byte aligned, rounded up to 64 bytes (at least 64); null when allocation fails.
-std::byte* allocate(std::size_t bytes) {
-  return static_cast<std::byte*>(std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64)));
-}
-
-}  // namespace
 
 namespace {
 // n / (per_core x cores + 2) rounded down to a multiple of 32, within [128, 640], at most n.
@@ -147,7 +140,7 @@ std::byte* Workspace::take_shared(int slot, std::size_t bytes, MPI_Comm comm, bo
   return b.data;
 }
 
-std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh) {
+std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh, HugePages huge) {
   if (slot < 0) redist::detail::fail("apps::Workspace::take: slot must be >= 0, got ", slot);
   if (buffers_.size() <= static_cast<std::size_t>(slot)) buffers_.resize(static_cast<std::size_t>(slot) + 1);
   Buffer& b = buffers_[static_cast<std::size_t>(slot)];
@@ -155,7 +148,7 @@ std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh) {
   if (fresh) {
     std::free(b.data);
     b = {};
-    if (std::byte* p = allocate(bytes)) b = {p, bytes};
+    if (std::byte* p = detail::allocate_fresh(bytes, huge)) b = {p, bytes};
   }
   return b.data;
 }
@@ -447,9 +440,9 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
     shared_.reset(static_cast<std::byte*>(shared_allocate(comm, static_cast<index_t>(bytes), 0, false)));
     storage = shared_.get();
   } else if (options.workspace) {
-    storage = options.workspace->take(slot, bytes, fresh);
+    storage = options.workspace->take(slot, bytes, fresh, options.huge_pages);
   } else {
-    owned_.reset(allocate(bytes));
+    owned_.reset(allocate_fresh(bytes, options.huge_pages));
     storage = owned_.get();
   }
   redist::detail::agree(comm, storage ? std::string() : "apps: cannot allocate " + std::to_string(bytes) +
@@ -464,9 +457,8 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
   // plan copies. With one thread the calling thread faults them first too: on 2
   // ranks x 1 thread the move in then took 0.050 s instead of 0.055 s (potrf, N =
   // 6000) and 0.84 s instead of 1.09 s (gemm), medians of 4 launches each (the move's
-  // own faults, taken while it copies from the other rank, are slower). Transparent
-  // huge pages, madvise'd, were 3x slower in one session (compaction on the fault)
-  // and 4x faster in another: not used. Not loaded (gemm's
+  // own faults, taken while it copies from the other rank, are slower). In huge
+  // pages where options.huge_pages says so (huge_pages.hpp). Not loaded (gemm's
   // C with beta = 0): not touched here at all; the GEMM tasks that write it fault
   // its pages on the runtime's workers.
   if (load && fresh && !parallel && part == Part::whole)

@@ -69,6 +69,9 @@ const char* kUsage =
     "  --work-storage S heap (default) or shared: where the round trip's moved working copy\n"
     "                   lives (apps::Options::shared_work): in shared windows its tasks read\n"
     "                   the tiles of other ranks in place whatever --storage is\n"
+    "  --huge-pages H   auto (default), on or off: the round trip's fresh working copy on the\n"
+    "                   heap in transparent huge pages (apps::Options::huge_pages: automatic,\n"
+    "                   always, never; auto: not where a virtio balloon reports free memory)\n"
     "  --in-place 0|1   apps::Options::read_in_place (default 1; matters with --storage shared)\n"
     "  --lend 0|1       apps::Options::lend (default 0; with --storage shared: an idle rank runs\n"
     "                   ready tasks of another rank of its node on that rank's tiles)\n"
@@ -244,6 +247,14 @@ int main(int argc, char** argv) {
     const std::string work_storage = args.str("--work-storage", "heap");
     if (work_storage != "heap" && work_storage != "shared")
       throw redist::Error("--work-storage must be heap or shared, got '" + work_storage + "'");
+    const std::string huge_arg = args.str("--huge-pages", "auto");
+    redist::apps::HugePages huge = redist::apps::HugePages::automatic;
+    if (huge_arg == "on")
+      huge = redist::apps::HugePages::always;
+    else if (huge_arg == "off")
+      huge = redist::apps::HugePages::never;
+    else if (huge_arg != "auto")
+      throw redist::Error("--huge-pages must be auto, on or off, got '" + huge_arg + "'");
     if (lend && !shared)
       throw redist::Error("--lend 1 needs --storage shared: a rank lends only tasks whose tiles lie in shared windows");
     const std::string csv = args.str("--csv", "");
@@ -280,12 +291,12 @@ int main(int argc, char** argv) {
     }
     // The launch's settings: the first line printed and, in the CSV, a comment line
     // before the launch's rows (the rows do not repeat them).
-    char settings_line[320];
+    char settings_line[400];
     std::snprintf(settings_line, sizeof settings_line,
                   "# ranks=%d threads/rank=%d comm_mode=%s push=%d storage=%s in_place=%d lend=%d strategy=%s "
-                  "reps=%d work_storage=%s work_grid=%s source: tile=%lld grid=1x%d storage=local_array%s\n",
+                  "reps=%d work_storage=%s huge_pages=%s work_grid=%s source: tile=%lld grid=1x%d storage=local_array%s\n",
                   ranks, threads, mode.c_str(), static_cast<int>(push), storage.c_str(), static_cast<int>(in_place),
-                  static_cast<int>(lend), strategy.c_str(), reps, work_storage.c_str(),
+                  static_cast<int>(lend), strategy.c_str(), reps, work_storage.c_str(), huge_arg.c_str(),
                   grid_arg.empty() ? "default" : grid_arg.c_str(),
                   static_cast<long long>(src_tile), ranks,
                   at > 0 ? (" submatrix at " + std::to_string(at) + "x" + std::to_string(at)).c_str() : "");
@@ -328,6 +339,7 @@ int main(int argc, char** argv) {
         good.push = push != 0;
         good.read_in_place = in_place != 0;
         good.lend = lend != 0;
+        good.huge_pages = huge;
         const Layout work = alg == "geqrf" ? redist::apps::qr_work_layout(n, n, ranks, good)
                                            : redist::apps::work_layout(n, n, ranks, good);
         redist::apps::Options poor = good;

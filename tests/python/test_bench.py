@@ -221,6 +221,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--in-place", "2"], "--in-place must be 0 or 1"),
                         (["--storage", "disk"], "--storage must be heap or shared, got 'disk'"),
                         (["--work-storage", "disk"], "--work-storage must be heap or shared, got 'disk'"),
+                        (["--huge-pages", "yes"], "--huge-pages must be auto, on or off, got 'yes'"),
                         (["--grid", "3x2"], "--grid must be PxQ with P x Q = 2 ranks, got '3x2'"),
                         (["--grid", "2"], "--grid must be PxQ with P x Q = 2 ranks, got '2'"),
                         (["--n", "100", "--csv", str(blocked / "x.csv")], "cannot open it"),
@@ -273,6 +274,7 @@ def test_apps_csv_names_its_columns_and_each_launchs_settings(tmp_path):
         assert settings.startswith("# ranks=2 threads/rank=1 ") and f"storage={storage}" in settings, settings
         assert "strategy=shm" in settings and "comm_mode=workers" in settings, settings
         assert f"work_storage={storage}" in settings and "work_grid=default" in settings, settings
+        assert "huge_pages=auto" in settings, settings
         values = row.split(",")
         assert len(values) == len(columns) and values[:6] == ["2", "1", "potrf", "200", "64", "48"], row
         # The phases' seconds carry the digits their overhead needs (the CSV's 4

@@ -13,6 +13,7 @@
 #include "apps_util.hpp"
 #include "cholesky/cholesky.hpp"
 #include "redist/apps.hpp"
+#include "roundtrip/huge_pages.hpp"
 
 namespace apps = redist::apps;
 using redist::cholesky::spd_element;
@@ -490,6 +491,76 @@ TEST_P(Potrf, BadInputIsACollectiveError) {
     }
     EXPECT_EQ(order, 51) << at.spec();
   }
+}
+
+// The working copy in huge pages (HugePages::always where the kernel offers them)
+// or in base pages: the same bits as the direct run either way, with and without a
+// workspace; a workspace's fresh buffer in huge pages starts on a huge page. 1400^2
+// doubles: about 5 MB per rank on 3 ranks, two huge pages at least.
+TEST_P(Potrf, HugePagesBitIdentical) {
+  EXPECT_EQ(apps::Options().huge_pages, apps::HugePages::automatic);
+  constexpr int n = 1400;
+  apps::Options o = options(GetParam());
+  o.tile = 200;
+  const std::vector<double> ref = direct(apps::work_layout(n, n, world_size(), o), o.threads);
+  const redist::Layout user = redist::Layout::parse("1400x1400 tile=300x300 block_cyclic grid=1x" +
+                                                    std::to_string(world_size()) + " storage=local_array");
+  for (const apps::HugePages h : {apps::HugePages::always, apps::HugePages::never, apps::HugePages::automatic})
+    for (const bool keep : {false, true}) {
+      SCOPED_TRACE(static_cast<int>(h) * 2 + keep);
+      apps::Workspace ws;
+      apps::Options om = o;
+      om.huge_pages = h;
+      om.workspace = keep ? &ws : nullptr;
+      EXPECT_TRUE(all_ranks(potrf_bits_equal(user, n, om, ref)));
+    }
+  const std::uint64_t huge = apps::detail::huge_page_machine().bytes;
+  apps::Workspace ws;
+  bool fresh = false;
+  const std::byte* p = ws.take(0, 3 * (2u << 20), fresh, apps::HugePages::always);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(fresh);
+  if (huge > 0) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % huge, 0u);
+  }
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  // Too small for two huge pages: base pages, 64-byte aligned.
+  const std::byte* q = ws.take(1, 100, fresh, apps::HugePages::always);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(q) % 64, 0u);
+  EXPECT_FALSE(apps::detail::want_huge_pages(apps::HugePages::always, 100));
+  EXPECT_FALSE(apps::detail::want_huge_pages(apps::HugePages::never, std::size_t{1} << 30));
+}
+
+// What the machine's files say, parsed from texts of other machines.
+TEST(HugePages, MachineFilesParsed) {
+  namespace d = apps::detail;
+  // This VM's /proc/buddyinfo (1 Dec): free blocks of 2^0 .. 2^10 pages of 4 KiB.
+  const std::string buddy =
+      "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+      "Node 0, zone    DMA32      2      3      0      2      3      2      1      4      4      2    752 \n"
+      "Node 0, zone   Normal  13553  21790  18495  18261  12116   6002   3092   1297    591    281   1067 \n";
+  const std::uint64_t mb = 1 << 20;
+  // Blocks of 2 MiB and more: orders 9 (2 MiB) and 10 (4 MiB).
+  EXPECT_EQ(d::free_in_blocks(buddy, 4096, 2 * mb), (1 + 2 + 281) * 2 * mb + (3 + 752 + 1067) * 4 * mb);
+  EXPECT_EQ(d::free_in_blocks(buddy, 4096, 4 * mb), (3 + 752 + 1067) * 4 * mb);
+  EXPECT_EQ(d::free_in_blocks(buddy, 4096, 8 * mb), 0u);
+  // 64 KiB base pages (some aarch64 kernels): order 0 is 64 KiB.
+  EXPECT_EQ(d::free_in_blocks("Node 0, zone Normal 5 1 2\n", 65536, 131072), (1 * 2 + 2 * 4) * 65536u);
+  EXPECT_EQ(d::free_in_blocks("", 4096, 2 * mb), 0u);
+  EXPECT_EQ(d::free_in_blocks("garbage without zones\n", 4096, 4096), 0u);
+  // A balloon (device 5) reporting free pages (feature bit 5), as on this VM; without
+  // the bit; another device with the bit (a network card's bit 5 means something else).
+  const std::string features = "0110010100000000000000000000000010000000";
+  EXPECT_TRUE(d::balloon_reports("0x0005\n", features));
+  EXPECT_FALSE(d::balloon_reports("0x0005\n", "0110000100000000000000000000000010000000"));
+  EXPECT_FALSE(d::balloon_reports("0x0001\n", features));
+  EXPECT_FALSE(d::balloon_reports("0x0005\n", "01100"));
+  EXPECT_FALSE(d::balloon_reports("", ""));
+  EXPECT_EQ(d::selected_mode("always [madvise] never\n"), "madvise");
+  EXPECT_EQ(d::selected_mode("[always] madvise never\n"), "always");
+  EXPECT_EQ(d::selected_mode("always madvise [never]\n"), "never");
+  EXPECT_EQ(d::selected_mode(""), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Apps, Potrf, ::testing::Values(1, 2),
