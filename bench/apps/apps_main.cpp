@@ -280,13 +280,9 @@ int main(int argc, char** argv) {
     const std::string strategy = args.str("--strategy", "shm");
     redist::check_strategy(strategy);  // an unknown name fails here, before any run
     const std::string grid_arg = args.str("--grid", "");
-    redist::Coord grid{};
+    redist::Coord grid{};  // empty: the library's choice
     if (!grid_arg.empty()) {
-      long long p = 0, q = 0;
-      char end = 0;
-      if (std::sscanf(grid_arg.c_str(), "%lldx%lld%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p * q != ranks)
-        throw redist::Error("--grid must be PxQ with P x Q = " + std::to_string(ranks) + " ranks, got '" + grid_arg +
-                            "'");
+      const auto [p, q] = args.grid("--grid", ranks);
       grid = redist::Coord{p, q};
     }
     // The launch's settings: the first line printed and, in the CSV, a comment line

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "redist/error.hpp"
@@ -99,6 +100,23 @@ class Args {
     return v ? *v : def;
   }
   bool flag(const std::string& name) const { return std::find(flags_.begin(), flags_.end(), name) != flags_.end(); }
+  // The process grid PxQ given as `name` (P x Q must be `ranks`; "2x1junk", "3x" and
+  // "0x2" refused), or by default the closest to square with P <= Q.
+  std::pair<int, int> grid(const std::string& name, int ranks) const {
+    const std::string* v = find(name);
+    if (!v) {
+      int p = 1;
+      for (int d = 1; d * d <= ranks; ++d)
+        if (ranks % d == 0) p = d;
+      return {p, ranks / p};
+    }
+    long long p = 0, q = 0;
+    char end = 0;
+    if (std::sscanf(v->c_str(), "%lldx%lld%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p > ranks || q > ranks ||
+        p * q != ranks)
+      throw redist::Error(name + " must be PxQ with P x Q = " + std::to_string(ranks) + " ranks, got '" + *v + "'");
+    return {static_cast<int>(p), static_cast<int>(q)};
+  }
 
  private:
   static std::int64_t number(const std::string& name, const std::string& text, std::int64_t least) {

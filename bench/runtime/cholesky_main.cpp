@@ -215,16 +215,7 @@ int run_cholesky(int argc, char** argv) {
   const int n = static_cast<int>(args.get("--n", 8000, 1));
   const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1, 1));
   const int reps = static_cast<int>(args.get("--reps", 1, 1));
-  int p = 1;
-  for (int d = 1; d * d <= g_ranks; ++d)
-    if (g_ranks % d == 0) p = d;
-  int q = g_ranks / p;
-  std::string grid = args.str("--grid", "");
-  if (!grid.empty() && std::sscanf(grid.c_str(), "%dx%d", &p, &q) != 2) p = q = 0;
-  if (p * q != g_ranks) {
-    if (g_rank == 0) std::fprintf(stderr, "grid %dx%d does not match %d ranks\n", p, q, g_ranks);
-    return 1;
-  }
+  const auto [p, q] = args.grid("--grid", g_ranks);
   const int cores = g_ranks * threads;
   report_cpus(threads);
   settle_blas();

@@ -62,27 +62,16 @@ int run_gemm(int argc, char** argv) {
   const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
   const int reps = static_cast<int>(args.get("--reps", 4, 1));
   const int warmup = static_cast<int>(args.get("--warmup", 1, 0));
-  int p = 1;
-  for (int d = 1; d * d <= ranks; ++d)
-    if (ranks % d == 0) p = d;
-  int q = ranks / p;
-  const std::string grid = args.str("--grid", "");
-  if (!grid.empty() && std::sscanf(grid.c_str(), "%dx%d", &p, &q) != 2) p = q = 0;
+  const auto [p, q] = args.grid("--grid", ranks);
   std::vector<std::string> forms;
   {
     std::stringstream ss(args.str("--reads", "tasks,remote"));
     for (std::string f; std::getline(ss, f, ',');) forms.push_back(f);
   }
   for (const std::string& f : forms)
-    if (f != "tasks" && f != "remote") {
-      if (rank == 0) std::fprintf(stderr, "redist-bench-gemm: unknown form '%s'\n%s", f.c_str(), kUsage);
-      return 1;
-    }
-  if (p * q != ranks || n < 1 || reps < 1 || warmup < 0 || forms.empty()) {
-    if (rank == 0)
-      std::fprintf(stderr, "redist-bench-gemm: bad arguments (grid %dx%d for %d ranks)\n%s", p, q, ranks, kUsage);
-    return 1;
-  }
+    if (f != "tasks" && f != "remote")
+      throw redist::Error("--reads: unknown form '" + f + "': tasks or remote, comma-separated");
+  if (forms.empty()) throw redist::Error("--reads needs tasks, remote or both, comma-separated");
   report_cpus(threads);
   settle_blas();
   const double flops = 2.0 * static_cast<double>(n) * n * n;

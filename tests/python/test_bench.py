@@ -243,7 +243,12 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["cholesky", "--n", "300", "--check", "yes"], "unexpected argument 'yes'"),
                         (["sched", "--reps"], "--reps needs a value"),
                         (["pingpong", "--mode", "bogus"], "--mode must be multiple, funneled or workers"),
-                        (["pingpong", "--min", "100", "--max", "10"], "--max 10 is below --min 100")]:
+                        (["pingpong", "--min", "100", "--max", "10"], "--max 10 is below --min 100"),
+                        # --grid read strictly (trailing text and a missing Q had read as 0x0, exit 1)
+                        (["cholesky", "--n", "300", "--grid", "2x1junk"], "--grid must be PxQ with P x Q = 2 ranks"),
+                        (["cholesky", "--n", "300", "--grid", "3x"], "--grid must be PxQ with P x Q = 2 ranks, got '3x'"),
+                        (["gemm", "--n", "100", "--grid", "1x1"], "--grid must be PxQ with P x Q = 2 ranks, got '1x1'"),
+                        (["gemm", "--n", "100", "--reads", "tasks,foo"], "--reads: unknown form 'foo'")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + args, capture_output=True, text=True,
                            timeout=120)
         # exit 2 on bad arguments, as redist bench's help says (they exited 1), named for the program
