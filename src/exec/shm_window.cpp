@@ -245,16 +245,20 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   // lifetime (MPI_Win_sync orders them; the shm strategy's messages synchronize).
   check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all", comm);
   if (bytes > 0 && zero) std::memset(mine, 0, static_cast<size_t>(bytes));
+  // A serial every member knows the window by: the number its first member (rank 0
+  // of the node) takes from its own counter, with that member's world rank above
+  // it. Unique in every process although several threads may make windows over
+  // other communicators at once: an agreed maximum of the members' counters was
+  // not (two threads' windows got the same serial, and the second one's
+  // shared_free found no window: a crash).
   Registry& reg = registry_of_windows();
   std::uint64_t serial = 0;
-  {
+  if (w.me == 0) {
     std::lock_guard<std::mutex> lock(reg.mu);
-    serial = reg.next;
+    serial = (static_cast<std::uint64_t>(w.world[0]) << 40) | reg.next++;
   }
-  // A serial every member agrees on and none has used.
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &serial, 1, MPI_UINT64_T, MPI_MAX, w.comm), "MPI_Allreduce", comm);
+  check_mpi(MPI_Bcast(&serial, 1, MPI_UINT64_T, 0, w.comm), "MPI_Bcast", comm);
   std::lock_guard<std::mutex> lock(reg.mu);
-  reg.next = serial + 1;
   // A part of 0 bytes has no address of its own: key this rank's part by a
   // unique dummy so shared_free still finds the window.
   void* key = mine && bytes > 0 ? mine : static_cast<void*>(new char[1]);
@@ -273,6 +277,7 @@ void shared_free(void* p) {
     const auto it = reg.mine.find(p);
     if (it == reg.mine.end()) throw Error("shared_free: the pointer did not come from redist::shared_allocate");
     const auto wi = reg.windows.find(it->second);
+    if (wi == reg.windows.end()) throw Error(cat("shared_free: internal error: no window of serial ", it->second));
     w = std::move(wi->second);
     const bool dummy = w.bytes[static_cast<size_t>(w.me)] == 0;
     reg.windows.erase(wi);
