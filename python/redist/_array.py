@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ._core import Error, Layout, LocalIndex, MpiError, Ownership, Region, agree, make_plan, shared_allocate
+from ._core import (Error, Layout, LocalIndex, MismatchError, MpiError, Ownership, Region, agree, make_plan,
+                    shared_allocate)
 
 LayoutLike = Union[Layout, str]
 RegionLike = Union[Region, str, None]
@@ -72,19 +73,22 @@ def _agree_root(comm: Any, root: Any, call: str) -> int:
     return r
 
 
-def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype) -> None:
+def _same_everywhere(comm: Any, layout: Layout, dt: np.dtype, storage: Optional[str]) -> None:
     """Collective: an agreed redist.MismatchError unless every rank gave the same layout
-    (its ld= aside: each rank may have its own, as ScaLAPACK's LLD) and dtype,
-    naming the first rank that differs from rank 0 and both."""
-    mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), str(dt))  # str: fields too (dt.str is '|V8' for any 8-byte record)
+    (its ld= aside: each rank may have its own, as ScaLAPACK's LLD), dtype and
+    storage (the window is made collectively: a rank on the heap left the others
+    waiting in it), naming the first rank that differs from rank 0 and both."""
+    # str(dt): fields too (dt.str is '|V8' for any 8-byte record)
+    mine = (re.sub(r"\s*\bld=\d+", "", layout.spec), str(dt), str(storage))
     digest = hashlib.sha256(repr(mine).encode()).digest()
     digests = comm.allgather(digest)
     other = next((r for r, d in enumerate(digests) if d != digests[0]), None)
     if other is None:
         return
     theirs, first = comm.bcast(mine, root=other), comm.bcast(mine, root=0)
-    agree(comm, f"every rank must give the same layout and dtype (ld= aside): rank {other} gave '{theirs[0]}' "
-                f"of dtype {theirs[1]}, rank 0 '{first[0]}' of dtype {first[1]}", mismatch=True)
+    agree(comm, f"every rank must give the same layout, dtype and storage (ld= aside): rank {other} gave "
+                f"'{theirs[0]}' of dtype {theirs[1]}, storage={theirs[2]}, rank 0 '{first[0]}' of dtype {first[1]}, "
+                f"storage={first[2]}", mismatch=True)
 
 
 def _layout(layout: LayoutLike) -> Layout:
@@ -166,9 +170,9 @@ class DistArray:
             return lay, dt, LocalIndex(lay, rank)  # LocalIndex: e.g. ld= below this rank's local rows
 
         layout, dt, local = _checked(comm, build)
-        # The same layout and dtype on every rank: one rank's different tiles would
-        # move its part to the wrong place.
-        _same_everywhere(comm, layout, dt)
+        # The same layout, dtype and storage on every rank: one rank's different tiles
+        # would move its part to the wrong place.
+        _same_everywhere(comm, layout, dt, storage)
         self.layout, self.dtype, self.comm, self.rank = layout, dt, comm, rank
         self.local_index = local
         shared = _shared_blocks(comm, local, dt, fill_zero, storage) if storage != "heap" else None
@@ -249,10 +253,13 @@ def _shared_blocks(comm: Any, local: LocalIndex, dt: np.dtype, zero: bool,
         total += -(-n // 64) * 64
     try:
         window = shared_allocate(comm, total, zero)
-    except MpiError:
+    except (MpiError, MismatchError):
         raise
-    except Error:
-        if storage == "shared":
+    except Error as e:
+        # Only where MPI cannot make the window (the room in /dev/shm, MPI's
+        # refusal: shared_allocate's own messages); a bad $REDIST_NODE_SIZE is an
+        # error of the job's set-up, not a reason for the heap.
+        if storage == "shared" or not re.match(r"(redist: rank \d+: )?shared_allocate: ", str(e)):
             raise
         return None
     return [window[o: o + n].view(dt) for o, n in zip(offsets, sizes)]

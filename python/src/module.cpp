@@ -23,6 +23,7 @@ MPI_Comm comm_of(nb::handle comm) {
   auto address = nb::cast<std::uintptr_t>(mpi.attr("_addressof")(c));
   MPI_Comm h = *reinterpret_cast<const MPI_Comm*>(address);
   if (h == MPI_COMM_NULL) throw Error("redist: comm is MPI.COMM_NULL");
+  if (std::string e = detail::intercomm_problem(h, "redist"); !e.empty()) throw Error(e);
   return h;
 }
 
@@ -100,7 +101,11 @@ NB_MODULE(_core, m) {
   m.def("check_strategy", [](const std::string& name) { check_strategy(name); }, nb::arg("name"),
         "Raises redist.Error naming the allowed names unless `name` is a strategy or 'auto'.");
   m.def("agree", [](nb::handle comm, const std::string& local_error, bool mismatch) {
-    detail::agree(comm_of(comm), local_error, mismatch);
+    MPI_Comm c = comm_of(comm);
+    // Without the GIL, as every collective here: another Python thread may need it
+    // to reach its own collective on another communicator (threads deadlocked).
+    nb::gil_scoped_release unlocked;
+    detail::agree(c, local_error, mismatch);
   }, nb::arg("comm").none(), nb::arg("local_error"), nb::arg("mismatch") = false,
      "Collective: returns when local_error is empty on every rank, else raises redist.Error (redist.MismatchError "
      "with mismatch=True: the error is that ranks disagree) on every rank with the message of the lowest rank that "

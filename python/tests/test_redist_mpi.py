@@ -487,11 +487,112 @@ def test_storage_falls_back_to_the_heap_where_windows_do_not_fit(monkeypatch):
     assert "bytes in /dev/shm, which has 1 free: give the job more shared memory" in msg
 
 
+def osc_mappings():
+    """This process's mappings of Open MPI's shared-window segments (osc sm)."""
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if "osc_sm" in line)
+
+
+def test_freeing_a_communicator_frees_its_windows():
+    """MPI_Comm_free (collective) frees the windows of the communicator's arrays
+    that no rank holds any more; they had been left to the process's end (200
+    rounds of Dup, a 4 MB array, del, Free: 800 MB of /dev/shm). One still held on
+    some rank stays valid."""
+    gc.collect()
+    before = osc_mappings()
+    for k in range(20):
+        sub = MPI.COMM_WORLD.Dup()
+        a = redist.zeros(f"300x200 tile=30x20 block_cyclic grid=1x{P}", comm=sub)
+        assert a.storage == "shared" and redist.shared_windows(sub) == 1
+        if k == 0:  # a mapping per window (none where MPI keeps a window of one rank in its own memory)
+            per_window = osc_mappings() - before
+            assert per_window == (1 if P > 1 else per_window), per_window
+        del a
+        gc.collect()
+        sub.Free()
+    assert osc_mappings() == before
+    sub = MPI.COMM_WORLD.Split(0, P - 1 - R)  # another numbering
+    kept = redist.fromfunction(value, f"30x20 tile=4x4 block_cyclic grid=1x{P}", comm=sub).blocks[0]
+    dropped = redist.zeros("30x20", comm=sub)
+    del dropped
+    gc.collect()
+    sub.Free()
+    assert osc_mappings() == before + per_window  # kept's window, left to the process's end
+    kept[:] = 3.0
+    assert kept.sum() == 3.0 * kept.size
+
+
+def test_threads_on_communicators_of_their_own():
+    """Two threads, each on a communicator of its own, make arrays at once, in
+    windows and on the heap: the module's collectives leave the GIL (a thread in
+    redist's agreement held it while the other needed it to reach its own: 3 runs
+    in 4 hung), and windows made at once get serials of their own (shared_free
+    crashed, 5 runs in 6)."""
+    import faulthandler
+    import os
+    import threading
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        pytest.skip("needs MPI_THREAD_MULTIPLE")
+    comms = [MPI.COMM_WORLD.Dup() for _ in range(2)]
+    errors = []
+
+    def work(t):
+        try:
+            for k in range(60):
+                a = redist.fromfunction(value, f"30x20 tile=4x4 block_cyclic grid=1x{P}", comm=comms[t],
+                                        storage="heap" if k % 2 else None)
+                check_tiles(a, value)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"thread {t}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    if any(th.is_alive() for th in threads):  # hung: say where, and end the job (the threads cannot be stopped)
+        faulthandler.dump_traceback()
+        os._exit(3)
+    gc.collect()
+    for c in comms:
+        c.Free()
+    assert not errors, errors
+
+
+def test_a_bad_node_size_is_an_error_not_the_heap(monkeypatch):
+    """The default storage falls back to the heap only where MPI cannot make the
+    window; a malformed REDIST_NODE_SIZE is the job's error, the same on every rank
+    (it had silently given heap arrays)."""
+    monkeypatch.setenv("REDIST_NODE_SIZE", "abc")
+    msg = agreed_error(lambda: redist.zeros(f"30x20 tile=4x4 block_cyclic grid=1x{P}"))
+    assert "REDIST_NODE_SIZE=abc: expected a number of ranks per node" in msg
+    assert redist.zeros("30x20", storage="heap").storage == "heap"
+
+
+def test_error_intercommunicator_named():
+    """An intercommunicator: redist's error, naming make_group_plan (MPI's
+    MPI_ERR_BUFFER from an Allreduce before)."""
+    if P < 2:
+        pytest.skip("needs two ranks")
+    side = 0 if R < P // 2 else 1
+    local = MPI.COMM_WORLD.Split(side, R)
+    inter = local.Create_intercomm(0, MPI.COMM_WORLD, P // 2 if side == 0 else 0, 7)
+    for call in (lambda: redist.zeros("4x4", comm=inter), lambda: redist.make_plan("4x4", "4x4", comm=inter)):
+        with pytest.raises(redist.Error, match="comm is an intercommunicator.*make_group_plan"):
+            call()
+    inter.Free()
+    local.Free()
+
+
 def test_error_bad_storage_same_on_every_rank():
     msg = agreed_error(lambda: redist.zeros("4x4", storage="disk"))
     assert "storage must be 'shared', 'heap' or None (shared where MPI can make the window), got 'disk'" in msg
     msg = agreed_error(lambda: redist.empty("4x4", storage="gpu" if R == P - 1 else None))
     assert f"rank {P - 1}: storage must be" in msg
+    if P > 1:  # valid, but not the same everywhere: the window is made collectively (a rank on the heap hung it)
+        with pytest.raises(redist.MismatchError, match="same layout, dtype and storage.*storage=heap"):
+            redist.zeros("4x4", storage="heap" if R == P - 1 else None)
+        assert redist.zeros("4x4").storage == "shared"
 
 
 def test_strategies_listed():
@@ -528,7 +629,7 @@ def test_error_layouts_that_differ_between_ranks_are_a_mismatch():
         assert "target layout differs between ranks" in str(e.value) and isinstance(e.value, redist.Error)
         assert same_everywhere(MPI.COMM_WORLD, str(e.value)), str(e.value)
         # the Python layer's own agreements too (DistArray's layout and dtype, scatter's root)
-        with pytest.raises(redist.MismatchError, match="every rank must give the same layout and dtype"):
+        with pytest.raises(redist.MismatchError, match="every rank must give the same layout, dtype and storage"):
             redist.zeros(f"8x8 tile={4 if R == P - 1 else 2}x2 block_cyclic grid=1x{P}")
         with pytest.raises(redist.MismatchError, match="every rank must give the same root"):
             redist.scatter(np.zeros((8, 8)) if R in (0, 1) else None, f"8x8 tile=2x2 block_cyclic grid=1x{P}",
@@ -680,9 +781,9 @@ def test_distarray_bad_argument_on_one_rank_is_every_ranks_error():
     if P > 1:
         other = f"8x8 tile=4x1 block_cyclic grid=1x{P}"  # as many elements per rank, other tiles
         msg = agreed_error(lambda: redist.zeros(other if last else good))
-        assert f"rank {P - 1} gave '{redist.Layout(other).spec}' of dtype float64, rank 0 '" in msg, msg
+        assert f"rank {P - 1} gave '{redist.Layout(other).spec}' of dtype float64, storage=None, rank 0 '" in msg, msg
         msg = agreed_error(lambda: redist.fromfunction(value, good, np.float32 if last else np.float64))
-        assert "every rank must give the same layout and dtype" in msg and "of dtype float32" in msg, msg
+        assert "every rank must give the same layout, dtype and storage" in msg and "of dtype float32" in msg, msg
     # each rank its own ld= (ScaLAPACK's LLD) is the same layout
     la = redist.zeros(f"8x8 tile=2x2 block_cyclic grid={P}x1 storage=local_array ld={8 + 2 * R}")
     assert la.local_array.shape[1] == 8
@@ -881,7 +982,7 @@ def test_what_a_new_user_trial_found():
         sub.Free()
         # records of one size but other fields on one rank
         rec = np.dtype([("x", "<f8")]) if last else np.dtype([("a", "<i4"), ("b", "<f4")])
-        assert "every rank must give the same layout and dtype" in agreed_error(lambda: redist.zeros("4x4", rec))
+        assert "every rank must give the same layout, dtype and storage" in agreed_error(lambda: redist.zeros("4x4", rec))
     # a subarray dtype (numpy gives arrays one dimension more) and datetime64: agreed errors
     assert "subarray dtype" in agreed_error(lambda: redist.zeros(f"4x4 tile=2x2 block_cyclic grid=1x{P}",
                                                                  np.dtype(("f8", (2,)))))

@@ -592,6 +592,7 @@ Plan make_plan(const Layout& src, const Layout& dst, std::span<const Region> reg
   if (comm == MPI_COMM_NULL) throw Error("redist: make_plan needs a communicator, got MPI_COMM_NULL");
   // Outside MPI, Open MPI's first call below aborted the job.
   if (std::string e = detail::outside_mpi("make_plan"); !e.empty()) throw Error(e);
+  if (std::string e = detail::intercomm_problem(comm, "redist: make_plan"); !e.empty()) throw Error(e);
   // Own communicator: private tag space, errors returned instead of aborting
   // (or the caller's, Options::duplicate_comm).
   p.owns_comm = options.duplicate_comm;

@@ -20,6 +20,15 @@ std::string outside_mpi(const char* what) {
          ": a plan communicates through MPI";
 }
 
+std::string intercomm_problem(MPI_Comm comm, const char* what) {
+  int inter = 0;
+  if (comm == MPI_COMM_NULL) return {};  // the caller's own message
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || !inter) return {};  // a bad handle fails later, checked
+  return std::string(what) +
+         ": comm is an intercommunicator: the calls are collective over one group's ranks (an intracommunicator); "
+         "to move between two groups joined by an intercommunicator use make_group_plan (docs/groups.md)";
+}
+
 // Already on the error path: its own calls are unchecked, with fallbacks.
 void mpi_failed(int code, const char* call, MPI_Comm comm, const std::string& peer) {
   char text[MPI_MAX_ERROR_STRING];

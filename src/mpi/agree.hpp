@@ -23,6 +23,12 @@ void agree(MPI_Comm comm, const std::string& local_error, bool mismatch = false)
 // other MPI call there).
 std::string outside_mpi(const char* what);
 
+// Empty for an intracommunicator; for an intercommunicator the error of `what`
+// called over it (redist's calls are collective over the ranks of one group;
+// two groups joined by an intercommunicator: make_group_plan, docs/groups.md).
+// Local: every rank that passed the intercommunicator gets the same message.
+std::string intercomm_problem(MPI_Comm comm, const char* what);
+
 // One value every rank must pass identically: `what` names it in the message
 // ("source layout differs"), `value` is this rank's text of it.
 struct Same {

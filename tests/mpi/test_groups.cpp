@@ -21,6 +21,7 @@
 #include "harness/storage.hpp"
 #include "redist/groups.hpp"
 #include "redist/redist.hpp"
+#include "redist/shm.hpp"
 
 using namespace redist;
 using namespace redist::testing;
@@ -477,6 +478,22 @@ TEST(Groups, Intercommunicator) {
     if (d.st) err = check_redistributed(dst, lr, d.blocks(), Region::whole(dst.shape()), src, kSource, kTarget).first_error;
     EXPECT_TRUE(all_ok(err.empty())) << ex << ": " << err;
     EXPECT_EQ(group_ranks(plan).senders.size(), static_cast<size_t>(S));
+  }
+  // make_plan and shared_allocate over the intercommunicator: a clear error on every
+  // rank, naming make_group_plan (MPI's own refusal, "MPI_ERR_BUFFER: invalid buffer
+  // pointer" from an Allreduce, said nothing of it).
+  for (int call = 0; call < 2; ++call) {
+    std::string what;
+    try {
+      if (call == 0) make_plan(src, src, Region::whole(src.shape()), inter);
+      else shared_allocate(inter, 64);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find(call == 0 ? "redist: make_plan: comm is an intercommunicator"
+                                  : "redist: shared_allocate: comm is an intercommunicator"),
+              std::string::npos) << what;
+    EXPECT_NE(what.find("make_group_plan"), std::string::npos) << what;
   }
   MPI_Comm_free(&inter);
   MPI_Comm_free(&local);
