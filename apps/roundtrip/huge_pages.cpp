@@ -68,19 +68,36 @@ int node_ranks() {
 
 HugePageMachine probe() {
   HugePageMachine m;
-  m.node_ranks = node_ranks();
+  try {
+    m.node_ranks = node_ranks();
 #ifdef MADV_HUGEPAGE
-  const std::string thp = "/sys/kernel/mm/transparent_hugepage/";
-  const std::string mode = selected_mode(read_text(thp + "enabled"));
-  if (mode == "always" || mode == "madvise") {
-    m.bytes = std::strtoull(read_text(thp + "hpage_pmd_size").c_str(), nullptr, 10);
-    if (m.bytes == 0) m.bytes = 2u << 20;
-  }
+    const std::string thp = "/sys/kernel/mm/transparent_hugepage/";
+    const std::string mode = selected_mode(read_text(thp + "enabled"));
+    if (mode == "always" || mode == "madvise") {
+      m.bytes = std::strtoull(read_text(thp + "hpage_pmd_size").c_str(), nullptr, 10);
+      if (m.bytes == 0) m.bytes = 2u << 20;
+      m.always = mode == "always";
+    }
 #endif
-  std::error_code ec;
-  for (const auto& dev : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec))
-    m.reported = m.reported || balloon_reports(read_text(dev.path() / "device"), read_text(dev.path() / "features"));
+    std::error_code ec;
+    std::filesystem::directory_iterator dev("/sys/bus/virtio/devices", ec), end;
+    for (; !ec && dev != end; dev.increment(ec))
+      m.reported = m.reported || balloon_reports(read_text(dev->path() / "device"), read_text(dev->path() / "features"));
+  } catch (const std::exception&) {
+    m.bytes = 0;  // what could not be read: no huge pages
+  }
   return m;
+}
+
+// The size from which a buffer is a mapping of its own: two huge pages.
+std::size_t own_mapping_from() {
+  const std::uint64_t huge = huge_page_machine().bytes;
+  return 2 * static_cast<std::size_t>(huge ? huge : 2u << 20);
+}
+
+std::size_t mapped_bytes(std::size_t bytes) {
+  const std::size_t unit = own_mapping_from() / 2;
+  return (bytes + unit - 1) / unit * unit;
 }
 }  // namespace
 
@@ -95,21 +112,44 @@ bool want_huge_pages(HugePages mode, std::size_t bytes) {
   if (m.bytes == 0 || bytes < 2 * m.bytes) return false;
   if (mode == HugePages::always) return true;
   if (m.reported) return false;
-  const std::uint64_t free = free_in_blocks(read_text("/proc/buddyinfo"), page_size(), m.bytes);
-  return free / static_cast<std::uint64_t>(std::max(m.node_ranks, 1)) >= bytes;
+  try {
+    const std::uint64_t free = free_in_blocks(read_text("/proc/buddyinfo"), page_size(), m.bytes);
+    return free / static_cast<std::uint64_t>(std::max(m.node_ranks, 1)) >= bytes;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 std::byte* allocate_fresh(std::size_t bytes, HugePages mode) {
-  if (want_huge_pages(mode, bytes)) {
-    const std::size_t huge = huge_page_machine().bytes, rounded = (bytes + huge - 1) / huge * huge;
-    if (void* p = std::aligned_alloc(huge, rounded)) {
-#ifdef MADV_HUGEPAGE
-      madvise(p, rounded, MADV_HUGEPAGE);  // advice: refused, the pages stay small
-#endif
-      return static_cast<std::byte*>(p);
-    }
+  if (bytes < own_mapping_from())
+    return static_cast<std::byte*>(std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64)));
+  // A mapping of its own, whatever malloc's threshold: the advice then covers this
+  // buffer alone, and its pages are fresh.
+  const bool huge = want_huge_pages(mode, bytes);
+  const std::size_t length = mapped_bytes(bytes), align = huge ? own_mapping_from() / 2 : 0;
+  void* m = mmap(nullptr, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* p = static_cast<std::byte*>(m);
+  if (align > 0) {  // a huge page's boundary: the head and the tail beyond the buffer go back
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::size_t head = (align - at % align) % align;
+    if (head > 0) munmap(p, head);
+    if (align - head > 0) munmap(p + head + length, align - head);
+    p += head;
   }
-  return static_cast<std::byte*>(std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64)));
+#ifdef MADV_HUGEPAGE
+  if (huge)
+    madvise(p, length, MADV_HUGEPAGE);  // advice: refused, the pages stay small
+  else if (huge_page_machine().always)
+    madvise(p, length, MADV_NOHUGEPAGE);  // the kernel would give them unasked
+#endif
+  return p;
+}
+
+void free_fresh(std::byte* p, std::size_t bytes) {
+  if (!p) return;
+  if (bytes < own_mapping_from()) std::free(p);
+  else munmap(p, mapped_bytes(bytes));
 }
 
 }  // namespace redist::apps::detail

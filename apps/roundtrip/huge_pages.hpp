@@ -29,9 +29,11 @@ bool balloon_reports(const std::string& device, const std::string& features);
 // ("always [madvise] never" -> "madvise"); empty when none is marked.
 std::string selected_mode(const std::string& text);
 
-// What this machine offers, read once per process.
+// What this machine offers, read once per process (never throws: what cannot be
+// read counts as not offered).
 struct HugePageMachine {
   std::uint64_t bytes = 0;  // a huge page's size where madvise(MADV_HUGEPAGE) gets them, else 0
+  bool always = false;      // the kernel gives them unasked (enabled = always): refusing needs MADV_NOHUGEPAGE
   bool reported = false;    // a balloon reports free pages (balloon_reports)
   int node_ranks = 1;       // ranks on this node (the MPI launcher's local size; else the CPUs)
 };
@@ -41,13 +43,16 @@ const HugePageMachine& huge_page_machine();
 // where the kernel gives them on madvise and the buffer spans two at least.
 // automatic: that, and no balloon reports free pages, and the free memory in blocks
 // of a huge page's size covers `bytes` for every rank of the node (the fault then
-// takes a free block instead of compacting memory: a stall of 0.6 s for 256 MB in
-// one session here).
+// takes a free block instead of compacting memory). Never throws.
 bool want_huge_pages(HugePages mode, std::size_t bytes);
 
-// 64-byte aligned storage of at least `bytes` (at least 64), in huge pages where
-// want_huge_pages says so (then aligned to a huge page); freed with std::free. Null
-// when allocation fails.
+// Fresh 64-byte aligned storage of at least `bytes` (at least 64); null when
+// allocation fails. A buffer of two huge pages or more (2 MiB where the kernel has
+// none) is a mapping of its own (mmap): in huge pages, aligned to one, where
+// want_huge_pages says so, else in base pages (MADV_NOHUGEPAGE where the kernel
+// would give huge ones unasked); a smaller one comes from malloc. Free it with
+// free_fresh and the same `bytes`. Never throws.
 std::byte* allocate_fresh(std::size_t bytes, HugePages mode);
+void free_fresh(std::byte* p, std::size_t bytes);
 
 }  // namespace redist::apps::detail

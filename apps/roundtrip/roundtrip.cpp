@@ -92,7 +92,7 @@ std::size_t Workspace::bytes() const {
 }
 
 void Workspace::release() {
-  for (Buffer& b : buffers_) std::free(b.data);
+  for (Buffer& b : buffers_) detail::free_fresh(b.data, b.bytes);
   buffers_.clear();
   int finalized = 0;
   MPI_Finalized(&finalized);  // unchecked: callable at any time
@@ -146,7 +146,7 @@ std::byte* Workspace::take(int slot, std::size_t bytes, bool& fresh, HugePages h
   Buffer& b = buffers_[static_cast<std::size_t>(slot)];
   fresh = b.data == nullptr || b.bytes < bytes;
   if (fresh) {
-    std::free(b.data);
+    detail::free_fresh(b.data, b.bytes);
     b = {};
     if (std::byte* p = detail::allocate_fresh(bytes, huge)) b = {p, bytes};
   }
@@ -236,6 +236,10 @@ std::string check_options(const char* call, const Options& o, int ranks) {
            o.comm_mode != runtime::CommMode::workers)
     os << call << ": options.comm_mode must be runtime::CommMode::multiple, funneled or workers, got "
        << static_cast<int>(o.comm_mode);
+  else if (o.huge_pages != HugePages::automatic && o.huge_pages != HugePages::never &&
+           o.huge_pages != HugePages::always)
+    os << call << ": options.huge_pages must be HugePages::automatic, never or always, got "
+       << static_cast<int>(o.huge_pages);
   else {
     try {
       check_strategy(o.strategy);
@@ -442,7 +446,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
   } else if (options.workspace) {
     storage = options.workspace->take(slot, bytes, fresh, options.huge_pages);
   } else {
-    owned_.reset(allocate_fresh(bytes, options.huge_pages));
+    owned_ = std::unique_ptr<std::byte, Free>(allocate_fresh(bytes, options.huge_pages), Free{bytes});
     storage = owned_.get();
   }
   redist::detail::agree(comm, storage ? std::string() : "apps: cannot allocate " + std::to_string(bytes) +
@@ -496,7 +500,7 @@ WorkMatrix::WorkMatrix(const Layout& user, void* data, const Box& sub, const Lay
   seconds += MPI_Wtime() - t0;
 }
 
-void WorkMatrix::Free::operator()(std::byte* p) const { std::free(p); }
+void WorkMatrix::Free::operator()(std::byte* p) const { free_fresh(p, bytes); }
 void WorkMatrix::SharedFree::operator()(std::byte* p) const {
   try {
     shared_free(p);

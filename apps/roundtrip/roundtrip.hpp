@@ -83,7 +83,8 @@ class WorkMatrix {
   // ranges pages[i] thread i first faults; none: pages empty) or back: one plan per
   // group, made here in order (collective), executed at once from one thread each.
   void move(bool in, const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& pages);
-  struct Free {
+  struct Free {  // detail::free_fresh of what allocate_fresh made of `bytes`
+    std::size_t bytes;  // no default member initializer: the unique_ptr needs Free default-constructible here
     void operator()(std::byte* p) const;
   };
   std::unique_ptr<std::byte, Free> owned_;  // the working copy when there is no workspace

@@ -23,6 +23,23 @@
 
 namespace redist::apps {
 
+// Whether a fresh working copy on the heap is put in transparent huge pages
+// (madvise(MADV_HUGEPAGE)): its faults then cost a page per 2 MiB, not per 4 KiB
+// (72 MB faulted in 2.9-4.6 ms against 8.8-11.0 here once the machine's memory was
+// in use; the round trip's move in at N = 6000 on 2 ranks 0.030 s against 0.040,
+// docs/apps.md "Huge pages for the working copy").
+enum class HugePages {
+  // Where the kernel gives huge pages on madvise, except where a virtio balloon
+  // reports free memory to the hypervisor (as on this VM: a huge page taken from a
+  // reported block faults its memory in again on the host, 256 MB in 0.53 s
+  // against 0.03), and only while the node's free memory in blocks of a huge page
+  // covers the copy for every rank of the node (no compaction on the fault).
+  automatic,
+  never,   // the base pages (4 KiB; MADV_NOHUGEPAGE where the kernel would give huge ones unasked)
+  always,  // madvise them wherever the kernel offers them, for copies of two huge pages or more (it
+           // may compact memory for them, or the host fault them in again)
+};
+
 // Working storage a caller keeps across calls (LAPACK's work arrays): a call given
 // a workspace (Options::workspace) takes its working copies from it and leaves them
 // there, so a repeated call of the same size or smaller pays no page faults for
@@ -36,22 +53,6 @@ namespace redist::apps {
 // collectively by the ranks that made it: another communicator is an agreed
 // error), and release() and the destructor are collective over those ranks and
 // belong before MPI_Finalize (after it the windows are left to MPI's end).
-// Whether a fresh working copy on the heap is put in transparent huge pages
-// (madvise(MADV_HUGEPAGE)): its faults then cost a page per 2 MiB, not per 4 KiB
-// (72 MB faulted in 2.9-4.6 ms against 8.8-11.0 here once the machine's memory was
-// in use; the round trip's move in at N = 6000 on 2 ranks 0.030 s against 0.040,
-// docs/apps.md "Huge pages for the working copy").
-enum class HugePages {
-  // Where the kernel gives huge pages on madvise, except where a virtio balloon
-  // reports free memory to the hypervisor (as on this VM: a huge page taken from a
-  // reported block faults its memory in again on the host, 256 MB in 0.53 s
-  // against 0.03), and only while the node's free memory in blocks of a huge page
-  // covers the copy for every rank of the node (no compaction on the fault).
-  automatic,
-  never,   // the base pages (4 KiB)
-  always,  // madvise them wherever the kernel offers them (it may compact memory, or the host fault it in)
-};
-
 class Workspace {
  public:
   Workspace() = default;

@@ -141,10 +141,11 @@ class DistArray:
     ``"heap"``, ordinary numpy memory; None (the default): shared, or the heap
     where MPI cannot make the window (every rank alike). ``self.storage`` says
     which. A window is freed once no rank holds the array or a view of it, at a
-    later collective allocation over the same communicator (or
-    ``redist.reclaim_shared(comm)``); the array must not outlive its
-    communicator (docs/python.md, "Storage").
-    Collective: every rank of `comm` makes it, with the same layout and dtype. A
+    later collective allocation over the same communicator,
+    ``redist.reclaim_shared(comm)`` or ``comm.Free()``; one still held when the
+    communicator is freed stays valid until the process ends, one read after
+    ``MPI.Finalize()`` crashes (docs/python.md, "Storage").
+    Collective: every rank of `comm` makes it, with the same layout, dtype and storage. A
     bad argument on any rank (a spec that does not parse, a layout that does not
     fit, a dtype that is not an element type, layouts or dtypes that differ
     between ranks) raises redist.Error on every rank; a wrong type raises

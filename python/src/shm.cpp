@@ -12,10 +12,12 @@
 // in the same order, and frees only what all agree on, so the windows alive are
 // the same everywhere. The bookkeeping hangs on the communicator as an MPI
 // attribute: when the communicator is freed (collectively), its delete callback
-// frees the windows no rank holds any more; those still held are left to the
-// process's end (their arrays must not outlive it, as any MPI object's).
+// frees the windows no rank holds any more; those still held are left, valid, to
+// the process's end. (MPI_Comm_free then communicates: every rank must free its
+// communicators in the same order.)
 #include <nanobind/ndarray.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,7 +44,7 @@ using State = std::shared_ptr<CommWindows>;
 
 // Set by a delete callback on MPI_COMM_SELF, which MPI_Finalize runs first: from
 // then on nothing is freed through MPI here (MPI frees what is left).
-bool finalizing = false;
+std::atomic<bool> finalizing{false};
 
 // Collective over the record's communicator: frees the windows every rank marked
 // unused; how many. One MPI_Allreduce of three numbers when no rank let go of a
@@ -187,12 +189,15 @@ void bind_shm(nb::module_& m) {
     return nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>(p, {static_cast<size_t>(bytes)}, owner);
   }, nb::arg("comm").none(), nb::arg("bytes"), nb::arg("zero") = true,
      "Collective over comm: `bytes` (may differ per rank) in one MPI-3 shared window per node (redist::shared_allocate; "
-     "zeroed unless zero=False, page-aligned), as a numpy uint8 array. The window is freed by a later shared_allocate "
-     "or reclaim_shared over the same communicator once no rank holds the array (or a view of it) any more.");
+     "zeroed unless zero=False, page-aligned), as a numpy uint8 array. The window is freed by a later shared_allocate, "
+     "reclaim_shared or comm.Free() over the same communicator once no rank holds the array (or a view of it) any "
+     "more.");
   m.def("reclaim_shared", [](nb::handle comm) {
     MPI_Comm c = comm_of(comm);
+    State s = find_state(c);  // none on every rank alike: nothing was made over comm
+    if (!s) return std::int64_t{0};
     nb::gil_scoped_release unlocked;
-    return reclaim(*state_of(c));
+    return reclaim(*s);
   }, nb::arg("comm") = nb::none(),
      "Collective over comm: frees the shared windows made over comm whose arrays no rank holds any more; returns how "
      "many (DistArray's creation does it too).");

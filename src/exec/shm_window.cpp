@@ -1,6 +1,7 @@
 #include "exec/shm_window.hpp"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -256,14 +257,22 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   Registry& reg = registry_of_windows();
   std::uint64_t serial = 0;
   if (w.me == 0) {
+    // A member outside MPI_COMM_WORLD (spawned or connected processes): its process
+    // id instead, with the top bit set (the members share a node: distinct ids).
+    const std::uint64_t who = w.world[0] >= 0 ? static_cast<std::uint64_t>(w.world[0])
+                                               : (std::uint64_t{1} << 23) | (static_cast<std::uint64_t>(getpid()) & 0x7fffff);
     std::lock_guard<std::mutex> lock(reg.mu);
-    serial = (static_cast<std::uint64_t>(w.world[0]) << 40) | reg.next++;
+    serial = (who << 40) | reg.next++;
   }
   check_mpi(MPI_Bcast(&serial, 1, MPI_UINT64_T, 0, w.comm), "MPI_Bcast", comm);
   std::lock_guard<std::mutex> lock(reg.mu);
   // A part of 0 bytes has no address of its own: key this rank's part by a
   // unique dummy so shared_free still finds the window.
   void* key = mine && bytes > 0 ? mine : static_cast<void*>(new char[1]);
+  if (reg.windows.count(serial)) {  // cannot happen (above); never drop a window silently
+    if (key != mine) delete[] static_cast<char*>(key);
+    throw Error(cat("shared_allocate: internal error: window serial ", serial, " taken twice"));
+  }
   reg.mine[key] = serial;
   reg.windows.emplace(serial, std::move(w));
   return key;

@@ -33,7 +33,7 @@ WindowRef find_window(const void* p, index_t bytes, const std::vector<int>** mem
 // The address, in this process, of `ref`; null when this process is not a member
 // of that window or the range [offset, offset + bytes) is outside the part, and,
 // with `world_rank` >= 0, when the part's member is not that rank of MPI_COMM_WORLD
-// (a serial is agreed within a node only: another node's window may have it).
+// (a serial names one window in a process; the check guards a ref from elsewhere).
 std::byte* window_address(const WindowRef& ref, index_t bytes, int world_rank = -1);
 
 }  // namespace redist::detail

@@ -23,7 +23,7 @@ std::string outside_mpi(const char* what) {
 std::string intercomm_problem(MPI_Comm comm, const char* what) {
   int inter = 0;
   if (comm == MPI_COMM_NULL) return {};  // the caller's own message
-  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || !inter) return {};  // a bad handle fails later, checked
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || !inter) return {};  // unchecked: a bad handle fails later, checked
   return std::string(what) +
          ": comm is an intercommunicator: the calls are collective over one group's ranks (an intracommunicator); "
          "to move between two groups joined by an intercommunicator use make_group_plan (docs/groups.md)";

@@ -517,7 +517,8 @@ TEST_P(Potrf, HugePagesBitIdentical) {
   const std::uint64_t huge = apps::detail::huge_page_machine().bytes;
   apps::Workspace ws;
   bool fresh = false;
-  const std::byte* p = ws.take(0, 3 * (2u << 20), fresh, apps::HugePages::always);
+  const std::size_t unit = huge > 0 ? static_cast<std::size_t>(huge) : std::size_t{2} << 20;
+  const std::byte* p = ws.take(0, 3 * unit, fresh, apps::HugePages::always);
   ASSERT_NE(p, nullptr);
   EXPECT_TRUE(fresh);
   if (huge > 0) {
@@ -530,6 +531,19 @@ TEST_P(Potrf, HugePagesBitIdentical) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(q) % 64, 0u);
   EXPECT_FALSE(apps::detail::want_huge_pages(apps::HugePages::always, 100));
   EXPECT_FALSE(apps::detail::want_huge_pages(apps::HugePages::never, std::size_t{1} << 30));
+  // In base pages, a mapping of its own: page-aligned, writable, freed by size.
+  const std::byte* r = ws.take(2, 3 * unit + 5, fresh, apps::HugePages::never);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r) % 4096, 0u);
+  std::memset(const_cast<std::byte*>(r), 1, 3 * unit + 5);
+  ws.release();
+  EXPECT_EQ(ws.bytes(), 0u);
+  // An out-of-range value: the same error on every rank.
+  apps::Options bad = o;
+  bad.huge_pages = static_cast<apps::HugePages>(7);
+  std::vector<double> a = make_local(user, [n](auto i, auto j) { return spd_element(i, j, n); });
+  expect_collective_error([&] { apps::potrf(user, a.data(), MPI_COMM_WORLD, bad); },
+                          "options.huge_pages must be HugePages::automatic, never or always, got 7");
 }
 
 // What the machine's files say, parsed from texts of other machines.
