@@ -100,8 +100,8 @@ class Args {
     return v ? *v : def;
   }
   bool flag(const std::string& name) const { return std::find(flags_.begin(), flags_.end(), name) != flags_.end(); }
-  // The process grid PxQ given as `name` (P x Q must be `ranks`; "2x1junk", "3x" and
-  // "0x2" refused), or by default the closest to square with P <= Q.
+  // The process grid PxQ given as `name` (P x Q must be `ranks`; "2x1junk", "3x",
+  // "0x2", "2x 1" and "+2x1" refused), or by default the closest to square with P <= Q.
   std::pair<int, int> grid(const std::string& name, int ranks) const {
     const std::string* v = find(name);
     if (!v) {
@@ -112,8 +112,9 @@ class Args {
     }
     long long p = 0, q = 0;
     char end = 0;
-    if (std::sscanf(v->c_str(), "%lldx%lld%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p > ranks || q > ranks ||
-        p * q != ranks)
+    const bool digits = std::all_of(v->begin(), v->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'x'; });
+    if (!digits || std::sscanf(v->c_str(), "%lldx%lld%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p > ranks ||
+        q > ranks || p * q != ranks)
       throw redist::Error(name + " must be PxQ with P x Q = " + std::to_string(ranks) + " ranks, got '" + *v + "'");
     return {static_cast<int>(p), static_cast<int>(q)};
   }

@@ -248,6 +248,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["cholesky", "--n", "300", "--grid", "2x1junk"], "--grid must be PxQ with P x Q = 2 ranks"),
                         (["cholesky", "--n", "300", "--grid", "3x"], "--grid must be PxQ with P x Q = 2 ranks, got '3x'"),
                         (["gemm", "--n", "100", "--grid", "1x1"], "--grid must be PxQ with P x Q = 2 ranks, got '1x1'"),
+                        (["gemm", "--n", "100", "--grid", "+1x2"], "--grid must be PxQ with P x Q = 2 ranks, got '+1x2'"),
                         (["gemm", "--n", "100", "--reads", "tasks,foo"], "--reads: unknown form 'foo'")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(REDIST), "bench"] + args, capture_output=True, text=True,
                            timeout=120)
