@@ -138,6 +138,10 @@ redist_status make_plan(const char* function, std::optional<redist::Layout> src,
   if (comm == MPI_COMM_NULL)
     return fail(REDIST_ERR_INVALID_ARGUMENT, "redist: make_plan needs a communicator, got MPI_COMM_NULL");
   if (redist_status s = outside_mpi(function); s != REDIST_SUCCESS) return s;
+  // Local, before this layer's own agreement: a broadcast over an intercommunicator
+  // waited forever (the core's make_plan, which refuses it, was never reached).
+  if (std::string e = redist::detail::intercomm_problem(comm, "redist: make_plan"); !e.empty())
+    return fail(REDIST_ERR_INVALID_ARGUMENT, std::move(e));
   if (!plan) local.set(REDIST_ERR_INVALID_ARGUMENT, "plan is NULL (pass the address of a redist_plan*)");
   redist::Options o;
   redist::Region r;
@@ -304,6 +308,8 @@ redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr) {
   if (redist_status s = outside_mpi("redist_shared_allocate"); s != REDIST_SUCCESS) return s;
   if (comm == MPI_COMM_NULL)
     return fail(REDIST_ERR_INVALID_ARGUMENT, "redist: redist_shared_allocate: comm is MPI_COMM_NULL");
+  if (std::string e = redist::detail::intercomm_problem(comm, "redist: shared_allocate"); !e.empty())
+    return fail(REDIST_ERR_INVALID_ARGUMENT, std::move(e));
   Local local;
   if (!ptr) local.set(REDIST_ERR_INVALID_ARGUMENT, "redist_shared_allocate: ptr is NULL");
   if (redist_status s = agree_local(comm, local); s != REDIST_SUCCESS) return s;
@@ -311,6 +317,7 @@ redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr) {
 }
 
 redist_status redist_shared_free(void* ptr) {
+  if (!ptr) return REDIST_SUCCESS;  // frees nothing, MPI or not
   if (redist_status s = outside_mpi("redist_shared_free"); s != REDIST_SUCCESS) return s;
   return guard([&] { redist::shared_free(ptr); });
 }

@@ -17,7 +17,8 @@ std::string outside_mpi(const char* what) {
   MPI_Finalized(&finalized);      // unchecked: nor after MPI_Finalize
   if (initialized && !finalized) return {};
   return std::string("redist: ") + what + (finalized ? " after MPI_Finalize" : " before MPI_Init") +
-         ": a plan communicates through MPI";
+         (std::string(what).find("shared_") != std::string::npos ? ": shared windows are made and freed through MPI"
+                                                                   : ": a plan communicates through MPI");
 }
 
 std::string intercomm_problem(MPI_Comm comm, const char* what) {

@@ -98,6 +98,21 @@ static void null_layouts(void) {
   CHECK(plan == NULL, "plan set after a failure");
   st = redist_make_plan(good, good, NULL, MPI_COMM_NULL, NULL, &plan);
   expect_null("MPI_COMM_NULL", st, "MPI_COMM_NULL");
+  if (test_ranks >= 2) { /* an intercommunicator: redist's message, the same on every rank (MPI_ERR_BUFFER before) */
+    const int half = test_ranks / 2, side = test_rank < half ? 0 : 1;
+    MPI_Comm local, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, side, test_rank, &local);
+    MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, side == 0 ? half : 0, 9, &inter);
+    st = redist_make_plan(good, good, NULL, inter, NULL, &plan);
+    expect_agreed("an intercommunicator", st, REDIST_ERR_INVALID_ARGUMENT, "comm is an intercommunicator");
+    CHECK(plan == NULL, "plan set after a failure");
+    void* p = &kinds;
+    st = redist_shared_allocate(inter, 64, &p);
+    expect_agreed("an intercommunicator to shared_allocate", st, REDIST_ERR_INVALID_ARGUMENT, "make_group_plan");
+    CHECK(p == NULL, "*ptr set after a failure");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
+  }
   redist_layout* none = (redist_layout*)&kinds;
   expect_null("NULL spec", redist_layout_create(NULL, &none), "spec is NULL");
   CHECK(none == NULL, "a failed redist_layout_create left *layout set");

@@ -45,6 +45,19 @@ int main(int argc, char** argv) {
     printf("a plan was made before MPI_Init\n");
     ++failures;
   }
+  {
+    void* w = a;
+    expect("redist_shared_allocate before MPI_Init", redist_shared_allocate(MPI_COMM_WORLD, 64, &w),
+           "redist: redist_shared_allocate before MPI_Init: shared windows are made and freed through MPI");
+    if (w != NULL) {
+      printf("a window was made before MPI_Init\n");
+      ++failures;
+    }
+    if (redist_shared_free(NULL) != REDIST_SUCCESS) {  /* NULL frees nothing, MPI or not */
+      printf("redist_shared_free(NULL) before MPI_Init: %s\n", redist_last_error());
+      ++failures;
+    }
+  }
   redist_layout_free(src);
   redist_layout_free(dst);
   MPI_Init(&argc, &argv);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "redist/redist.hpp"
+#include "redist/shm.hpp"
 
 int main(int argc, char** argv) {
   int failures = 0;
@@ -24,6 +25,18 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
+  // shared_allocate before MPI_Init: an Error (Open MPI aborted the job in
+  // MPI_Comm_test_inter).
+  try {
+    (void)redist::shared_allocate(MPI_COMM_WORLD, 8);
+    std::printf("shared_allocate before MPI_Init did not throw\n");
+    ++failures;
+  } catch (const redist::Error& e) {
+    if (std::string(e.what()).find("shared_allocate before MPI_Init") == std::string::npos) {
+      std::printf("shared_allocate before MPI_Init: unexpected message: %s\n", e.what());
+      ++failures;
+    }
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -35,6 +48,7 @@ int main(int argc, char** argv) {
   std::vector<double> a(static_cast<size_t>(redist::LocalIndex(src, rank).elements()), 1.0);
   std::vector<double> b(static_cast<size_t>(redist::LocalIndex(dst, rank).elements()), 0.0);
   plan.execute(a, b);  // works while MPI runs
+  void* window = redist::shared_allocate(MPI_COMM_WORLD, 64);  // left alive: MPI_Finalize ends it
   MPI_Finalize();
   auto expect_error = [&](const char* what, auto&& call) {
     try {
@@ -50,6 +64,7 @@ int main(int argc, char** argv) {
   };
   expect_error("execute", [&] { plan.execute(a, b); });
   expect_error("predictions", [&] { (void)plan.predictions(); });
+  expect_error("shared_free", [&] { redist::shared_free(window); });  // Open MPI aborted the job
   expect_error("make_plan", [&] { (void)redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD); });
   std::printf("plan_after_finalize: rank %d: %s\n", rank, failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
