@@ -83,8 +83,8 @@ struct Local {
 // REDIST_SUCCESS while MPI runs, else the core's error (detail::outside_mpi):
 // Open MPI aborted the job at agree_local's first MPI call there, where the C++
 // API throws.
-redist_status outside_mpi(const char* function) {
-  std::string e = redist::detail::outside_mpi(function);
+redist_status outside_mpi(const char* function, const char* why = redist::detail::kPlanNeedsMpi) {
+  std::string e = redist::detail::outside_mpi(function, why);
   return e.empty() ? REDIST_SUCCESS : fail(REDIST_ERR_INVALID_ARGUMENT, std::move(e));
 }
 
@@ -305,7 +305,7 @@ redist_status redist_execute(redist_plan* plan, const void* const* src_blocks, i
 
 redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr) {
   if (ptr) *ptr = nullptr;
-  if (redist_status s = outside_mpi("redist_shared_allocate"); s != REDIST_SUCCESS) return s;
+  if (redist_status s = outside_mpi("redist_shared_allocate", redist::detail::kWindowNeedsMpi); s != REDIST_SUCCESS) return s;
   if (comm == MPI_COMM_NULL)
     return fail(REDIST_ERR_INVALID_ARGUMENT, "redist: redist_shared_allocate: comm is MPI_COMM_NULL");
   if (std::string e = redist::detail::intercomm_problem(comm, "redist: shared_allocate"); !e.empty())
@@ -318,7 +318,7 @@ redist_status redist_shared_allocate(MPI_Comm comm, int64_t bytes, void** ptr) {
 
 redist_status redist_shared_free(void* ptr) {
   if (!ptr) return REDIST_SUCCESS;  // frees nothing, MPI or not
-  if (redist_status s = outside_mpi("redist_shared_free"); s != REDIST_SUCCESS) return s;
+  if (redist_status s = outside_mpi("redist_shared_free", redist::detail::kWindowNeedsMpi); s != REDIST_SUCCESS) return s;
   return guard([&] { redist::shared_free(ptr); });
 }
 

@@ -178,7 +178,7 @@ int node_size_from(int requested) {
 void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
   using namespace detail;
   if (comm == MPI_COMM_NULL) throw Error("redist: shared_allocate needs a communicator, got MPI_COMM_NULL");
-  if (std::string e = outside_mpi("shared_allocate"); !e.empty()) throw Error(e);  // Open MPI aborted the job
+  if (std::string e = outside_mpi("shared_allocate", kWindowNeedsMpi); !e.empty()) throw Error(e);  // Open MPI aborted the job
   if (std::string e = intercomm_problem(comm, "redist: shared_allocate"); !e.empty()) throw Error(e);
   std::string err;
   if (bytes < 0) err = cat("shared_allocate: bytes must be >= 0, got ", bytes);
@@ -282,7 +282,7 @@ void* shared_allocate(MPI_Comm comm, index_t bytes, int node_size, bool zero) {
 void shared_free(void* p) {
   using namespace detail;
   if (!p) return;
-  if (std::string e = outside_mpi("shared_free"); !e.empty()) throw Error(e);  // Open MPI aborted the job
+  if (std::string e = outside_mpi("shared_free", kWindowNeedsMpi); !e.empty()) throw Error(e);  // Open MPI aborted the job
   Registry& reg = registry_of_windows();
   Window w;
   {

@@ -11,14 +11,12 @@
 
 namespace redist::detail {
 
-std::string outside_mpi(const char* what) {
+std::string outside_mpi(const char* what, const char* why) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);  // unchecked: no error handler exists before MPI_Init
   MPI_Finalized(&finalized);      // unchecked: nor after MPI_Finalize
   if (initialized && !finalized) return {};
-  return std::string("redist: ") + what + (finalized ? " after MPI_Finalize" : " before MPI_Init") +
-         (std::string(what).find("shared_") != std::string::npos ? ": shared windows are made and freed through MPI"
-                                                                   : ": a plan communicates through MPI");
+  return std::string("redist: ") + what + (finalized ? " after MPI_Finalize" : " before MPI_Init") + ": " + why;
 }
 
 std::string intercomm_problem(MPI_Comm comm, const char* what) {

@@ -18,10 +18,12 @@ namespace redist::detail {
 void agree(MPI_Comm comm, const std::string& local_error, bool mismatch = false);
 
 // Empty while MPI runs; before MPI_Init or after MPI_Finalize the error of `what`
-// called there ("redist: WHAT before MPI_Init: a plan communicates through MPI"):
-// this process's own, nothing to agree over (Open MPI aborts the job at the first
-// other MPI call there).
-std::string outside_mpi(const char* what);
+// called there ("redist: WHAT before MPI_Init: a plan communicates through MPI",
+// `why` after the colon): this process's own, nothing to agree over (Open MPI
+// aborts the job at the first other MPI call there).
+inline constexpr const char* kPlanNeedsMpi = "a plan communicates through MPI";
+inline constexpr const char* kWindowNeedsMpi = "shared windows are made and freed through MPI";
+std::string outside_mpi(const char* what, const char* why = kPlanNeedsMpi);
 
 // Empty for an intracommunicator; for an intercommunicator the error of `what`
 // called over it (redist's calls are collective over the ranks of one group;

@@ -12,33 +12,28 @@
 #include "redist/shm.hpp"
 
 int main(int argc, char** argv) {
-  int failures = 0;
-  // make_plan before MPI_Init: an Error too (Open MPI aborted in MPI_Comm_dup).
-  try {
+  int failures = 0, rank = 0;
+  // `call` must throw redist::Error whose message says `when` ("before MPI_Init",
+  // "after MPI_Finalize"): Open MPI aborted the job inside its first MPI call there.
+  auto expect_error = [&](const char* what, const char* when, auto&& call) {
+    try {
+      call();
+      std::printf("rank %d: %s %s did not throw\n", rank, what, when);
+      ++failures;
+    } catch (const redist::Error& e) {
+      if (std::string(e.what()).find(std::string(what) + " " + when) == std::string::npos) {
+        std::printf("rank %d: %s %s: unexpected message: %s\n", rank, what, when, e.what());
+        ++failures;
+      }
+    }
+  };
+  expect_error("make_plan", "before MPI_Init", [] {
     (void)redist::make_plan(redist::Layout::parse("4x4 tile=2x2"), redist::Layout::parse("4x4 tile=4x4"),
                             redist::Region::parse("4x4"), MPI_COMM_WORLD);
-    std::printf("make_plan before MPI_Init did not throw\n");
-    ++failures;
-  } catch (const redist::Error& e) {
-    if (std::string(e.what()).find("make_plan before MPI_Init") == std::string::npos) {
-      std::printf("make_plan before MPI_Init: unexpected message: %s\n", e.what());
-      ++failures;
-    }
-  }
-  // shared_allocate before MPI_Init: an Error (Open MPI aborted the job in
-  // MPI_Comm_test_inter).
-  try {
-    (void)redist::shared_allocate(MPI_COMM_WORLD, 8);
-    std::printf("shared_allocate before MPI_Init did not throw\n");
-    ++failures;
-  } catch (const redist::Error& e) {
-    if (std::string(e.what()).find("shared_allocate before MPI_Init") == std::string::npos) {
-      std::printf("shared_allocate before MPI_Init: unexpected message: %s\n", e.what());
-      ++failures;
-    }
-  }
+  });
+  expect_error("shared_allocate", "before MPI_Init", [] { (void)redist::shared_allocate(MPI_COMM_WORLD, 8); });
   MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
+  int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::string grid = std::to_string(size);
@@ -50,22 +45,10 @@ int main(int argc, char** argv) {
   plan.execute(a, b);  // works while MPI runs
   void* window = redist::shared_allocate(MPI_COMM_WORLD, 64);  // left alive: MPI_Finalize ends it
   MPI_Finalize();
-  auto expect_error = [&](const char* what, auto&& call) {
-    try {
-      call();
-      std::printf("rank %d: %s after MPI_Finalize did not throw\n", rank, what);
-      ++failures;
-    } catch (const redist::Error& e) {
-      if (std::string(e.what()).find("after MPI_Finalize") == std::string::npos) {
-        std::printf("rank %d: %s: unexpected message: %s\n", rank, what, e.what());
-        ++failures;
-      }
-    }
-  };
-  expect_error("execute", [&] { plan.execute(a, b); });
-  expect_error("predictions", [&] { (void)plan.predictions(); });
-  expect_error("shared_free", [&] { redist::shared_free(window); });  // Open MPI aborted the job
-  expect_error("make_plan", [&] { (void)redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD); });
+  expect_error("execute", "after MPI_Finalize", [&] { plan.execute(a, b); });
+  expect_error("predictions", "after MPI_Finalize", [&] { (void)plan.predictions(); });
+  expect_error("shared_free", "after MPI_Finalize", [&] { redist::shared_free(window); });  // Open MPI aborted the job
+  expect_error("make_plan", "after MPI_Finalize", [&] { (void)redist::make_plan(src, dst, redist::Region::whole(src.shape()), MPI_COMM_WORLD); });
   std::printf("plan_after_finalize: rank %d: %s\n", rank, failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }  // the plan is destroyed here, after MPI_Finalize
