@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "harness/launch.hpp"
 #include "harness/watchdog.hpp"
 #include "mpi/agree.hpp"
 
@@ -63,7 +64,16 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
     std::string key = s, value;
     const size_t eq = s.find('=');
     if (eq != std::string::npos) key = s.substr(0, eq), value = s.substr(eq + 1);
+    // `--reps 3 ... --reps 4` kept the last silently (a helper's trial): which one
+    // a user meant is not for the program to guess.
+    const auto seen = a.options.find(key);
+    auto once = [&](const std::string& v) {
+      if (seen == a.options.end()) return;
+      if (is(flags, key)) detail::fail("option ", key, " is given twice; give it once");
+      detail::fail("option ", key, " is given twice ('", seen->second, "' and '", v, "'); give it once");
+    };
     if (is(flags, key)) {
+      once("");
       // --no-verify=false read as --no-verify would do the opposite of what it says
       if (eq != std::string::npos) detail::fail("option ", key, " takes no value, got '", s, "'");
       a.options[key] = "";
@@ -78,6 +88,10 @@ Args parse_args(int argc, char** argv, int first, const std::vector<std::string>
           detail::fail("option ", key, " needs a value, got the option ", value, " (write ", key, "=", value,
                        " for a value that starts with --)");
       }
+      // `--calibration ""` (a script's unset variable) read as the file "" ("cannot
+      // open  (run ... --out  first)"): no option here means anything by nothing.
+      if (value.empty()) detail::fail("option ", key, " needs a value, got an empty one");
+      once(value);
       a.options[key] = value;
     } else {
       std::string allowed;
@@ -106,6 +120,15 @@ std::string in_cli_words(std::string msg) {
         msg.replace(at, end - at, option);
       }
     }
+  // The arithmetic is four options here; its messages' advice names the one to give.
+  static const std::pair<const char*, const char*> kPhrases[] = {
+      {"options.arithmetic: ", "--type, --alpha, --beta, --conj: "},
+      {"apply options.arithmetic", "apply the arithmetic of --alpha, --beta, --conj"},
+      {"applies options.arithmetic", "applies the arithmetic of --alpha, --beta, --conj"},
+      {"name their type (", "name their type with --type ("},
+      {"name complex elements (", "name complex elements with --type ("}};
+  for (const auto& [api, cli] : kPhrases)
+    if (const std::size_t at = msg.find(api); at != std::string::npos) msg.replace(at, std::strlen(api), cli);
   return msg;
 }
 }  // namespace
@@ -147,6 +170,12 @@ bool launch_rank_zero() {
   return true;  // not started by a launcher: a single process
 }
 
+int launch_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(name); v && *v) return std::max(1, std::atoi(v));
+  return 1;
+}
+
 bool print_help_if_asked(int argc, char** argv, const char* usage) {
   for (int i = 2; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -164,24 +193,7 @@ int run_with_mpi(int& argc, char**& argv, const char* command,
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
-    // Before anything is parsed: every rank must read the same command line, or
-    // ranks would take different paths (another --reps: a different number of
-    // collectives, a hang) or fail alone. argv[0] may differ (a path).
-    std::string line;
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      line += (i > 1 ? " " : "") + (a.find_first_of(" \t") == std::string::npos ? a : '"' + a + '"');
-    }
-    // So must the REDIST_* environment (REDIST_STORAGE, REDIST_NODE_SIZE, the
-    // rings' slot sizes: one rank's other value hung the job), REDIST_SHOW_ERRORS aside.
-    std::vector<std::string> vars;
-    for (char** e = environ; e && *e; ++e)
-      if (std::strncmp(*e, "REDIST_", 7) == 0 && std::strncmp(*e, "REDIST_SHOW_ERRORS=", 19) != 0) vars.emplace_back(*e);
-    std::sort(vars.begin(), vars.end());
-    std::string env;
-    for (const std::string& v : vars) env += (env.empty() ? "" : " ") + v;
-    detail::agree_same(MPI_COMM_WORLD, {{"the command line differs", line}, {"the REDIST_* environment differs", env}},
-                       "every rank must get the same arguments and REDIST_* environment variables");
+    harness::agree_launch(MPI_COMM_WORLD, argc, argv);  // before anything is parsed
     rc = body(rank, size);
   } catch (const MpiError& e) {
     // Seen on this rank alone: the others may be waiting on it in MPI, and the

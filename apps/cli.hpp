@@ -54,6 +54,8 @@ bool print_help_if_asked(int argc, char** argv, const char* usage);
 // that is itself rank 1 of a job prints no help, and an unknown command there
 // ends with 0. Other launchers' variables are not read: every rank prints.
 bool launch_rank_zero();
+// The launcher's rank count (OMPI_COMM_WORLD_SIZE, PMI_SIZE), 1 without one.
+int launch_size();
 
 // Starts MPI (MPI_THREAD_MULTIPLE when `threads`, for a watchdog thread that
 // may call MPI_Abort), runs body(rank, size) -> exit code, ends MPI. A

@@ -1,6 +1,8 @@
 // `redist plan`: plans every rank of a simulated communicator without MPI
 // (plan_rank is pure) and prints the statistics, the heaviest peers and how long
 // planning one rank took.
+#include <mpi.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -170,8 +172,27 @@ struct Pair {
 
 }  // namespace
 
+namespace {
+int plan_alone(int argc, char** argv);
+}  // namespace
+
 int cmd_plan(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  // Planning needs no MPI, but a launcher's other ranks may (`mpirun -np 1 redist
+  // run .. : -np 1 redist plan ..` hung in run's MPI_Init or crashed: a helper's
+  // trial). With several ranks, start MPI so that the command lines are compared
+  // (run_with_mpi) and every rank ends together; rank 0 alone plans and prints.
+  if (launch_size() > 1)
+    return run_with_mpi(argc, argv, "plan", [&](int rank, int) {
+      int rc = rank == 0 ? plan_alone(argc, argv) : 0;
+      MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      return rc;
+    });
+  return plan_alone(argc, argv);
+}
+
+namespace {
+int plan_alone(int argc, char** argv) {
   bool one_rank = false;  // --rank given: the out-of-memory advice leaves it out
   try {
     const Args a = parse_args(argc, argv, 2,
@@ -198,7 +219,14 @@ int cmd_plan(int argc, char** argv) {
     check_layouts(INT_MAX, INT_MAX);
     const int src_need = pb.src.ownership().ranks_needed(), dst_need = pb.dst.ownership().ranks_needed();
     const int need = S == 0 ? std::max(src_need, dst_need) : overlap ? std::max(S, dst_need) : S + dst_need;
-    const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
+    // Each simulated rank keeps its figures (about 450 bytes, and its plan while it
+    // is made): --ranks 2000000000 planned until memory ran out (a helper's trial).
+    // 2^23 is more ranks than the largest machines run (Fugaku: 7.6 million cores).
+    constexpr long long kMaxRanks = 1LL << 23;
+    if (!a.has("--ranks") && need > kMaxRanks)
+      detail::fail("the layouts need ", need, " ranks; redist plan simulates at most 2^23 (", kMaxRanks,
+                   "): give layouts of fewer ranks (a smaller grid)");
+    const int P = static_cast<int>(a.get_int("--ranks", need, 1, kMaxRanks));
     if (S > P) detail::fail("--senders ", S, " is more than --ranks ", P, ": the senders are among the ranks");
     if (S > (overlap ? P : P - 1))
       detail::fail("--senders ", S, " leaves no receivers among --ranks ", P, overlap ? "" : " (give --overlap or more ranks)");
@@ -231,11 +259,17 @@ int cmd_plan(int argc, char** argv) {
             detail::fail(side, " layout: ", e.what());
           }
         }
+    // The task graph's options, read (and refused when wrong) whether or not --dot
+    // is given: `--tg-grain 0` passed silently without it (a helper's trial).
+    TaskgraphOptions tg;
+    tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
+    tg.isolate_segments = !a.has("--tg-chained");
+    tg.grain = a.get("--tg-grain", "auto") == "auto" ? TaskgraphOptions::kGrainAuto : a.get_int("--tg-grain", 1, 1);
+    for (const char* o : {"--tg-batch", "--tg-grain", "--tg-chained"})
+      if (a.has(o) && !a.has("--dot"))
+        detail::fail("option ", o, " shapes the task graph that --dot FILE writes: give --dot FILE too, or leave ", o,
+                     " out");
     if (a.has("--dot")) {
-      TaskgraphOptions tg;
-      tg.batch = a.get("--tg-batch", "auto") == "auto" ? TaskgraphOptions::kBatchAuto : a.get_int("--tg-batch", 0, 0);
-      tg.isolate_segments = !a.has("--tg-chained");
-      tg.grain = a.get("--tg-grain", "auto") == "auto" ? TaskgraphOptions::kGrainAuto : a.get_int("--tg-grain", 1, 1);
       const std::string dot = taskgraph_dot(pb.src, pb.dst, pb.region, P, tg);
       const std::string file = a.get("--dot", "");
       std::FILE* f = std::fopen(file.c_str(), "w");
@@ -506,5 +540,6 @@ int cmd_plan(int argc, char** argv) {
   }
   return 0;
 }
+}  // namespace
 
 }  // namespace redist::cli

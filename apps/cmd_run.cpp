@@ -314,12 +314,28 @@ int cmd_run(int argc, char** argv) {
         run = harness::group_case_run(pb.src, pb.dst, pb.region, MPI_COMM_WORLD, senders, overlap, opt);
       }
     }
-    if (opt.max_buffer_bytes > 0 && a.get("--strategy", "all") == "all") {
-      // `all` under a budget: the strategies within it, as the plan counts them (max
-      // over ranks, the forwarding strategies' from their schedules), and auto.
+    if (opt.max_buffer_bytes > 0 && names.size() > 1) {
+      // `all` or a list under a budget: the strategies within it, as the plan counts
+      // them (max over ranks: the same on every rank; the forwarding strategies'
+      // from their schedules), and auto. Those over it are said, with what they
+      // need (a list failed in the strategy over it, `all` dropped them silently).
+      std::string over, over_bytes;
+      long long smallest = LLONG_MAX;
       std::erase_if(names, [&](const std::string& n) {
-        return n != kAuto && run->plan().extra_bytes(n) > opt.max_buffer_bytes;
+        const long long need = n == kAuto ? 0 : run->plan().extra_bytes(n);
+        if (need <= opt.max_buffer_bytes) return false;
+        over += (over.empty() ? "" : ", ") + n + " (" + human_bytes(double(need)) + ")";
+        over_bytes += (over_bytes.empty() ? "" : ", ") + n + " needs " + std::to_string(need);
+        smallest = std::min(smallest, need);
+        return true;
       });
+      if (names.empty())
+        detail::fail("--memory ", opt.max_buffer_bytes, ": no strategy of --strategy ", a.get("--strategy", "all"),
+                     " fits in it (bytes of buffers per rank beyond source and target: ", over_bytes,
+                     "); give --memory ", smallest, " or more, or another strategy");
+      if (!over.empty())
+        skipped += (skipped.empty() ? "" : "; ") + std::string("over --memory ") +
+                   human_bytes(double(opt.max_buffer_bytes)) + ", the buffers they need per rank: " + over;
     }
     const Machine* const machine = run->plan().machine();  // opt.model: never null
     for (const std::string& n : names) run->add_strategy(n);

@@ -20,6 +20,7 @@
 
 #include "exec/relay.hpp"
 #include "harness/case.hpp"
+#include "harness/launch.hpp"
 #include "harness/results.hpp"
 #include "paper001.hpp"
 #include "redist/redist.hpp"
@@ -94,8 +95,10 @@ const char* kUsage =
 
 int rank_ = 0, nranks_ = 1;
 
+// Arguments are the same on every rank (compared first), so is the error: rank 0
+// prints it, every rank with REDIST_SHOW_ERRORS=1 (as `redist run` does).
 [[noreturn]] void fail(const std::string& msg) {
-  if (rank_ == 0) std::fprintf(stderr, "redist bench: %s\n", msg.c_str());
+  if (rank_ == 0 || std::getenv("REDIST_SHOW_ERRORS")) std::fprintf(stderr, "redist bench: error: %s\n", msg.c_str());
   MPI_Finalize();
   std::exit(2);
 }
@@ -122,6 +125,10 @@ Case compare_case(const std::vector<std::string>& pos) {
   Case c{"compare", "compare", "your layouts, pdgemr2d beside redist", 0, "", "", "", "", false};
   try {
     const Layout src = as_local_array(Layout::parse(pos[0])), dst = as_local_array(Layout::parse(pos[1]));
+    // The layouts' own errors (tile=0x1) before the header and the machine's
+    // measurement, not in the first case's plan.
+    for (const auto& [l, side] : {std::pair{&src, "SRC"}, std::pair{&dst, "DST"}})
+      if (std::string why = l->check(nranks_); !why.empty()) fail(std::string(side) + ": " + why);
     for (const Layout* l : {&src, &dst})
       if (std::string why = scalapack::unsupported(*l); !why.empty()) fail(why + ": " + l->spec());
     c.src = src.spec();
@@ -130,6 +137,7 @@ Case compare_case(const std::vector<std::string>& pos) {
       c.region = pos[2];
       // compare is there for ScaLAPACK's reference: a case it has no call for is refused.
       const Region region = Region::parse(c.region);
+      if (std::string why = region.check(src.shape(), dst.shape()); !why.empty()) fail("REGION: " + why);
       if (region.permutes())
         if (std::string why = scalapack::tran_unsupported(src, dst, region); !why.empty())
           fail("compare: ScaLAPACK has no call for this case: pdgemr2d does not transpose, and " + why +
@@ -495,6 +503,12 @@ int main(int argc, char** argv) {
   redist_scalapack_set_native(1);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
+  try {
+    harness::agree_launch(MPI_COMM_WORLD, argc, argv);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    fail(msg.rfind("redist: ", 0) == 0 ? msg.substr(8) : msg);
+  }
   std::string suite, out;
   std::vector<std::string> positional;
   int reps = 5, threads = 1, auto_trials = 0, copy_threads = 2;

@@ -43,8 +43,8 @@ std::string Arithmetic::check(index_t elem_size) const {
   using detail::cat;
   const index_t size = element_type_size(type);
   if (size != 0 && size != elem_size)
-    return cat("element type ", element_type_name(type), " has ", size, " bytes, the layouts' elements ", elem_size,
-               " (esize=)");
+    return cat("element type ", element_type_name(type), " has ", size, " bytes, the layouts' elements have ",
+               elem_size, " (esize=", elem_size, ")");
   if (conjugate && !is_floating(type))  // on real types a conjugate is the value itself, as in BLAS
     return cat("conj needs complex elements: name their type (c64 or c128); ",
                type == ElementType::bytes ? "opaque elements" : "integer elements", " have no conjugate");
