@@ -523,10 +523,12 @@ TEST(Validation, BadLayoutValues) {
       {"block_cyclic dimension 0", "super 4611686018427387904", "overflows 64-bit"});
   bad("a block_cyclic super= entry < 1 (was a division by zero)", "8x8 tile=4x4 block_cyclic grid=1x1 super=0x1",
       {"super=0x1", "every entry must be >= 1"});
-  bad("a tile-by-tile ownership over more than 2^30 tiles (planning grew memory until it ran out)",
+  bad("a tile-by-tile ownership over more than 2^25 tiles (planning grew memory until it ran out)",
       "2000000000x2000000000 esize=1 tile=1x1 random seed=1 ranks=2",
-      {"random ownership decides each tile's owner apart", "at most 2^30 (1073741824) tiles",
+      {"random ownership decides each tile's owner apart", "at most 2^25 (33554432) tiles",
        "2000000000x2000000000 tiles"});
+  bad("a random ownership of 2^25 + 1 tiles (10^9 grew to 4.3 GB in 20 s)", "33554433x1 esize=1 tile=1x1 random ranks=2",
+      {"at most 2^25 (33554432) tiles, this layout has 33554433x1 tiles"});
   bad("a block_cyclic grid of more than 2^30 coordinates", "8x8 tile=4x4 block_cyclic grid=46340x46340",
       {"block_cyclic grid=46340x46340 is too large: at most 2^30 (1073741824) grid coordinates"});
   bad("random ranks=0 (was a division by zero)", "8x8 tile=4x4 random seed=1 ranks=0", {"random ranks=0 must be >= 1"});
