@@ -41,7 +41,7 @@ must be the same (as for `redist run`).
 
 options:
   --ranks P         ranks of the simulated communicator (default: what the layouts
-                    need; at most 2^23 = 8388608)
+                    need; at most 2^23 = 8388608 unless --rank plans one of them)
   --rank R          plan only rank R and list its peers
   --top K           heaviest peer pairs to list (default 10)
   --predict         print the model's time per strategy and its pick
@@ -226,12 +226,16 @@ int plan_alone(int argc, char** argv) {
     // Each simulated rank keeps its figures (about 340 bytes: `redist plan 100x100
     // 100x100 --ranks 1000000` took 342 MB and 2.6 s, 2^23 ranks 2.8 GB and 33 s):
     // --ranks 2000000000 planned until memory ran out (a helper's trial). 2^23 is
-    // more ranks than the largest machines run (Fugaku: 7.6 million cores).
-    constexpr long long kMaxRanks = 1LL << 23;
-    if (!a.has("--ranks") && need > kMaxRanks)
-      detail::fail("the layouts need ", need, " ranks; redist plan simulates at most 2^23 (", kMaxRanks,
-                   "): give layouts of fewer ranks (a smaller grid)");
-    const int P = static_cast<int>(a.get_int("--ranks", need, 1, kMaxRanks));
+    // more ranks than the largest machines run (Fugaku: 7.6 million cores). One
+    // rank of more (--rank R) keeps no per-rank figures: any int.
+    const long long max_ranks = a.has("--rank") ? INT_MAX : 1LL << 23;
+    if (!a.has("--ranks") && need > max_ranks)
+      detail::fail("the layouts need ", need, " ranks; redist plan simulates at most 2^23 (", max_ranks,
+                   ") when it plans them all: plan one of them with --rank R, or give layouts of fewer ranks");
+    if (a.has("--ranks") && !a.has("--rank") && a.get_int("--ranks", need, 1) > max_ranks)
+      detail::fail("option --ranks needs an integer >= 1 and <= ", max_ranks, " when every rank is planned, got '",
+                   a.get("--ranks", ""), "' (plan one rank of more with --rank R)");
+    const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
     if (S > P) detail::fail("--senders ", S, " is more than --ranks ", P, ": the senders are among the ranks");
     if (S > (overlap ? P : P - 1))
       detail::fail("--senders ", S, " leaves no receivers among --ranks ", P, overlap ? "" : " (give --overlap or more ranks)");

@@ -65,7 +65,8 @@ def cli_kinds(build):
     for command, cases in (("run", bad_run), ("plan", bad_plan)):
         for what, where, args, words in cases:
             cmd = ([str(MPIRUN), "-np", "2"] if command == "run" else []) + [str(redist), command] + args
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            # in the repository's root, as the tests run: files in args are named from there
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
             errors = [line for line in r.stderr.splitlines() if line.startswith(f"redist {command}: error")]
             if r.returncode != 2 or not errors or any(w not in errors[0] for w in words):
                 sys.exit(f"redist {command} {' '.join(args)}: exit {r.returncode}, expected 2 and {words}:\n{r.stderr}")
@@ -183,6 +184,9 @@ Where an input is checked:
   node before allocating (std::bad_alloc caught as well), repetitions;
 - the `redist` options: the command line is compared across ranks before it is
   parsed, so ranks launched with different options stop with one message.
+- `load_machine` (`redist plan --predict`, `Options::calibration`, the default
+  file): a calibration file's keys, each a number in a range no machine leaves,
+  named with the file, what it holds and what is allowed.
 
 ## Through the C++ API (tests/mpi/test_validation.cpp)
 

@@ -86,7 +86,10 @@ Machine calibrate(MPI_Comm comm, const CalibrateOptions& options = {},
 // $REDIST_CALIBRATION, else ~/.cache/redist/calibration.json.
 std::string default_calibration_path();
 std::string to_json(const Machine& m);
-Machine machine_from_json(const std::string& text);  // throws redist::Error
+// Throws redist::Error naming what is wrong: another format, or a key that is
+// missing or whose value is not a number in its range (src/cost/machine_json.cpp:
+// the message names the key, what it holds and what is allowed).
+Machine machine_from_json(const std::string& text);
 // False when missing or unreadable; then `why`, when given, says which (the
 // file cannot be opened, or what in it is not a calibration).
 bool load_machine(const std::string& path, Machine& m, std::string* why = nullptr);

@@ -20,6 +20,13 @@ from ._core import (Error, LocalIndex, Layout, Machine, MismatchError, MpiError,
                     strategies, strategy_names)
 from ._array import DistArray, empty, fromfunction, redistribute, scatter, zeros
 
+# The exceptions are made in the extension but belong to the package: tracebacks,
+# reprs and pickles name them redist.Error etc., as docs/python.md does (they
+# said redist._core.Error).
+for _exception in (Error, MpiError, MismatchError):
+    _exception.__module__ = __name__
+del _exception
+
 block_cyclic = Ownership.block_cyclic
 random = Ownership.random
 band = Ownership.band

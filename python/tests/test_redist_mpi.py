@@ -614,6 +614,23 @@ def agreed_error(fn):
     return str(e.value)
 
 
+def test_errors_are_named_as_the_docs_name_them():
+    """The exceptions are made in the extension (redist._core) but are redist's:
+    a traceback said `redist._core.Error: ...` where docs/python.md says
+    redist.Error. Local: no MPI call."""
+    import pickle
+    import traceback
+    for cls, name in ((redist.Error, "Error"), (redist.MpiError, "MpiError"), (redist.MismatchError, "MismatchError")):
+        assert cls.__module__ == "redist" and cls.__qualname__ == name, (cls.__module__, cls.__qualname__)
+        assert repr(cls) == f"<class 'redist.{name}'>", repr(cls)
+    with pytest.raises(redist.Error) as e:
+        redist.check_strategy("nope")
+    last = traceback.format_exception_only(e.type, e.value)[-1]
+    assert last.startswith("redist.Error: unknown strategy 'nope'"), last
+    again = pickle.loads(pickle.dumps(e.value))  # found again by its name
+    assert type(again) is redist.Error and str(again) == str(e.value)
+
+
 def test_error_bad_layout_same_on_every_rank():
     msg = agreed_error(lambda: redist.make_plan("8x8 tile=2x2", f"8x8 tile=2x2 block_cyclic grid={P + 1}x1"))
     assert "needs" in msg and "ranks" in msg

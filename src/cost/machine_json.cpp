@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 
 #include "redist/cost.hpp"
@@ -43,7 +44,7 @@ std::string array(const std::vector<double>& v) {
 }
 
 struct Value {
-  bool is_string = false;
+  bool is_string = false, is_array = false;
   std::string s;
   std::vector<double> v;  // a number is an array of one
 };
@@ -58,7 +59,9 @@ class Reader {
     while (true) {
       std::string k = string();
       expect(':');
+      key_ = k;
       m[k] = value();
+      key_.clear();
       if (peek() == ',') { ++i_; continue; }
       expect('}');
       return m;
@@ -68,8 +71,10 @@ class Reader {
  private:
   const std::string& t_;
   size_t i_ = 0;
+  std::string key_;  // whose value is being read
   [[noreturn]] void bad(const char* what) {
-    detail::fail("calibration JSON: ", what, " at character ", i_);
+    detail::fail("calibration JSON: ", what, " at character ", i_,
+                 key_.empty() ? std::string() : " (the value of key '" + key_ + "')");
   }
   char peek() {
     while (i_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[i_]))) ++i_;
@@ -106,6 +111,7 @@ class Reader {
       v.is_string = true;
       v.s = string();
     } else if (c == '[') {
+      v.is_array = true;
       ++i_;
       if (peek() == ']') return ++i_, v;
       while (true) {
@@ -172,31 +178,95 @@ std::string to_json(const Machine& m) {
 
 Machine machine_from_json(const std::string& text) {
   auto obj = Reader(text).object();
-  auto str = [&](const char* k) { return obj.count(k) && obj[k].is_string ? obj[k].s : std::string(); };
-  auto num1 = [&](const char* k) { return obj.count(k) && obj[k].v.size() == 1 ? obj[k].v[0] : 0.0; };
-  if (str("format") != kFormat) detail::fail("calibration JSON: format is not ", kFormat);
+  if (!obj.count("format") || !obj["format"].is_string || obj["format"].s != kFormat)
+    detail::fail("calibration JSON: format is not ", kFormat);
+  // A key's value for a message: what the file holds there.
+  auto shown = [&](const char* k) -> std::string {
+    if (!obj.count(k)) return "nothing (the key is missing)";
+    const Value& v = obj[k];
+    if (v.is_string) return quote(v.s);
+    if (!v.is_array) return num(v.v[0]);
+    return v.v.size() <= 4 ? array(v.v) : detail::cat("an array of ", v.v.size(), " numbers");
+  };
   Machine m;
-  m.hostname = str("hostname"), m.build = str("build"), m.mpi_library = str("mpi_library");
-  m.created = str("created");
-  m.cores = static_cast<int>(num1("cores")), m.ranks = static_cast<int>(num1("ranks"));
-  m.bnet = num1("bnet"), m.bmemcpy = num1("bmemcpy"), m.bmemcpy_node = num1("bmemcpy_node"), m.startup = num1("startup_s");
-  m.small_footprint = num1("small_footprint_bytes"), m.large_footprint = num1("large_footprint_bytes");
-  // Rates and times a model divides by or adds: a file without them (or with
-  // negative ones) would predict 0 s for everything, so it is not a calibration.
-  // bnet may be 0 (a machine without a ping-pong curve), bmemcpy never is.
-  if (!(m.bmemcpy > 0) || !std::isfinite(m.bmemcpy))
-    detail::fail("calibration JSON: bmemcpy (bytes/s) must be a positive number, got ",
-                 obj.count("bmemcpy") ? std::to_string(m.bmemcpy) : std::string("none"));
-  for (const auto& [k, v] : {std::pair{"bnet", m.bnet}, {"bmemcpy_node", m.bmemcpy_node}, {"startup_s", m.startup}})
-    if (!(v >= 0) || !std::isfinite(v)) detail::fail("calibration JSON: ", k, " must be a number >= 0, got ", v);
+  for (auto [k, s] : {std::pair{"hostname", &m.hostname}, {"build", &m.build}, {"mpi_library", &m.mpi_library},
+                      {"created", &m.created}}) {  // what was measured where: told, never computed with
+    if (!obj.count(k)) continue;
+    if (!obj[k].is_string) detail::fail("calibration JSON: key '", k, "' must be a string, got ", shown(k));
+    *s = obj[k].s;
+  }
+  // The numbers of the model, each in a range no machine leaves (a hand edit or
+  // a damaged file must not become a prediction: 1e300 s of startup broke the
+  // columns of `redist plan --predict`), every one written by `redist calibrate`
+  // and required; "fast" or a missing key was read as 0. 0 is allowed where the
+  // writer writes it for "not measured": a calibration on one rank has no
+  // network figures, a Machine made in code no footprints. bmemcpy_node came
+  // after format 3: absent, 0 (bmemcpy is used then).
+  struct Scalar {
+    const char* key;
+    double* to;
+    double lo;
+    bool lo_open;   // lo < v, else lo <= v
+    double hi;      // v < hi
+    bool integer;
+    bool optional;  // absent: 0
+    const char* allowed;
+  };
+  double cores = 0, ranks = 0;
+  const Scalar scalars[] = {
+      {"bnet", &m.bnet, 0, false, 1e15, false, false,
+       "a number >= 0 and < 1e15 (bytes per second between two ranks; 0: not measured, a calibration on one rank)"},
+      {"bmemcpy", &m.bmemcpy, 0, true, 1e15, false, false,
+       "a number > 0 and < 1e15 (bytes per second of one core's copy)"},
+      {"bmemcpy_node", &m.bmemcpy_node, 0, false, 1e15, false, true,
+       "a number >= 0 and < 1e15 (bytes per second per rank, two ranks copying at once; 0: not measured)"},
+      {"startup_s", &m.startup, 0, false, 3600, false, false,
+       "a number >= 0 and < 3600 (seconds of a small message, one way; 0: not measured, a calibration on one rank)"},
+      {"small_footprint_bytes", &m.small_footprint, 0, false, 1e15, false, false,
+       "a number >= 0 and < 1e15 (bytes touched per rank; 0: not measured)"},
+      {"large_footprint_bytes", &m.large_footprint, 0, false, 1e15, false, false,
+       "a number >= 0 and < 1e15 (bytes touched per rank; 0: not measured)"},
+      {"cores", &cores, 0, false, 2147483648.0, true, false,
+       "an integer >= 0 and < 2^31 (cores of the node; 0: unknown)"},
+      {"ranks", &ranks, 1, false, 2147483648.0, true, false,
+       "an integer >= 1 and < 2^31 (ranks of the calibration run)"}};
+  for (const Scalar& s : scalars) {
+    if (s.optional && !obj.count(s.key)) continue;
+    const Value* v = obj.count(s.key) ? &obj[s.key] : nullptr;
+    const double x = v && !v->is_string && !v->is_array ? v->v[0] : std::nan("");  // NaN fails every test below
+    if (!(s.lo_open ? x > s.lo : x >= s.lo) || !(x < s.hi) || (s.integer && x != std::floor(x)))
+      detail::fail("calibration JSON: key '", s.key, "' must be ", s.allowed, ", got ", shown(s.key));
+    *s.to = x;
+  }
+  m.cores = static_cast<int>(cores), m.ranks = static_cast<int>(ranks);
+  // The curves: both keys or neither (a file from before a curve existed, or a
+  // calibration on one rank, has neither), sizes ascending and > 0, times in
+  // seconds (< 1 hour) or seconds per byte (< 1: slower than a byte a second).
   for (const auto& [xs, ys, cc] : curves(m)) {
     Curve& c = *cc;
+    if (!obj.count(xs) && !obj.count(ys)) continue;
+    const bool per_byte = std::string_view(ys).ends_with("_per_byte");
+    const char* y_allowed = per_byte ? "numbers >= 0 and < 1 (seconds per byte)" : "numbers >= 0 and < 3600 (seconds)";
+    for (const char* k : {xs, ys}) {
+      if (obj.count(k) && obj[k].is_array) continue;
+      const char* other = k == xs ? ys : xs;
+      const std::string n = obj.count(other) && obj[other].is_array ? detail::cat(" (", obj[other].v.size(), ")") : "";
+      detail::fail("calibration JSON: key '", k, "' must be an array of ",
+                   k == xs ? "ascending numbers > 0 and < 1e15" : y_allowed, ", as many as '", other, "' has", n,
+                   ", got ", shown(k));
+    }
     c.x = obj[xs].v, c.y = obj[ys].v;
-    if (c.x.size() != c.y.size()) detail::fail("calibration JSON: ", xs, " and ", ys, " differ in length");
-    for (size_t i = 1; i < c.x.size(); ++i)
-      if (!(c.x[i] > c.x[i - 1])) detail::fail("calibration JSON: ", xs, " must ascend");
-    for (double y : c.y)
-      if (!(y >= 0) || !std::isfinite(y)) detail::fail("calibration JSON: ", ys, " must be numbers >= 0, got ", y);
+    if (c.x.size() != c.y.size())
+      detail::fail("calibration JSON: keys '", xs, "' and '", ys, "' differ in length (", c.x.size(), " and ",
+                   c.y.size(), " numbers): one of each per point of the curve");
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      if (!(c.x[i] > 0) || !(c.x[i] < 1e15))
+        detail::fail("calibration JSON: key '", xs, "' must hold numbers > 0 and < 1e15, got ", num(c.x[i]));
+      if (i > 0 && !(c.x[i] > c.x[i - 1]))
+        detail::fail("calibration JSON: key '", xs, "' must ascend, got ", num(c.x[i - 1]), " then ", num(c.x[i]));
+      if (!(c.y[i] >= 0) || !(c.y[i] < (per_byte ? 1 : 3600)))
+        detail::fail("calibration JSON: key '", ys, "' must hold ", y_allowed, ", got ", num(c.y[i]));
+    }
   }
   return m;
 }

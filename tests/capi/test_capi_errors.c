@@ -120,6 +120,12 @@ static void null_layouts(void) {
   expect_null("NULL layout to local_size", redist_layout_local_size(NULL, 0, NULL, NULL), "layout is NULL");
   expect_null("NULL layout to check", redist_layout_check(NULL, 1), "layout is NULL");
   expect_null("a negative rank to local_size", redist_layout_local_size(good, -1, NULL, NULL), "rank must be >= 0");
+  /* Not an error (redist.h): a layout knows no communicator, and a rank its
+     ownership does not use stores nothing (rank 1 and up of the docs' example,
+     whose source "10x7" is rank 0's; redist_layout_check compares with a size). */
+  int64_t nb = -1, ne = -1;
+  CHECK(redist_layout_local_size(good, 99, &nb, &ne) == REDIST_SUCCESS && ne == 0, "rank 99: %s, %lld elements",
+        redist_last_error(), (long long)ne);
   int64_t e = 0;
   expect_null("a block beyond the rank's", redist_layout_block_elements(good, 0, 1, &e), "outside [0, 1)");
   redist_layout* wide = NULL;
@@ -178,6 +184,9 @@ static void bad_execute(void) {
   for (int64_t k = 0; k < elems; ++k) touched += memcmp(dst + k, want, 8) != 0;
   CHECK(touched == 0, "%lld target elements changed by failed executes", (long long)touched);
   CHECK(redist_execute_buffers(plan, src, dst, NULL) == REDIST_SUCCESS, "after the errors: %s", redist_last_error());
+  /* NULL and "" both name the plan's options.strategy (redist.h, as an empty
+     name does in C++'s Plan::execute); not the CLI's unknown strategy ''. */
+  CHECK(redist_execute_buffers(plan, src, dst, "") == REDIST_SUCCESS, "strategy \"\": %s", redist_last_error());
   redist_plan_free(plan);
   free(src), free(dst);
   /* Target tile pointers that share memory on rank 0 (tiles 0 and 1 at one

@@ -13,7 +13,9 @@ MPIRUN = ROOT / "scripts" / "mpirun.sh"
 @pytest.fixture(scope="session")
 def redist():
     """Runs the `redist` program: redist(args, ranks=None) -> CompletedProcess.
-    With ranks, it is launched under mpirun with that many ranks."""
+    With ranks, it is launched under mpirun with that many ranks. It runs in the
+    repository's root, wherever pytest was started: files named in args relative
+    to it (tests/python/bad_calibration/) are found."""
     if not REDIST.exists():
         pytest.fail(f"{REDIST} is missing: build first (make build)")
 
@@ -21,7 +23,7 @@ def redist():
         cmd = [str(REDIST)] + list(args)
         if ranks:
             cmd = [str(MPIRUN), "-np", str(ranks)] + cmd
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
     return run
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "cost/model.hpp"  // storage_run, merge_stretches
@@ -131,12 +132,111 @@ TEST(Cost, BadJsonIsAClearError) {
     }
     return std::string("accepted");
   };
-  EXPECT_NE(why("").find("bmemcpy (bytes/s) must be a positive number, got none"), std::string::npos) << why("");
-  EXPECT_NE(why(", \"bmemcpy\": 0").find("bmemcpy"), std::string::npos);
-  EXPECT_NE(why(", \"bmemcpy\": 1e9, \"bnet\": -5").find("bnet must be a number >= 0"), std::string::npos);
-  EXPECT_NE(why(", \"bmemcpy\": 1e9, \"copy_row_bytes\": [1, 2], \"copy_s_per_byte\": [1, -1]").find("copy_s_per_byte"),
+  // Every number the writer writes is required; a calibration on one rank has
+  // no network figures (0) and empty curves.
+  const std::string one_rank = ", \"bnet\": 0, \"startup_s\": 0, \"small_footprint_bytes\": 6291456, "
+                               "\"large_footprint_bytes\": 100663296, \"cores\": 2, \"ranks\": 1";
+  EXPECT_NE(why("").find("key 'bnet' must be a number >= 0 and < 1e15"), std::string::npos) << why("");
+  EXPECT_NE(why(one_rank + ", \"bmemcpy\": 0").find("key 'bmemcpy' must be a number > 0 and < 1e15"),
             std::string::npos);
-  EXPECT_EQ(why(", \"bmemcpy\": 1e9"), "accepted");  // one rank: no network figures
+  EXPECT_NE(why(", \"bmemcpy\": 1e9, \"bnet\": -5").find("key 'bnet' must be a number >= 0"), std::string::npos);
+  EXPECT_NE(why(one_rank + ", \"bmemcpy\": 1e9, \"copy_row_bytes\": [1, 2], \"copy_s_per_byte\": [1, -1]")
+                .find("copy_s_per_byte"),
+            std::string::npos);
+  EXPECT_EQ(why(one_rank + ", \"bmemcpy\": 1e9"), "accepted");  // one rank: no network figures
+}
+
+// machine()'s calibration file with key `key`'s value replaced by `value`
+// (empty: the key left out). to_json writes one key per line, the last one a
+// curve that no case leaves out, so dropping a line keeps the commas right.
+std::string edited(const std::string& key, const std::string& value) {
+  std::istringstream lines(to_json(machine()));
+  std::string out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  \"" + key + "\": ", 0) == 0) {
+      if (value.empty()) continue;
+      line = "  \"" + key + "\": " + value + (line.back() == ',' ? "," : "");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// A calibration file whose numbers are no machine's is refused, naming the
+// file, the key, what it holds and what is allowed: "bnet": "fast" and a missing
+// key were read as 0, a missing pingpong_s was "differ in length", and
+// "startup_s": 1e300 (or negative, nan, inf) broke redist plan --predict.
+TEST(Cost, BadCalibrationValuesAreNamed) {
+  const std::string path = ::testing::TempDir() + "redist_cost_bad_values.json";
+  auto why = [&](const std::string& key, const std::string& value) {
+    std::ofstream(path) << edited(key, value);
+    Machine m;
+    std::string w;
+    return load_machine(path, m, &w) ? std::string("accepted") : w;
+  };
+  const std::string bnet = "key 'bnet' must be a number >= 0 and < 1e15 (bytes per second between two ranks; 0: "
+                           "not measured, a calibration on one rank), got ";
+  const std::string startup = "key 'startup_s' must be a number >= 0 and < 3600 (seconds of a small message, one "
+                              "way; 0: not measured, a calibration on one rank), got ";
+  const std::string bmemcpy =
+      "key 'bmemcpy' must be a number > 0 and < 1e15 (bytes per second of one core's copy), got ";
+  struct Case {
+    const char *key, *value;
+    std::string words;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"bnet", "\"fast\"", bnet + "\"fast\""},
+           {"bnet", "", bnet + "nothing (the key is missing)"},
+           {"bnet", "[1, 2]", bnet + "[1, 2]"},
+           {"bnet", "2e15", bnet + "2e+15"},
+           {"bnet", "null", "expected a number at character"},
+           {"bnet", "true", "(the value of key 'bnet')"},
+           {"bmemcpy", "", bmemcpy + "nothing (the key is missing)"},
+           {"bmemcpy", "0", bmemcpy + "0"},
+           {"bmemcpy", "inf", bmemcpy + "inf"},
+           {"bmemcpy", "1e999", bmemcpy + "inf"},
+           {"bmemcpy_node", "-1", "key 'bmemcpy_node' must be a number >= 0 and < 1e15 (bytes per second per rank, "
+                                  "two ranks copying at once; 0: not measured), got -1"},
+           {"startup_s", "1e300", startup + "1e+300"},
+           {"startup_s", "-1e-6", startup + "-1e-06"},
+           {"startup_s", "nan", startup + "nan"},
+           {"startup_s", "", startup + "nothing (the key is missing)"},
+           {"small_footprint_bytes", "\"big\"",
+            "key 'small_footprint_bytes' must be a number >= 0 and < 1e15 (bytes touched per rank; 0: not "
+            "measured), got \"big\""},
+           {"large_footprint_bytes", "", "key 'large_footprint_bytes' must be a number >= 0"},
+           {"cores", "2.5", "key 'cores' must be an integer >= 0 and < 2^31 (cores of the node; 0: unknown), got 2.5"},
+           {"ranks", "0", "key 'ranks' must be an integer >= 1 and < 2^31 (ranks of the calibration run), got 0"},
+           {"ranks", "", "key 'ranks' must be an integer >= 1 and < 2^31 (ranks of the calibration run), got nothing"},
+           {"hostname", "5", "key 'hostname' must be a string, got 5"},
+           {"pingpong_s", "", "key 'pingpong_s' must be an array of numbers >= 0 and < 3600 (seconds), as many as "
+                              "'pingpong_bytes' has (3), got nothing (the key is missing)"},
+           {"pingpong_bytes", "\"8\"", "key 'pingpong_bytes' must be an array of ascending numbers > 0 and < 1e15, as "
+                                        "many as 'pingpong_s' has (3), got \"8\""},
+           {"pingpong_s", "[1e-6, 1e300, 1]",
+            "key 'pingpong_s' must hold numbers >= 0 and < 3600 (seconds), got 1e+300"},
+           {"pingpong_s", "[1e-6, 1e-5]",
+            "keys 'pingpong_bytes' and 'pingpong_s' differ in length (3 and 2 numbers): one of each per point"},
+           {"pingpong_bytes", "[0, 1e6, 1e8]", "key 'pingpong_bytes' must hold numbers > 0 and < 1e15, got 0"},
+           {"pingpong_bytes", "[8, 8, 1e8]", "key 'pingpong_bytes' must ascend, got 8 then 8"},
+           {"stream_s_per_message", "[1e-6, 4000]",
+            "key 'stream_s_per_message' must hold numbers >= 0 and < 3600 (seconds), got 4000"},
+           {"copy_s_per_byte", "[1e-9, 2]",
+            "key 'copy_s_per_byte' must hold numbers >= 0 and < 1 (seconds per byte), got 2"}}) {
+    const std::string w = why(c.key, c.value);
+    EXPECT_EQ(w.rfind(path + " is not a calibration file (calibration JSON: ", 0), 0u) << c.key << ": " << w;
+    EXPECT_NE(w.find(c.words), std::string::npos) << c.key << " = '" << c.value << "': " << w;
+  }
+  // What the writer leaves at 0 or out: a file from before bmemcpy_node; a
+  // calibration on one rank (no network figures, no network curves).
+  EXPECT_EQ(why("bmemcpy_node", ""), "accepted");
+  Machine one = machine();
+  one.bnet = 0, one.startup = 0, one.ranks = 1, one.pingpong = one.exchange = one.stream = one.datatype = {};
+  one.vm_read = one.datatype_transpose = {};
+  const Machine back = machine_from_json(to_json(one));
+  EXPECT_EQ(back.bnet, 0);
+  EXPECT_TRUE(back.pingpong.empty());
+  EXPECT_EQ(back.ranks, 1);
 }
 
 TEST(Cost, PredictionsGrowWithVolume) {
