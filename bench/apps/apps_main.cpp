@@ -12,9 +12,12 @@
 // in % of its compute time, and roundtrip / pd; --csv FILE appends the rows.
 #include <cblas.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -228,8 +231,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     openblas_set_num_threads(1);
-    const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
-    const int reps = static_cast<int>(args.get("--reps", 1, 1));
+    const int threads = args.count("--threads", ranks == 1 ? 2 : 1, 1, 1024);
+    const int reps = args.count("--reps", 1, 1, 1000000);
     const index_t src_tile = args.get("--src-tile", 1280, 1);
     const index_t at = args.get("--at", 0, 0);
     const std::vector<std::int64_t> sizes = args.list("--n", {2000, 4000, 6000}, 1);
@@ -268,6 +271,31 @@ int main(int argc, char** argv) {
         throw redist::Error("--alg: unknown algorithm '" + algs.back() + "': potrf, geqrf or gemm, comma-separated");
       if (comma == std::string::npos) break;
       at = comma + 1;
+    }
+    // The matrices before anything is printed or allocated: --n 10000000 ended in
+    // "rank 0: std::bad_alloc" (a helper's trial). Each N x N matrix (three for
+    // gemm) is held by the caller and by the working copy, on the job's nodes.
+    {
+      MPI_Comm node;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+      int node_rank = 0, nodes = 0;
+      MPI_Comm_rank(node, &node_rank);
+      MPI_Comm_free(&node);
+      const int leader = node_rank == 0;
+      MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE)) * nodes;
+      const bool gemm = std::find(algs.begin(), algs.end(), "gemm") != algs.end();
+      for (const std::int64_t n : sizes) {
+        const double m = double(n + at), need = 2.0 * 8.0 * m * m * (gemm ? 3 : 1);
+        if (need > memory) {
+          char msg[300];
+          std::snprintf(msg, sizeof msg,
+                        "--n %lld: the matrices need %.1f GB (%s(N+at)^2 doubles, held by the caller and by the "
+                        "working copy), the job's %d node(s) have %.1f GB; give a smaller --n",
+                        static_cast<long long>(n), need / 1e9, gemm ? "three " : "", nodes, memory / 1e9);
+          throw redist::Error(msg);
+        }
+      }
     }
     const std::string mode = args.str("--comm-mode", "workers");
     redist::runtime::CommMode comm_mode = redist::runtime::CommMode::workers;
@@ -399,10 +427,13 @@ int main(int argc, char** argv) {
       }
   } catch (const redist::Error& e) {
     // Bad arguments and the library's errors are the same on every rank: rank 0 speaks for all.
-    if (rb::world_rank() == 0) std::fprintf(stderr, "redist-apps: %s\n", e.what());
+    // (every rank with REDIST_SHOW_ERRORS=1, as the other programs)
+    if (rb::world_rank() == 0 || std::getenv("REDIST_SHOW_ERRORS")) std::fprintf(stderr, "redist-apps: %s\n", e.what());
     rc = 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "redist-apps: rank %d: %s\n", rb::world_rank(), e.what());
+    const bool oom = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+    std::fprintf(stderr, "redist-apps: rank %d: %s\n", rb::world_rank(),
+                 oom ? "out of memory (std::bad_alloc): give a smaller --n, or more nodes" : e.what());
     rc = 1;
   }
   MPI_Finalize();

@@ -46,17 +46,15 @@ int run_pingpong(int argc, char** argv) {
   const int rank = world_rank(), ranks = world_size();
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
-  if (ranks < 2) {
-    if (rank == 0) std::fprintf(stderr, "redist-bench-pingpong needs 2 ranks\n");
-    return 1;
-  }
+  // Ranks 0 and 1 ping-pong; a third rank would idle while the header said ranks=2.
+  if (ranks != 2) throw redist::Error("runs on 2 ranks (ranks 0 and 1 ping-pong), got " + std::to_string(ranks));
   const std::int64_t min_size = args.get("--min", 8, 1), max_size = args.get("--max", 16 << 20, 1);
-  const int reps = static_cast<int>(args.get("--reps", 7, 1));
-  const int iters_small = static_cast<int>(args.get("--iters", 4000, 1));
+  const int reps = args.count("--reps", 7, 1, 1000000);
+  const int iters_small = args.count("--iters", 4000, 1, 1000000000);
   rt::Options o;
   o.threads = 1;
   o.eager_limit = static_cast<std::size_t>(args.get("--eager", 16384, 0));
-  o.push = args.get("--push", 0, 0) != 0;
+  o.push = args.get("--push", 0, 0, 1) != 0;  // --push 2 was read as 1
   const std::string mode = args.str("--mode", "multiple");
   if (mode != "multiple" && mode != "funneled" && mode != "workers")
     throw redist::Error("--mode must be multiple, funneled or workers, got '" + mode + "'");

@@ -18,7 +18,8 @@ const char* kUsage =
     "redist-bench-sched: scheduling overhead of independent DGEMM tasks (paper 004, Fig. 4)\n"
     "  --threads T      worker threads per rank (default 2)\n"
     "  --sizes a,b,..   matrix sizes N (default 10,20,30,50,100,200)\n"
-    "  --work W         flops per run, sets Nb = W / (2 N^3) (default 2e9)\n"
+    "  --work W         flops per run, sets Nb = W / (2 N^3), at least 64 tasks\n"
+    "                   (default 2e9; large N with small W still runs 64 DGEMMs)\n"
     "  --reps R         repetitions, median reported (default 5)\n"
     "ratio_seq = (sequential time / (threads * ranks)) / runtime time (paper 004's ideal);\n"
     "ratio_thr = time of plain threads running Nb/threads DGEMMs each (static split, no\n"
@@ -34,8 +35,8 @@ int run_sched(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // one core per task (paper 004, sec. IV-C)
-  const int threads = static_cast<int>(args.get("--threads", 2, 1));
-  const int reps = static_cast<int>(args.get("--reps", 5, 1));
+  const int threads = args.count("--threads", 2, 1, 1024);
+  const int reps = args.count("--reps", 5, 1, 1000000);
   const double work = static_cast<double>(args.get("--work", 2000000000, 1));
   const std::vector<std::int64_t> sizes = args.list("--sizes", {10, 20, 30, 50, 100, 200}, 1);
   report_cpus(threads);

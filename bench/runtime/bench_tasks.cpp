@@ -24,7 +24,7 @@ int run_tasks(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   const std::int64_t n = args.get("--tasks", 1000000, 1);
-  const int reps = static_cast<int>(args.get("--reps", 5, 1));
+  const int reps = args.count("--reps", 5, 1, 1000000);
   const std::vector<std::int64_t> thread_counts = args.list("--threads", {1, 2}, 1);
   if (rank == 0)
     std::printf("# ranks=%d tasks/rank=%lld reps=%d (medians)\n%12s %8s %14s %16s %12s\n", ranks,

@@ -78,21 +78,38 @@ class Args {
     }
   }
   bool help() const { return help_; }
-  // The integer value of `name` (def when absent), at least `least`; "2e9" is read
-  // as the integer it names.
+  // The integer value of `name` (def when absent), from `least` to `most`; "2e9" is
+  // read as the integer it names.
   std::int64_t get(const std::string& name, std::int64_t def,
-                   std::int64_t least = std::numeric_limits<std::int64_t>::min()) const {
+                   std::int64_t least = std::numeric_limits<std::int64_t>::min(),
+                   std::int64_t most = std::numeric_limits<std::int64_t>::max()) const {
     const std::string* v = find(name);
-    return v ? number(name, *v, least) : def;
+    if (!v) return def;
+    const std::int64_t x = number(name, *v, least);
+    if (x > most)
+      throw redist::Error(name + " must be at most " + std::to_string(most) + ", got " + std::to_string(x));
+    return x;
+  }
+  // A count held in an int (threads, repetitions): from `least` to `most`, never
+  // wrapped (--threads 4294967297 ran as 1 thread, 2147483648 said "got -2147483648").
+  int count(const std::string& name, int def, int least, int most) const {
+    return static_cast<int>(get(name, def, least, most));
   }
   std::vector<std::int64_t> list(const std::string& name, std::vector<std::int64_t> def,
                                  std::int64_t least = std::numeric_limits<std::int64_t>::min()) const {
     const std::string* v = find(name);
     if (!v) return def;
     std::vector<std::int64_t> out;
-    std::stringstream ss(*v);
-    for (std::string item; std::getline(ss, item, ',');) out.push_back(number(name, item, least));
-    if (out.empty()) throw redist::Error(name + " needs a comma-separated list of numbers, got '" + *v + "'");
+    // Every item, empty ones too: "500," and "500,,600" are refused, not read as "500"
+    // and "500,600" (getline drops a trailing empty item).
+    for (std::size_t from = 0;;) {
+      const std::size_t comma = v->find(',', from);
+      const std::string item = v->substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (item.empty()) throw redist::Error(name + " needs a comma-separated list of numbers, got '" + *v + "'");
+      out.push_back(number(name, item, least));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
     return out;
   }
   std::string str(const std::string& name, const std::string& def) const {

@@ -212,13 +212,12 @@ int run_cholesky(int argc, char** argv) {
   Args args(argc, argv, kUsage);
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // single-threaded kernels per task
-  const int n = static_cast<int>(args.get("--n", 8000, 1));
-  const int threads = static_cast<int>(args.get("--threads", g_ranks == 1 ? 2 : 1, 1));
-  const int reps = static_cast<int>(args.get("--reps", 1, 1));
+  const int n = args.count("--n", 8000, 1, std::numeric_limits<int>::max());
+  const int threads = args.count("--threads", g_ranks == 1 ? 2 : 1, 1, 1024);
+  const int reps = args.count("--reps", 1, 1, 1000000);
   const auto [p, q] = args.grid("--grid", g_ranks);
   const int cores = g_ranks * threads;
-  report_cpus(threads);
-  settle_blas();
+  // Every option before anything is printed (--nb 0 failed after the cpus line).
   std::vector<std::int64_t> nbs = args.list("--nb", {200, 256, 320, 400}, 1);
   std::vector<std::string> variants;
   std::vector<rt::Options> variant_options;
@@ -227,14 +226,15 @@ int run_cholesky(int argc, char** argv) {
     for (std::string v; std::getline(ss, v, ',');) {
       rt::Options o;
       o.threads = threads;
-      if (!parse_variant(v, o)) {  // the same arguments, so the same error, on every rank
-        if (g_rank == 0) std::fprintf(stderr, "redist-cholesky: unknown variant '%s'\n%s", v.c_str(), kUsage);
-        return 1;
-      }
+      // the same arguments, so the same error, on every rank (it printed the whole
+      // usage and exited 1, where the other options' errors exit 2)
+      if (!parse_variant(v, o)) throw redist::Error("unknown variant '" + v + "' (--help lists the variants)");
       variants.push_back(v);
       variant_options.push_back(o);
     }
   }
+  report_cpus(threads);
+  settle_blas();
   int big = std::min(n, 1024);
   double peak_big = dgemm_core_rate(big, threads);
   double lapack = args.flag("--no-lapack") ? 0 : lapack_seconds(n, cores);

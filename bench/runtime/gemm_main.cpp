@@ -59,9 +59,9 @@ int run_gemm(int argc, char** argv) {
   if (args.help()) return 0;
   openblas_set_num_threads(1);  // single-threaded kernels per task
   const std::int64_t n = args.get("--n", 4000, 1);
-  const int threads = static_cast<int>(args.get("--threads", ranks == 1 ? 2 : 1, 1));
-  const int reps = static_cast<int>(args.get("--reps", 4, 1));
-  const int warmup = static_cast<int>(args.get("--warmup", 1, 0));
+  const int threads = args.count("--threads", ranks == 1 ? 2 : 1, 1, 1024);
+  const int reps = args.count("--reps", 4, 1, 1000000);
+  const int warmup = args.count("--warmup", 1, 0, 1000000);
   const auto [p, q] = args.grid("--grid", ranks);
   std::vector<std::string> forms;
   {

@@ -21,10 +21,15 @@ RegionLike = Union[Region, str, None]
 
 
 def _comm(comm: Any) -> Any:
-    if comm is not None:
-        return comm
     from mpi4py import MPI
-    return MPI.COMM_WORLD
+    # After MPI.Finalize() the first MPI call aborted the job (a helper's trial).
+    if MPI.Is_finalized():
+        raise Error(_AFTER_FINALIZE)
+    return MPI.COMM_WORLD if comm is None else comm
+
+
+_AFTER_FINALIZE = ("redist: called after MPI.Finalize(): redist's calls communicate through MPI, which mpi4py "
+                   "starts at import and MPI.Finalize() (or the interpreter's exit) ends")
 
 
 def _checked(comm: Any, step: Callable[[], Any]) -> Any:
@@ -234,7 +239,7 @@ class DistArray:
     def gather(self, root: int = 0, strategy: Optional[str] = None) -> Optional[np.ndarray]:
         """Collective: the whole array as one Fortran-ordered numpy array on
         `root`, None on the other ranks (for small data and tests)."""
-        root = _agree_root(self.comm, root, "gather")
+        root = _agree_root(_comm(self.comm), root, "gather")  # _comm: refused after MPI.Finalize()
         dst = _one_tile(self.shape, root, self.dtype.itemsize)
         out = np.empty(self.shape if self.rank == root else (0,), dtype=self.dtype, order="F")
         with make_plan(self.layout, dst, None, self.comm, strategy=strategy or "p2p") as plan:

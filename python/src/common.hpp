@@ -14,6 +14,11 @@ namespace redist::python {
 
 namespace nb = nanobind;
 
+// Why a call after MPI.Finalize() is refused (detail::outside_mpi's reason).
+inline constexpr const char* kCallsNeedMpi =
+    "redist's calls communicate through MPI, which mpi4py starts at import and MPI.Finalize() (or the "
+    "interpreter's exit) ends";
+
 // The MPI_Comm of an mpi4py communicator (None: mpi4py.MPI.COMM_WORLD). Imports
 // mpi4py.MPI, which initializes MPI on first use. Raises TypeError for anything else.
 MPI_Comm comm_of(nb::handle comm);

@@ -14,6 +14,9 @@
 namespace redist::python {
 
 MPI_Comm comm_of(nb::handle comm) {
+  // Before any MPI call: after MPI.Finalize() Open MPI aborted the job at the first
+  // (MPI_Comm_test_inter), where plan.predictions() already raised (a helper's trial).
+  if (std::string e = detail::outside_mpi("a call over a communicator", kCallsNeedMpi); !e.empty()) throw Error(e);
   nb::module_ mpi = nb::module_::import_("mpi4py.MPI");
   nb::object c = comm.is_none() ? mpi.attr("COMM_WORLD") : nb::borrow(comm);
   if (!nb::isinstance(c, mpi.attr("Comm")))

@@ -339,6 +339,8 @@ std::string overlapping_blocks(const Side& side, const char* name) {
 
 void execute(PyPlan& self, nb::handle src, nb::handle dst, nb::handle strategy) {
   Plan& plan = self.get();
+  // Before collect's MPI calls (after MPI.Finalize() they aborted the job).
+  if (std::string e = detail::outside_mpi("Plan.execute", kCallsNeedMpi); !e.empty()) throw Error(e);
   Side s, d;
   // A wrong type is a TypeError on its rank, redist.Error on the others (agreed).
   std::string err, name_given;
@@ -505,6 +507,9 @@ void bind_plan(nb::module_& m) {
     // redist.Error on the others, which would otherwise wait in make_plan). A
     // comm that is not a communicator is agreed on over COMM_WORLD, the default:
     // where the others passed another communicator they still wait (docs/python.md).
+    // Outside MPI nothing can be agreed: this process's own error (Open MPI aborted
+    // the job at the agreement's first call after MPI.Finalize()).
+    if (std::string e = detail::outside_mpi("make_plan", kCallsNeedMpi); !e.empty()) throw Error(e);
     MPI_Comm c = MPI_COMM_WORLD;
     Layout s, d;
     Region r;

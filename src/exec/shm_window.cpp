@@ -288,9 +288,9 @@ void shared_free(void* p) {
   {
     std::lock_guard<std::mutex> lock(reg.mu);
     const auto it = reg.mine.find(p);
-    if (it == reg.mine.end()) throw Error("shared_free: the pointer did not come from redist::shared_allocate");
+    if (it == reg.mine.end()) throw Error("redist: shared_free: the pointer did not come from redist::shared_allocate");
     const auto wi = reg.windows.find(it->second);
-    if (wi == reg.windows.end()) throw Error(cat("shared_free: internal error: no window of serial ", it->second));
+    if (wi == reg.windows.end()) throw Error(cat("redist: shared_free: internal error: no window of serial ", it->second));
     w = std::move(wi->second);
     const bool dummy = w.bytes[static_cast<size_t>(w.me)] == 0;
     reg.windows.erase(wi);

@@ -232,12 +232,25 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--repeat", "1", "--n", "100"], "unexpected argument '1'"),
                         (["--bind-to", "none", "--n", "100"], "--bind-to is not an option of this program"),
                         (["--n", "100", "--lend", "1"], "--lend 1 needs --storage shared"),
-                        (["--strategy", "nosuch", "--n", "100"], "unknown strategy 'nosuch'")]:
+                        (["--strategy", "nosuch", "--n", "100"], "unknown strategy 'nosuch'"),
+                        # a new user's trial (2 Dec): --threads 99999 ran until killed, 4294967297 wrapped
+                        # to 1, '500,' read as 500, --n 10000000 ended in "std::bad_alloc"
+                        (["--n", "100", "--threads", "99999"], "--threads must be at most 1024, got 99999"),
+                        (["--n", "100", "--threads", "4294967297"], "--threads must be at most 1024, got 4294967297"),
+                        (["--n", "100,"], "--n needs a comma-separated list of numbers, got '100,'"),
+                        (["--n", "10000000", "--alg", "potrf"], "--n 10000000: the matrices need 1600000.0 GB")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
         assert r.stderr.count("redist-apps:") == 1, r.stderr  # rank 0 speaks for all
         assert "GF" not in r.stdout  # nothing timed
     for args, words in [(["sched", "--sizes", "-10"], "--sizes must be at least 1"),
+                        # the trial's: --push 2 read as 1, an unknown variant exited 1 with the usage,
+                        # --nb 0 refused after the first line, reps wrapped
+                        (["pingpong", "--push", "2"], "--push must be at most 1, got 2"),
+                        (["pingpong", "--reps", "4294967297"], "--reps must be at most 1000000"),
+                        (["cholesky", "--n", "300", "--variants", "nosuch"], "unknown variant 'nosuch'"),
+                        (["cholesky", "--n", "300", "--nb", "0"], "--nb must be at least 1, got 0"),
+                        (["tasks", "--threads", "1,"], "--threads needs a comma-separated list of numbers"),
                         (["cholesky", "--n", "-3"], "--n must be at least 1"),
                         (["cholesky", "--n", "300", "--bogus"], "unknown option --bogus"),
                         (["cholesky", "--n", "300", "--check", "yes"], "unexpected argument 'yes'"),

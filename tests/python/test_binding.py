@@ -52,3 +52,34 @@ def test_readme_python_example():
     r = launch(2, [str(script)])
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert r.stdout.split() == ["True"], r.stdout
+
+
+def test_calls_after_finalize_raise(tmp_path):
+    """After MPI.Finalize() make_plan, execute, zeros and gather aborted the job in
+    Open MPI's first call (a helper's trial), where predictions() raised: each
+    raises redist.Error now, on 1 and 2 ranks, and the job ends normally."""
+    script = tmp_path / "after_finalize.py"
+    script.write_text('''
+import numpy as np
+import redist
+from mpi4py import MPI
+size = MPI.COMM_WORLD.Get_size()
+spec = f"8x8 tile=4x4 block_cyclic grid=1x{size}"
+plan = redist.make_plan(spec, spec)
+a = redist.zeros(spec, storage="heap")
+b = redist.zeros(spec, storage="heap")
+MPI.Finalize()
+calls = {"make_plan": lambda: redist.make_plan(spec, spec), "execute": lambda: plan.execute(a, b),
+         "zeros": lambda: redist.zeros(spec, storage="heap"), "gather": lambda: a.gather()}
+for name, call in calls.items():
+    try:
+        call()
+        print(name, "returned")
+    except redist.Error as e:
+        print(name, "raised", "after MPI" in str(e) and "Finalize" in str(e))
+''')
+    for ranks in (1, 2):
+        r = launch(ranks, [str(script)])
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+        for name in ("make_plan", "execute", "zeros", "gather"):
+            assert r.stdout.count(f"{name} raised True") == ranks, r.stdout + r.stderr[-3000:]
