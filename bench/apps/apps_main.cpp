@@ -220,6 +220,7 @@ redist::apps::Report run_app(const std::string& alg, const Layout& user, index_t
 }  // namespace
 
 int main(int argc, char** argv) {
+  rb::choose_blas_kernels(argv);  // before MPI starts (may start this program again)
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rc = 0;

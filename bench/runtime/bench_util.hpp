@@ -6,6 +6,7 @@
 #include <cblas.h>
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -183,22 +184,51 @@ inline int cpus_available() {
 }
 
 // OpenBLAS picks its kernels by CPU model at start-up; a model newer than the
-// library (Debian 12's 0.3.21 on family 6 model 207) gets its generic Prescott
-// kernels: DGEMM at 7.7 GFLOP/s on one core here against 55 with
-// OPENBLAS_CORETYPE=SkylakeX. Every GFLOP/s a benchmark prints would be ~7x low:
-// say so (rank 0), with the setting that fixes it.
-inline void warn_generic_blas() {
+// library (Debian 12's 0.3.21 on family 6 model 207, or a VM that masks the model:
+// "Intel(R) Xeon(R) Processor") gets its generic Prescott kernels: DGEMM at 7.7
+// GFLOP/s on one core here against 55 with OPENBLAS_CORETYPE=SkylakeX, and
+// redist-apps' potrf at N = 6000 23.8 GFLOP/s against 77. The kernels this CPU
+// runs, or null where OpenBLAS's own choice stands (it knows the model, the user
+// chose with OPENBLAS_CORETYPE, or the CPU has neither AVX-512 nor AVX2).
+inline const char* better_blas_core() {
 #if defined(__x86_64__)
+  if (std::getenv("OPENBLAS_CORETYPE")) return nullptr;
   const std::string core = openblas_get_corename();
   const bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" || core == "Nehalem" ||
                        core == "Dunnington" || core == "Atom" || core == "Katmai" || core == "Northwood";
-  if (!generic || std::getenv("OPENBLAS_CORETYPE")) return;
-  const char* fast = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : nullptr;
-  if (fast)
-    std::printf("# WARNING: OpenBLAS runs its generic %s kernels on this CPU (a model it does not know, with %s):\n"
-                "#          BLAS is several times slower than it can be; export OPENBLAS_CORETYPE=%s\n",
-                core.c_str(), std::string(fast) == "SkylakeX" ? "AVX-512" : "AVX2", fast);
+  if (!generic) return nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
+  return nullptr;
+}
+
+// Called first in main, before MPI_Init: where OpenBLAS took its generic kernels
+// on a CPU that has better ones, start this program again with OPENBLAS_CORETYPE
+// naming them (OpenBLAS reads it when it loads, before main; the benchmarks had
+// only warned, and every GFLOP/s they printed was ~3-7x low). Under mpirun each
+// rank does so alike (the same CPU, the same answer) before MPI starts; the
+// launcher sees the same process. REDIST_BLAS_CHOSEN tells report_cpus to say so.
+inline void choose_blas_kernels(char** argv) {
+  const char* core = better_blas_core();
+  if (!core || std::getenv("REDIST_BLAS_CHOSEN")) return;  // chosen once: never a loop
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  setenv("REDIST_BLAS_CHOSEN", core, 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: run on, with the warning below
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+inline void warn_generic_blas() {
+  if (const char* chosen = std::getenv("REDIST_BLAS_CHOSEN"); chosen && std::getenv("OPENBLAS_CORETYPE"))
+    std::printf("# OpenBLAS: this CPU's model is unknown to it; its %s kernels were chosen for it "
+                "(OPENBLAS_CORETYPE=%s, set by this program; set it yourself to choose others)\n",
+                chosen, std::getenv("OPENBLAS_CORETYPE"));
+  if (const char* fast = better_blas_core())
+    std::printf("# WARNING: OpenBLAS runs its generic %s kernels on this CPU (a model it does not know):\n"
+                "#          BLAS is several times slower than it can be; export OPENBLAS_CORETYPE=%s\n",
+                openblas_get_corename(), fast);
 }
 
 // Prints the CPUs each rank may use, and a warning on ranks with fewer than

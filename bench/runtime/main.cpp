@@ -6,9 +6,11 @@
 #include <exception>
 
 #include "redist/error.hpp"
+#include "bench_util.hpp"
 #include "runtime_benches.hpp"
 
 int main(int argc, char** argv) {
+  redist::runtime_bench::choose_blas_kernels(argv);  // before MPI starts (may start this program again)
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
