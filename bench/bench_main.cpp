@@ -514,9 +514,14 @@ int main(int argc, char** argv) {
   int reps = 5, threads = 1, auto_trials = 0, copy_threads = 2;
   double scale = 0;
   bool smoke = false, launches_note = false, inject_error = false, plots = true;
+  std::vector<std::string> seen;  // options given: twice is an error, as in `redist run` (the last won)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
+    if (a.rfind("--", 0) == 0) {
+      if (std::find(seen.begin(), seen.end(), a) != seen.end()) fail(a + " is given twice; give it once");
+      seen.push_back(a);
+    }
     if (a == "--help" || a == "-h") {
       if (rank_ == 0) std::printf("%s", kUsage);
       MPI_Finalize();

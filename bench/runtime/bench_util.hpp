@@ -69,6 +69,9 @@ class Args {
         if (a.compare(0, 2, "--") == 0) throw redist::Error("unknown option " + a + " (--help lists the options)");
         throw redist::Error("unexpected argument '" + a + "': options are --name or --name VALUE (--help lists them)");
       }
+      // given twice: an error, as in `redist run` (the last value won without a word)
+      if (values_.count(a) || std::find(flags_.begin(), flags_.end(), a) != flags_.end())
+        throw redist::Error(a + " is given twice; give it once");
       if (!known->second) {
         flags_.push_back(a);
       } else if (i + 1 == args.size()) {

@@ -199,6 +199,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
     # redist bench's own options: the whole value or nothing (atoi once ran --reps 1.5 as 1 and --scale inf as
     # 16x16 arrays), a value missing, no suite
     for args, words in [(["volume", "--reps", "1.5"], "--reps needs a whole number from 1 to 1000000, got '1.5'"),
+                        (["volume", "--reps", "2", "--reps", "3"], "--reps is given twice; give it once"),
                         (["volume", "--reps", "2x"], "--reps needs a whole number from 1 to 1000000, got '2x'"),
                         (["volume", "--threads", "abc"], "--threads needs a whole number from 1 to 1024, got 'abc'"),
                         (["volume", "--scale", "inf"], "--scale needs a number above 0 and at most 1000, got 'inf'"),
@@ -239,6 +240,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         (["--n", "100", "--threads", "99999"], "--threads must be at most 1024, got 99999"),
                         (["--n", "100", "--threads", "4294967297"], "--threads must be at most 1024, got 4294967297"),
                         (["--n", "100,"], "--n needs a comma-separated list of numbers, got '100,'"),
+                        (["--n", "100", "--n", "200"], "--n is given twice; give it once"),
                         (["--n", "10000000", "--alg", "potrf"], "--n 10000000: the matrices need 1600000.0 GB")]:
         r = subprocess.run([str(MPIRUN), "-np", "2", str(apps)] + args, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and words in r.stderr, (args, r.stdout, r.stderr)
@@ -248,6 +250,7 @@ def test_bad_arguments_fail_before_running(tmp_path):
                         # the trial's: --push 2 read as 1, an unknown variant exited 1 with the usage,
                         # --nb 0 refused after the first line, reps wrapped
                         (["pingpong", "--push", "2"], "--push must be at most 1, got 2"),
+                        (["sched", "--reps", "2", "--reps", "3"], "--reps is given twice; give it once"),
                         (["pingpong", "--reps", "4294967297"], "--reps must be at most 1000000"),
                         (["cholesky", "--n", "300", "--variants", "nosuch"], "unknown variant 'nosuch'"),
                         (["cholesky", "--n", "300", "--nb", "0"], "--nb must be at least 1, got 0"),
