@@ -49,11 +49,16 @@ std::string Arithmetic::check(index_t elem_size) const {
     return cat("conj needs complex elements: name their type (c64 or c128); ",
                type == ElementType::bytes ? "opaque elements" : "integer elements", " have no conjugate");
   if (identity()) return {};
-  if (!is_floating(type))
+  // Opaque elements: the caller may not have named the type. Integer ones were
+  // named: "name their type" read as if they had not (a new user's trial).
+  if (type == ElementType::bytes)
     return cat("alpha=", number(alpha), " beta=", number(beta), conjugate ? " conj" : "",
-               " needs arithmetic on the elements: name their type (f32, f64, c64 or c128); ",
-               type == ElementType::bytes ? "opaque elements" : "integer elements",
-               " move only as they are (alpha = 1, beta = 0)");
+               " needs arithmetic on the elements: name their type (f32, f64, c64 or c128); "
+               "opaque elements move only as they are (alpha = 1, beta = 0)");
+  if (!is_floating(type))
+    return cat("alpha=", number(alpha), " beta=", number(beta), conjugate ? " conj" : "", " on ",
+               element_type_name(type), " elements: integer elements move only as they are (alpha = 1, beta = 0); "
+               "the arithmetic applies to f32, f64, c64 or c128");
   if (!is_complex(type) && (alpha.imag() != 0 || beta.imag() != 0)) {
     const bool a = alpha.imag() != 0, b = beta.imag() != 0;
     return cat(a && b ? cat("alpha=", number(alpha), " and beta=", number(beta), " are")

@@ -152,7 +152,7 @@ TEST(Validation, TransformErrors) {
   o.arithmetic.type = ElementType::i64;
   o.arithmetic.alpha = 2.0;
   kind("alpha/beta on integer elements", "make_plan (options.arithmetic)");
-  expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=2", "integer elements"}, o);
+  expect_plan_error(a, a, Region::whole(a.shape()), {"alpha=2 beta=0 on i64 elements", "integer elements move only"}, o);
   o.arithmetic.alpha = 1.0;
   o.arithmetic.conjugate = true;
   kind("a conjugate of opaque or integer elements", "make_plan (options.arithmetic)");
