@@ -228,14 +228,15 @@ int plan_alone(int argc, char** argv) {
     // --ranks 2000000000 planned until memory ran out (a helper's trial). 2^23 is
     // more ranks than the largest machines run (Fugaku: 7.6 million cores). One
     // rank of more (--rank R) keeps no per-rank figures: any int.
-    const long long max_ranks = a.has("--rank") ? INT_MAX : 1LL << 23;
-    if (!a.has("--ranks") && need > max_ranks)
-      detail::fail("the layouts need ", need, " ranks; redist plan simulates at most 2^23 (", max_ranks,
-                   ") when it plans them all: plan one of them with --rank R, or give layouts of fewer ranks");
-    if (a.has("--ranks") && !a.has("--rank") && a.get_int("--ranks", need, 1) > max_ranks)
-      detail::fail("option --ranks needs an integer >= 1 and <= ", max_ranks, " when every rank is planned, got '",
-                   a.get("--ranks", ""), "' (plan one rank of more with --rank R)");
+    constexpr long long kMaxAll = 1LL << 23;
     const int P = static_cast<int>(a.get_int("--ranks", need, 1, INT_MAX));
+    if (!a.has("--rank") && P > kMaxAll) {
+      if (!a.has("--ranks"))
+        detail::fail("the layouts need ", need, " ranks; redist plan simulates at most 2^23 (", kMaxAll,
+                     ") when it plans them all: plan one of them with --rank R, or give layouts of fewer ranks");
+      detail::fail("option --ranks needs an integer >= 1 and <= ", kMaxAll, " when every rank is planned, got '",
+                   a.get("--ranks", ""), "' (plan one rank of more with --rank R)");
+    }
     if (S > P) detail::fail("--senders ", S, " is more than --ranks ", P, ": the senders are among the ranks");
     if (S > (overlap ? P : P - 1))
       detail::fail("--senders ", S, " leaves no receivers among --ranks ", P, overlap ? "" : " (give --overlap or more ranks)");

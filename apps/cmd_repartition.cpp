@@ -12,11 +12,8 @@
 #include <cstdio>
 #include <memory>
 
-#include <unistd.h>
-
 #include "cli.hpp"
 #include "harness/case.hpp"
-#include "mpi/agree.hpp"
 #include "redist/redist.hpp"
 
 namespace redist::cli {
@@ -164,23 +161,11 @@ int cmd_repartition(int argc, char** argv) {
     // The storage before the placement: placing the patches of a volume too large
     // to hold took 6-11 s before CaseRun's memory check refused it (a helper's
     // trial). Source and target hold the volume once each, over the job's nodes.
-    {
-      MPI_Comm node;
-      const MPI_Comm world = MPI_COMM_WORLD;
-      detail::check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-                        "MPI_Comm_split_type", world);
-      int node_rank = 0, nodes = 0;
-      detail::check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank", node);
-      detail::check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", world);
-      const int leader = node_rank == 0;
-      detail::check_mpi(MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, world), "MPI_Allreduce", world);
-      const double need = 2.0 * 8.0 * double(volume);
-      const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE)) * nodes;
-      if (need > memory)
-        detail::fail("not enough memory: the volume ", shape.str(), " of doubles needs ", human_bytes(need),
-                     " for its source and target copies, the job's ", counted(nodes, "node has", "nodes have"), " ",
-                     human_bytes(memory), "; give a smaller --shape");
-    }
+    const double storage = 2.0 * 8.0 * double(volume);
+    if (const harness::JobMemory job = harness::job_memory(MPI_COMM_WORLD); storage > job.bytes)
+      detail::fail("not enough memory: the volume ", shape.str(), " of doubles needs ", human_bytes(storage),
+                   " for its source and target copies, the job's ", counted(job.nodes, "node has", "nodes have"), " ",
+                   human_bytes(job.bytes), "; give a smaller --shape");
     if (rank == 0)
       std::printf("redist repartition on %s: %s doubles (%s), rank grid %s, patches %s\n  source  %s\n",
                   counted(size, "rank", "ranks").c_str(), shape.str().c_str(), human_bytes(double(volume) * 8).c_str(), grid.str().c_str(),

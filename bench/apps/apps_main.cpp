@@ -12,7 +12,6 @@
 // in % of its compute time, and roundtrip / pd; --csv FILE appends the rows.
 #include <cblas.h>
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +25,7 @@
 
 #include "bench_util.hpp"
 #include "cholesky/cholesky.hpp"
+#include "harness/case.hpp"
 #include "harness/storage.hpp"
 #include "qr/qr.hpp"
 #include "redist/apps.hpp"
@@ -277,23 +277,16 @@ int main(int argc, char** argv) {
     // "rank 0: std::bad_alloc" (a helper's trial). Each N x N matrix (three for
     // gemm) is held by the caller and by the working copy, on the job's nodes.
     {
-      MPI_Comm node;
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-      int node_rank = 0, nodes = 0;
-      MPI_Comm_rank(node, &node_rank);
-      MPI_Comm_free(&node);
-      const int leader = node_rank == 0;
-      MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-      const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE)) * nodes;
+      const redist::harness::JobMemory job = redist::harness::job_memory(MPI_COMM_WORLD);
       const bool gemm = std::find(algs.begin(), algs.end(), "gemm") != algs.end();
       for (const std::int64_t n : sizes) {
         const double m = double(n + at), need = 2.0 * 8.0 * m * m * (gemm ? 3 : 1);
-        if (need > memory) {
+        if (need > job.bytes) {
           char msg[300];
           std::snprintf(msg, sizeof msg,
                         "--n %lld: the matrices need %.1f GB (%s(N+at)^2 doubles, held by the caller and by the "
                         "working copy), the job's %d node(s) have %.1f GB; give a smaller --n",
-                        static_cast<long long>(n), need / 1e9, gemm ? "three " : "", nodes, memory / 1e9);
+                        static_cast<long long>(n), need / 1e9, gemm ? "three " : "", job.nodes, job.bytes / 1e9);
           throw redist::Error(msg);
         }
       }

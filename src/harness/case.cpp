@@ -132,6 +132,23 @@ CaseRun::CaseRun(const std::function<Plan()>& make, MPI_Comm comm) {
   fill_pattern(plan_.source(), rank_, src_.blocks(), kSourcePattern);
 }
 
+double node_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+JobMemory job_memory(MPI_Comm comm) {
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type", comm);
+  int node_rank = 0;
+  check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank", comm);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", comm);
+  const int leader = node_rank == 0;
+  JobMemory m;
+  check_mpi(MPI_Allreduce(&leader, &m.nodes, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce", comm);
+  m.bytes = node_memory_bytes() * m.nodes;
+  return m;
+}
+
 namespace {
 
 std::string gib(double bytes) {
@@ -159,7 +176,7 @@ void CaseRun::allocate(const Layout& src, const Layout& dst, MPI_Comm comm) {
   check_mpi(MPI_Allreduce(&mine, &on_node, 1, MPI_DOUBLE, MPI_SUM, node), "MPI_Allreduce", comm);
   check_mpi(MPI_Comm_size(node, &node_ranks), "MPI_Comm_size", comm);
   check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", comm);
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double memory = node_memory_bytes();
   const std::string needs = detail::cat("this case needs ", gib(mine), " of storage on rank ", rank_, " (source ",
                                         gib(static_cast<double>(src_bytes)), " + target ",
                                         gib(static_cast<double>(dst_bytes)), ")");

@@ -163,6 +163,17 @@ class CaseRun {
   std::vector<Entry> entries_;
 };
 
+// The physical memory of one node (this one's), and of the nodes of `comm`
+// (collective: nodes counted by MPI_COMM_TYPE_SHARED, each taken to be this
+// one's size): what a program compares a whole job's storage with before
+// allocating or placing anything (CaseRun does it per node).
+double node_memory_bytes();
+struct JobMemory {
+  int nodes = 1;
+  double bytes = 0;  // nodes x node_memory_bytes()
+};
+JobMemory job_memory(MPI_Comm comm);
+
 // Two process groups over `comm` (paper 002, docs/groups.md): its first `senders`
 // ranks send, `src` their layout (ranks 0 .. senders-1); the others receive (all
 // ranks with `overlap`), `dst` their layout. Collective; the plan is
